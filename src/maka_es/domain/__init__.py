@@ -1,0 +1,1 @@
+"""Pure domain layer: wire models, codec and aggregates. No I/O, clock or randomness."""

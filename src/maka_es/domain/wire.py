@@ -1,0 +1,128 @@
+"""Shared base for every model that mirrors the Maka runtime's JSON exactly.
+
+Why a base class: the reference runtime decodes with *exact* key sets, camelCase keys and no
+``null`` for absent optionals. Every wire model here therefore forbids extra keys, is frozen,
+uses camelCase aliases with snake_case attributes, refuses an explicit ``null`` for an optional
+key (absent and null are different facts on the wire), and turns pydantic's ``ValidationError``
+into the project's typed error naming the offending field. ``to_wire()`` emits exactly the keys
+that were given, so decode -> encode is lossless.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from maka_es.errors import MakaError
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in {"text", "thinking", "function_call", "function_response", "error"} and parts:
+            # pydantic inserts the discriminator tag into the location; it is not a wire key.
+            continue
+        elif item.startswith(("function-after[", "function-before[", "function-wrap[")):
+            continue
+        else:
+            parts.append(("." if parts else "") + item)
+    return "".join(parts).replace(".[", "[") or "<root>"
+
+
+class WireModel(BaseModel):
+    """Frozen, exact-shape, camelCase model; see module docstring."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=False,
+        revalidate_instances="never",
+    )
+
+    #: camelCase keys whose value may legitimately be JSON ``null`` (``args``, ``result``, ...).
+    nullable_keys: ClassVar[frozenset[str]] = frozenset()
+    #: error type raised by :meth:`decode`; subclasses pick their domain error.
+    error_class: ClassVar[type[MakaError]] = MakaError
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_explicit_null(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None and key not in cls.nullable_keys:
+                    field = cls.model_fields.get(key)
+                    if field is None:
+                        # unknown key: let extra="forbid" report it
+                        alias_hit = any(f.alias == key for f in cls.model_fields.values())
+                        if not alias_hit:
+                            continue
+                    raise PydanticCustomError(
+                        "null_not_allowed", "{key} must be absent rather than null", {"key": key}
+                    )
+        return data
+
+    @classmethod
+    def model_validate(  # type: ignore[override]
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Validate wire data, raising the model's typed error that names the field."""
+        try:
+            return super().model_validate(
+                obj, strict=strict, from_attributes=from_attributes, context=context, **kwargs
+            )
+        except ValidationError as exc:
+            raise cls._typed_error(exc) from None
+
+    @classmethod
+    def model_validate_json(  # type: ignore[override]
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        context: Any | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Validate a JSON document (strict JSON only: NaN/Infinity are refused)."""
+        try:
+            return super().model_validate_json(json_data, strict=strict, context=context, **kwargs)
+        except ValidationError as exc:
+            raise cls._typed_error(exc) from None
+
+    @classmethod
+    def decode(cls, data: Any) -> Self:
+        """Accept an instance as is, or validate wire data (typed error on failure)."""
+        if isinstance(data, cls):
+            return data
+        return cls.model_validate(data)
+
+    @classmethod
+    def _typed_error(cls, exc: ValidationError) -> MakaError:
+        first = exc.errors(include_url=False)[0]
+        loc = tuple(first.get("loc", ()))
+        ctx = first.get("ctx") or {}
+        if first.get("type") == "null_not_allowed":
+            loc = (*loc, str(ctx["key"]))
+        field = _field_path(loc)
+        message = f"{cls.__name__}.{field}: {first.get('msg', 'invalid')}"
+        error_class: Any = cls.error_class
+        try:
+            return error_class(message, field=field, detail={"errors": exc.error_count()})  # type: ignore[no-any-return]
+        except TypeError:
+            return error_class(message, detail={"field": field})  # type: ignore[no-any-return]
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact wire dict (camelCase keys, only keys that were set)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

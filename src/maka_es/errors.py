@@ -1,0 +1,179 @@
+"""One exception hierarchy for every refusal maka_es makes.
+
+Why: a host decides what to do after a crash from *stable codes*, not from message text.
+Every error carries a ``code`` that is part of the public contract (tests pin them), and an
+optional ``detail`` mapping with machine-readable context. Refusals are raised *before*
+anything is written, so catching one never means "maybe half of it landed".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+
+class MakaError(Exception):
+    """Base class: a refusal with a stable ``code``."""
+
+    default_code: ClassVar[str] = "maka_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code: str = code or self.default_code
+        self.detail: dict[str, Any] = dict(detail or {})
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.args[0]}"
+
+
+# --- wire / codec -------------------------------------------------------------------------
+
+
+class InvalidRuntimeEventError(MakaError, ValueError):
+    """A RuntimeEvent (or one of its parts) does not have the exact wire shape.
+
+    ``field`` names the offending location as a dotted camelCase path (``content.args``).
+    """
+
+    default_code = "invalid_runtime_event"
+
+    def __init__(self, message: str, *, field: str, detail: Mapping[str, Any] | None = None):
+        super().__init__(message, detail={"field": field, **(detail or {})})
+        self.field = field
+
+
+class InvalidRunHeaderError(MakaError, ValueError):
+    """An AgentRun header does not have the exact wire shape."""
+
+    default_code = "invalid_run_header"
+
+    def __init__(self, message: str, *, field: str, detail: Mapping[str, Any] | None = None):
+        super().__init__(message, detail={"field": field, **(detail or {})})
+        self.field = field
+
+
+class NonStrictJsonError(MakaError, ValueError):
+    """A value is not strict JSON (NaN, Infinity, non-string key, unsupported type, ...)."""
+
+    default_code = "non_strict_json"
+
+
+# --- store refusals ------------------------------------------------------------------------
+
+
+class StoreRefusal(MakaError):
+    """A command against the event store was refused; the store is unchanged."""
+
+    default_code = "store_refusal"
+
+
+class SessionNotFoundError(StoreRefusal, LookupError):
+    default_code = "session_not_found"
+
+
+class SessionAlreadyExistsError(StoreRefusal):
+    default_code = "session_already_exists"
+
+
+class RunNotFoundError(StoreRefusal, LookupError):
+    default_code = "run_not_found"
+
+
+class RunAlreadyExistsError(StoreRefusal):
+    default_code = "run_already_exists"
+
+
+class EventIdConflictError(StoreRefusal):
+    """The same event id was appended again with different content."""
+
+    default_code = "event_id_conflict"
+
+
+class EventIdentityMismatchError(StoreRefusal):
+    """The event's session/run/turn/invocation does not belong to the run it was appended to."""
+
+    default_code = "event_identity_mismatch"
+
+
+class InvocationSpineConflictError(StoreRefusal):
+    """One invocation must map to exactly one (session, run, turn)."""
+
+    default_code = "invocation_spine_conflict"
+
+
+class RunSealedError(StoreRefusal):
+    """The run already has its terminal event (or was sealed by a continuation claim)."""
+
+    default_code = "run_sealed"
+
+
+class TerminalConflictError(StoreRefusal):
+    """A second, different terminal event, or a terminal header without a durable terminal."""
+
+    default_code = "terminal_conflict"
+
+
+class RuntimeOffsetMismatchError(StoreRefusal):
+    """An append expected a different committed high-water than the store has."""
+
+    default_code = "runtime_offset_mismatch"
+
+
+class PartialEventRefusedError(StoreRefusal):
+    """Partial (streaming) events are never part of the immutable ledger."""
+
+    default_code = "partial_event_refused"
+
+
+class ReservedFactError(StoreRefusal):
+    """A reserved fact (dispatch, bound response, recovery fact, continuation start, protocol
+    marker) was sent through the generic append path."""
+
+    default_code = "reserved_fact"
+
+
+class HeaderUpdateRefusedError(StoreRefusal):
+    """A run-header patch touched an immutable field or made an illegal status change."""
+
+    default_code = "header_update_refused"
+
+
+class ConcurrentWriteError(StoreRefusal):
+    """Another writer committed to the same stream first (optimistic concurrency)."""
+
+    default_code = "concurrent_write"
+
+
+class StoreCorruptionError(MakaError):
+    """Stored data cannot be decoded: fail closed, never guess."""
+
+    default_code = "store_corruption"
+
+
+# --- JSONL ledger --------------------------------------------------------------------------
+
+
+class JsonlLedgerError(MakaError):
+    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail)."""
+
+    default_code = "invalid_jsonl_line"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        code: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        merged = dict(detail or {})
+        if line is not None:
+            merged["line"] = line
+        super().__init__(message, code=code, detail=merged)
+        self.line = line
