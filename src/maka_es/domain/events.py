@@ -15,7 +15,16 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, JsonValue, StrictBool, StrictStr, field_validator, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from maka_es.domain.wire import WireModel
 from maka_es.errors import InvalidRuntimeEventError, MakaError
@@ -25,6 +34,7 @@ Sha256Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 SafeNonNegativeInt = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 SafePositiveInt = Annotated[int, Field(gt=0, le=2**53 - 1, strict=True)]
 JsonObject = dict[str, JsonValue]
+JsonNumber = StrictInt | StrictFloat
 
 Role = Literal["user", "model", "tool", "system"]
 Author = Literal["user", "host", "agent", "tool", "system"]
@@ -413,7 +423,7 @@ class RuntimeEvent(RuntimeWireModel):
     run_id: NonEmptyStr
     session_id: NonEmptyStr
     turn_id: NonEmptyStr
-    ts: int | float
+    ts: JsonNumber
     partial: StrictBool
     role: Role
     author: Author

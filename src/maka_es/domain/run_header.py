@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, StrictStr, field_validator, model_validator
 
-from maka_es.domain.events import NonEmptyStr, RuntimeEvent, Sha256Digest
+from maka_es.domain.events import JsonNumber, NonEmptyStr, RuntimeEvent, Sha256Digest
 from maka_es.domain.wire import WireModel
 from maka_es.errors import InvalidRunHeaderError, MakaError
 
@@ -99,10 +99,10 @@ class RunHeader(HeaderWireModel):
     model_id: StrictStr
     cwd: StrictStr
     permission_mode: StrictStr
-    created_at: int | float
-    updated_at: int | float
+    created_at: JsonNumber
+    updated_at: JsonNumber
     invocation_id: NonEmptyStr | None = None
-    completed_at: int | float | None = None
+    completed_at: JsonNumber | None = None
     parent_run_id: StrictStr | None = None
     resumed_from_run_id: StrictStr | None = None
     retried_from_run_id: StrictStr | None = None

@@ -1,0 +1,49 @@
+# maka_es — every tool runs from the project venv (.venv), created on demand.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help install fmt lint typecheck layers test test-deep bench demo check clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install maka_es (editable) with dev tools
+
+fmt: $(STAMP) ## Format and auto-fix
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+lint: $(STAMP) ## ruff lint + format check
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: $(STAMP) ## mypy --strict on src and tests
+	$(BIN)/mypy
+
+layers: $(STAMP) ## Layer rule of design.md §2 (import-linter)
+	$(BIN)/lint-imports
+
+test: $(STAMP) ## The whole suite (Hypothesis profile "ci"; long runs excluded)
+	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
+	HYPOTHESIS_PROFILE=thorough $(BIN)/pytest $(PYTEST_ARGS)
+
+demo: $(STAMP) ## Write a run to a SQLite file, reopen it, print the committed ledger and plan
+	$(BIN)/python -m maka_es.cli.demo
+
+check: lint typecheck layers test ## lint + types + layers + tests
+
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache demo-data build dist src/*.egg-info

@@ -1,0 +1,1 @@
+"""Use cases: the eventsourcing application and its services."""

@@ -1,0 +1,349 @@
+"""RuntimeApplication: the event-sourced store of sessions, runs and their RuntimeEvent ledgers.
+
+Why an ``eventsourcing.Application`` subclass: the library gives us the recorder (SQLite,
+PostgreSQL, in-memory), optimistic concurrency on ``(originator_id, originator_version)`` and
+the notification log; maka_es adds the domain rules. Every command validates against the
+current aggregates *before* anything is written, then commits all of its facts in ONE
+``save()`` (one transaction). A refused command leaves the store byte-for-byte unchanged.
+
+Extension points for a host's own application service (subclass it):
+
+* ``clock`` — milliseconds since the epoch; default wall clock. Inject a fixed clock in tests.
+* ``id_factory`` — fresh ids for facts the runtime authors itself; default uuid4 hex.
+* :meth:`on_events_committed` — called after a successful append (e.g. to wake a UI).
+
+The store location comes from the environment (``env=`` or ``os.environ``): the defaults are
+``PERSISTENCE_MODULE=maka_es.infrastructure.stores`` (SQLite, WAL, ``synchronous=FULL``) and
+``SQLITE_DBNAME=maka_es.sqlite``; ``PERSISTENCE_MODULE=eventsourcing.popo`` is the in-memory
+store for pure unit tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, Mapper, Transcoder
+
+from maka_es.domain.events import RuntimeEvent, as_runtime_event
+from maka_es.domain.facts import (
+    InvocationBound,
+    SessionOpened,
+    StoredFact,
+    invocation_stream_id,
+    run_stream_id,
+    session_stream_id,
+)
+from maka_es.domain.run import Run, project_run
+from maka_es.domain.run_header import RunHeader
+from maka_es.domain.session import Session, project_session
+from maka_es.errors import (
+    ConcurrentWriteError,
+    InvocationSpineConflictError,
+    RunAlreadyExistsError,
+    RunNotFoundError,
+    SessionAlreadyExistsError,
+    SessionNotFoundError,
+)
+from maka_es.infrastructure.mapper import FactMapper, JsonTranscoder
+
+Clock = Callable[[], float]
+IdFactory = Callable[[], str]
+
+
+def wall_clock_ms() -> float:
+    """Default clock: Unix milliseconds (the RuntimeEvent ``ts`` unit)."""
+    return time.time() * 1000.0
+
+
+def uuid4_hex() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """Read view of a session."""
+
+    session_id: str
+    cwd: str
+    workspace_identity: str | None
+    opened_at: float
+    run_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Outcome of an append: how many events were new, how many were exact retries."""
+
+    appended: int
+    retried: int
+    high_water: int
+
+
+class RuntimeApplication(Application[UUID]):
+    """Sessions, runs and committed RuntimeEvent ledgers on an eventsourcing store."""
+
+    name = "maka_es"
+    env: ClassVar[dict[str, str]] = {
+        "PERSISTENCE_MODULE": "maka_es.infrastructure.stores",
+        "SQLITE_DBNAME": "maka_es.sqlite",
+        "AGGREGATE_CACHE_MAXSIZE": "256",
+        "AGGREGATE_CACHE_FASTFORWARD": "y",
+        "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
+    }
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        clock: Clock | None = None,
+        id_factory: IdFactory | None = None,
+    ) -> None:
+        self.clock: Clock = clock or wall_clock_ms
+        self.id_factory: IdFactory = id_factory or uuid4_hex
+        # Commands are pure until save; the lock keeps one instance's read-validate-save
+        # sequences from interleaving on the shared aggregate cache.
+        self._command_lock = threading.RLock()
+        super().__init__(env)
+
+    # -- construction helpers -------------------------------------------------------------------
+
+    @classmethod
+    def open_sqlite(cls, path: str, **kwargs: Any) -> RuntimeApplication:
+        """An application on the SQLite file ``path`` (created if missing)."""
+        env = {"PERSISTENCE_MODULE": "maka_es.infrastructure.stores", "SQLITE_DBNAME": str(path)}
+        env.update(kwargs.pop("env", None) or {})
+        return cls(env, **kwargs)
+
+    @classmethod
+    def in_memory(cls, **kwargs: Any) -> RuntimeApplication:
+        """An application on eventsourcing's in-memory store (pure unit tests only)."""
+        env = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
+        env.update(kwargs.pop("env", None) or {})
+        return cls(env, **kwargs)
+
+    def construct_transcoder(self) -> Transcoder:
+        return JsonTranscoder()
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return FactMapper(
+            transcoder=self.construct_transcoder(),
+            cipher=self.factory.cipher(),
+            compressor=self.factory.compressor(),
+        )
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def on_events_committed(self, run_id: str, events: Sequence[RuntimeEvent]) -> None:
+        """Override to observe newly committed RuntimeEvents (called after the commit)."""
+
+    # -- loading ----------------------------------------------------------------------------------
+
+    def _load_run(self, run_id: str) -> Run:
+        try:
+            run: Run = self.repository.get(run_stream_id(run_id), projector_func=project_run)
+        except AggregateNotFoundError:
+            raise RunNotFoundError(f"run {run_id} not found", detail={"runId": run_id}) from None
+        return run
+
+    def _load_session(self, session_id: str) -> Session:
+        try:
+            session: Session = self.repository.get(
+                session_stream_id(session_id), projector_func=project_session
+            )
+        except AggregateNotFoundError:
+            raise SessionNotFoundError(
+                f"session {session_id} not found", detail={"sessionId": session_id}
+            ) from None
+        return session
+
+    def _evict(self, *stream_ids: UUID) -> None:
+        """Drop cached aggregates after a failed save: never reuse them (they may be stale)."""
+        cache = self.repository.cache
+        if cache is not None:
+            for stream_id in stream_ids:
+                try:
+                    cache.get(stream_id, evict=True)
+                except KeyError:
+                    pass
+
+    def _save_facts(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
+        try:
+            self.save(*facts)
+        except IntegrityError as exc:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise conflict() from exc
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def open_session(
+        self, session_id: str, cwd: str, workspace_identity: str | None = None
+    ) -> SessionInfo:
+        """Open a new session. Opening an existing one is refused (ids are identities)."""
+        with self._command_lock:
+            fact = Session.open(session_id, cwd, workspace_identity, self.clock())
+            self._save_facts(
+                [fact],
+                conflict=lambda: SessionAlreadyExistsError(
+                    f"session {session_id} already exists", detail={"sessionId": session_id}
+                ),
+            )
+            return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        session = self._load_session(session_id)
+        return SessionInfo(
+            session_id=session.session_id,
+            cwd=session.cwd,
+            workspace_identity=session.workspace_identity,
+            opened_at=session.opened_at,
+            run_ids=tuple(entry.run_id for entry in session.runs),
+        )
+
+    def list_sessions(self) -> list[str]:
+        """Session ids in the order they were opened (from the notification log)."""
+        ids: list[str] = []
+        start = 1
+        while True:
+            page = self.recorder.select_notifications(
+                start=start, limit=500, topics=[SessionOpened.TOPIC]
+            )
+            for notification in page:
+                fact = self.mapper.to_domain_event(notification)
+                if isinstance(fact, SessionOpened):
+                    ids.append(fact.session_id)
+            if len(page) < 500:
+                return ids
+            start = page[-1].id + 1
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
+        """Create a run (AgentRun header, non-terminal) in an existing session.
+
+        One save: the run stream, the invocation binding (one run per invocation, enforced by
+        the store) and the session's registration of the run.
+        """
+        parsed = RunHeader.decode(header)
+        with self._command_lock:
+            session = self._load_session(parsed.session_id)
+            created_at = self.clock()
+            created = Run.create(parsed, created_at)
+            assert parsed.invocation_id is not None  # Run.create refuses headers without it
+            binding = InvocationBound(
+                originator_id=invocation_stream_id(parsed.invocation_id),
+                originator_version=1,
+                invocation_id=parsed.invocation_id,
+                session_id=parsed.session_id,
+                run_id=parsed.run_id,
+                turn_id=parsed.turn_id,
+            )
+            registered = session.register_run(parsed.run_id, created_at)
+            try:
+                self.save(created, binding, registered)
+            except IntegrityError as exc:
+                self._evict(created.originator_id, binding.originator_id, session.id)
+                raise self._create_run_conflict(parsed) from exc
+            return parsed
+
+    def _create_run_conflict(self, header: RunHeader) -> Exception:
+        if self._stream_exists(run_stream_id(header.run_id)):
+            return RunAlreadyExistsError(
+                f"run {header.run_id} already exists", detail={"runId": header.run_id}
+            )
+        if header.invocation_id is not None and self._stream_exists(
+            invocation_stream_id(header.invocation_id)
+        ):
+            return InvocationSpineConflictError(
+                f"invocation {header.invocation_id} already belongs to another run",
+                detail={"invocationId": header.invocation_id},
+            )
+        return ConcurrentWriteError(
+            f"session {header.session_id} changed concurrently; retry",
+            detail={"sessionId": header.session_id},
+        )
+
+    def _stream_exists(self, stream_id: UUID) -> bool:
+        return bool(self.recorder.select_events(stream_id, limit=1))
+
+    def get_run_header(self, run_id: str) -> RunHeader:
+        return self._load_run(run_id).header
+
+    def list_runs(self, session_id: str) -> list[RunHeader]:
+        """Headers of the session's runs in creation order."""
+        session = self._load_session(session_id)
+        return [self.get_run_header(entry.run_id) for entry in session.runs]
+
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[RuntimeEvent | Mapping[str, Any]],
+        *,
+        expected_high_water: int | None = None,
+    ) -> AppendResult:
+        """Append RuntimeEvents to a run atomically (all or nothing).
+
+        Exact retries of committed ids are no-ops; the same id with other content, an event of
+        another run, a partial event, anything after the terminal event, or a stale
+        ``expected_high_water`` is refused with a typed error and nothing is written.
+        """
+        decoded = [as_runtime_event(event) for event in events]
+        with self._command_lock:
+            run = self._load_run(run_id)
+            decision = run.decide_append(
+                decoded, committed_at=self.clock(), expected_high_water=expected_high_water
+            )
+            if decision.facts:
+                self._save_facts(
+                    decision.facts,
+                    conflict=lambda: ConcurrentWriteError(
+                        f"run {run_id} was appended to concurrently; re-read and retry",
+                        detail={"runId": run_id},
+                    ),
+                )
+            high_water = run.high_water + len(decision.appended)
+        if decision.appended:
+            self.on_events_committed(run_id, decision.appended)
+        return AppendResult(len(decision.appended), decision.retried, high_water)
+
+    def append_event(
+        self,
+        run_id: str,
+        event: RuntimeEvent | Mapping[str, Any],
+        *,
+        expected_high_water: int | None = None,
+    ) -> AppendResult:
+        return self.append_events(run_id, [event], expected_high_water=expected_high_water)
+
+    def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
+        """Patch the mutable header fields. A terminal status is accepted only when the run's
+        terminal RuntimeEvent is already durable and matches it."""
+        with self._command_lock:
+            run = self._load_run(run_id)
+            fact = run.decide_header_update(patch, updated_at=self.clock())
+            self._save_facts(
+                [fact],
+                conflict=lambda: ConcurrentWriteError(
+                    f"run {run_id} changed concurrently; re-read and retry",
+                    detail={"runId": run_id},
+                ),
+            )
+        return self.get_run_header(run_id)
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        """The run's committed RuntimeEvents, in commit order."""
+        return list(self._load_run(run_id).events)
+
+    def run_high_water(self, run_id: str) -> int:
+        return self._load_run(run_id).high_water
+
+    def read_run_payloads(self, run_id: str) -> list[str]:
+        """The stored canonical JSON of each committed event (export, digests)."""
+        run = self._load_run(run_id)
+        return [run.payload_at(seq) for seq in range(1, run.high_water + 1)]

@@ -1,0 +1,916 @@
+"""Canonical JSON, identities and digests that must be byte-identical to the reference runtime.
+
+Why this module exists: the reference (TypeScript) runtime persists *bytes* — stable JSON of
+RuntimeEvents, SHA-256 identities of tool arguments, operation ids and boundary digests — and a
+continuation claim written by one runtime must validate in the other. Every function here
+therefore reproduces the exact byte format of the reference (``JSON.stringify`` of canonicalised
+values, JavaScript number formatting, JavaScript property order) rather than what would be
+idiomatic Python. It is pure: no clock, randomness, filesystem or database access.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json.encoder
+import math
+import re
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+from maka_es.errors import MakaError, NonStrictJsonError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "PROVIDER_REPLAY_PROJECTION_VERSION",
+    "CodecInputError",
+    "JsonValue",
+    "build_segment",
+    "canonical_args_hash",
+    "canonical_json",
+    "format_text_with_inline_refs",
+    "is_sha256_digest",
+    "js_number",
+    "js_string",
+    "manifest_digest",
+    "operation_id_for",
+    "prefix_digest",
+    "prefix_event_wire",
+    "provider_replay_digest",
+    "provider_replay_item",
+    "sha256_digest",
+    "validate_segment",
+]
+
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+"""A strict JSON value as Python holds it (what ``json.loads`` returns)."""
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""``Number.MAX_SAFE_INTEGER``. Integers up to ``2**53`` are exact doubles and are accepted."""
+
+MAX_JSON_DEPTH: Final = 512
+"""Deepest container nesting accepted (a top-level list/dict is depth 1)."""
+
+PROVIDER_REPLAY_PROJECTION_VERSION: Final = 1
+
+_EXACT_INT_LIMIT: Final = 2**53
+_ARRAY_INDEX_LIMIT: Final = 2**32 - 1  # ECMAScript "array index": 0 <= n < 2**32 - 1
+_ARRAY_INDEX_RE: Final = re.compile(r"0|[1-9][0-9]{0,9}")
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
+_SHA256_DIGEST_RE: Final = re.compile(r"sha256:[0-9a-f]{64}")
+_ASTRAL_MIN: Final = "\U00010000"
+_MAX_UNWRAPS: Final = 4  # ``to_wire()`` returning another ``to_wire`` object, at most this deep
+
+# CPython's C ``encode_basestring`` escapes exactly what ``JSON.stringify`` escapes for
+# well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
+# ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
+_encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
+
+_PREFIX_DOMAIN: Final = b"maka.runtime-prefix.v1"
+_MANIFEST_DOMAIN: Final = b"maka.runtime-boundary-manifest.v1"
+_IDENTITY_KEYS: Final = ("sessionId", "invocationId", "runId", "turnId")
+_SEGMENT_KEYS: Final = frozenset({"protocol", "identity", "position", "prefixDigest"})
+_POSITION_KEYS: Final = frozenset({"lastEventSeq", "eventCount", "lastEventId"})
+_ATTACHMENT_RESOURCE_PREFIX: Final = "maka://runtime/attachments"
+_ARTIFACT_ENTITY_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+class CodecInputError(MakaError, ValueError):
+    """Input to a digest/identity function is structurally invalid (not a JSON problem).
+
+    Carries a stable ``code``: ``prefix_invalid``, ``boundary_invalid``,
+    ``tool_identity_invalid`` or ``provider_replay_invalid``.
+    """
+
+    default_code = "codec_input_invalid"
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical (stable) JSON
+# --------------------------------------------------------------------------------------------
+
+
+class _StrictJsonError(Exception):
+    """Internal refusal; converted to :class:`NonStrictJsonError` once the path is known."""
+
+    def __init__(self, reason: str, segments: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.segments = list(segments)
+
+
+def _pointer(segments: Sequence[str]) -> str:
+    return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
+
+
+def _non_strict(reason: str, segments: Sequence[str]) -> NonStrictJsonError:
+    path = _pointer(segments)
+    where = path if path else "(root)"
+    return NonStrictJsonError(f"not strict JSON at {where}: {reason}", detail={"path": path})
+
+
+def js_number(value: int | float) -> str:
+    """Format a number exactly as ``Number.prototype.toString`` / ``JSON.stringify`` would.
+
+    Why: stored event bytes and every digest over them embed numbers in JavaScript's format
+    (``1`` not ``1.0``, ``1e+21``, ``1.5e-7``, ``-0`` → ``0``). Python's ``repr`` already yields
+    the shortest round-trip digits; only the notation has to be re-laid out per ECMA-262
+    Number::toString. Raises :class:`NonStrictJsonError` for non-finite floats and for ints
+    beyond ``±2**53`` whose digits JavaScript would not print back unchanged.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _non_strict("not a number", [])
+    try:
+        text = _scalar_text(value)
+    except _StrictJsonError as failure:
+        raise _non_strict(failure.reason, []) from None
+    assert text is not None
+    return text
+
+
+def _float_text(x: float) -> str:
+    if math.isnan(x) or math.isinf(x):
+        raise _StrictJsonError("NaN and Infinity are not JSON")
+    if x == 0.0:
+        return "0"  # JSON.stringify(-0) === "0"
+    if x.is_integer() and -_EXACT_INT_LIMIT <= x <= _EXACT_INT_LIMIT:
+        # Every integer up to 2**53 is an exact double whose exact decimal is also its shortest
+        # round-trip representation.
+        return str(int(x))
+    return _js_layout(repr(x))
+
+
+def _large_int_text(value: int) -> str:
+    """An int beyond ``±2**53`` is accepted only when JavaScript would print it back with the
+    same digits (e.g. ``9007199254740994``, or ``json.loads`` of our own ``1e20``-style output);
+    anything else (``2**60`` prints as ``1152921504606847000``) would silently change value."""
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = math.inf
+    if not math.isinf(as_float):
+        text = _js_layout(repr(as_float))
+        if text == str(value):
+            return text
+    raise _StrictJsonError("integer is not exactly representable as a JavaScript number")
+
+
+def _js_layout(text: str) -> str:
+    """Re-lay out Python's shortest ``repr`` digits with ECMA-262 Number::toString rules."""
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    stripped = digits.rstrip("0")
+    # value = stripped * 10**(exponent - len(frac_part) + trailing_zeros)
+    k = len(stripped)
+    n = exponent - len(frac_part) + (len(digits) - k) + k  # position of the decimal point
+    if k <= n <= 21:
+        body = stripped + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = stripped[:n] + "." + stripped[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + stripped
+    else:
+        e = n - 1
+        exp_str = ("e+" if e >= 0 else "e-") + str(abs(e))
+        body = stripped + exp_str if k == 1 else stripped[0] + "." + stripped[1:] + exp_str
+    return sign + body
+
+
+def _is_array_index(key: str) -> bool:
+    return _ARRAY_INDEX_RE.fullmatch(key) is not None and int(key) < _ARRAY_INDEX_LIMIT
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _js_key_order(keys: list[str]) -> list[str]:
+    """Order object keys the way ``JSON.stringify`` emits a key-sorted object.
+
+    The reference sorts keys with the JavaScript default sort (UTF-16 code units) and then
+    re-inserts them into an object; ECMAScript property order always lists *array-index* keys
+    (``"0"``, ``"7"``, ``"42"``, ...) first in ascending numeric order, then the remaining keys
+    in insertion (= UTF-16 sorted) order. Code-point order equals UTF-16 order unless a key
+    contains an astral-plane character, so the cheap ``str`` sort is used when possible.
+    """
+    index_keys = [k for k in keys if k and k[0] in "0123456789" and _is_array_index(k)]
+    if index_keys:
+        index_set = set(index_keys)
+        rest = [k for k in keys if k not in index_set]
+        index_keys.sort(key=int)
+    else:
+        rest = keys
+    if any(k and max(k) >= _ASTRAL_MIN for k in rest):
+        rest = sorted(rest, key=_utf16_key)
+    else:
+        rest = sorted(rest)
+    return index_keys + rest if index_keys else rest
+
+
+def _string_text(s: str) -> str:
+    if not s.isascii() and _SURROGATE_RE.search(s) is not None:
+        raise _StrictJsonError("string contains a lone surrogate")
+    return _encode_basestring(s)
+
+
+def js_string(s: str) -> str:
+    """``JSON.stringify(s)`` for a well-formed string (lone surrogates are refused)."""
+    try:
+        return _string_text(s)
+    except _StrictJsonError as failure:
+        raise _non_strict(failure.reason, failure.segments) from None
+
+
+def _unwrap(value: object) -> object:
+    to_wire = getattr(value, "to_wire", None)
+    return to_wire() if callable(to_wire) else value
+
+
+class _Frame:
+    """One open container of the iterative encoder (no Python recursion, so the depth limit,
+    not the interpreter's recursion limit, decides what is accepted)."""
+
+    __slots__ = ("collate", "container", "index", "keys", "marks", "start")
+
+    def __init__(
+        self,
+        container: dict[str, Any] | list[Any],
+        keys: list[str] | None,
+        collate: bool,
+        start: int,
+    ) -> None:
+        self.container = container
+        self.keys = keys
+        self.collate = collate
+        self.index = -1  # index of the child currently being encoded
+        self.marks: list[int] = []
+        self.start = start
+
+    def segment(self) -> str:
+        if self.keys is not None:
+            return self.keys[self.index]
+        return str(self.index)
+
+
+def _path(stack: list[_Frame]) -> list[str]:
+    return [frame.segment() for frame in stack if frame.index >= 0]
+
+
+def _scalar_text(value: object) -> str | None:
+    """Text of a JSON scalar, or None when ``value`` is not a scalar. May raise
+    ``_StrictJsonError`` without a path (the caller adds it)."""
+    tp = type(value)
+    if tp is str:
+        return _string_text(value)  # type: ignore[arg-type]
+    if value is None:
+        return "null"
+    if tp is bool:
+        return "true" if value else "false"
+    if tp is int:
+        if -_EXACT_INT_LIMIT <= value <= _EXACT_INT_LIMIT:  # type: ignore[operator]
+            return str(value)
+        return _large_int_text(value)  # type: ignore[arg-type]
+    if tp is float:
+        return _float_text(value)  # type: ignore[arg-type]
+    # Subclasses of the JSON scalar types (StrEnum, IntEnum, ...) encode as their base value.
+    if isinstance(value, str):
+        return _string_text(str.__str__(value))
+    if isinstance(value, int):
+        return _scalar_text(int(value))
+    if isinstance(value, float):
+        return _float_text(float(value))
+    return None
+
+
+def _object_keys(obj: dict[Any, Any], stack: list[_Frame]) -> list[str]:
+    keys: list[str] = []
+    for key in obj:
+        if type(key) is str:
+            keys.append(key)
+        elif isinstance(key, str):
+            keys.append(str.__str__(key))
+        else:
+            raise _StrictJsonError(f"object key {key!r} is not a string", [*_path(stack), str(key)])
+    if len(set(keys)) != len(keys):  # only possible with colliding str subclasses
+        raise _StrictJsonError("duplicate object keys", _path(stack))
+    return _js_key_order(keys)
+
+
+def _canonical(root: object, drop_proto: bool) -> str:
+    """Iterative encoder behind :func:`canonical_json` and the args identity.
+
+    ``drop_proto`` switches on the frozen ``t1_after_preflight_v1`` args-identity quirks:
+    ``__proto__`` keys vanish and arrays held under a ``required``/``enum`` key are collated.
+    """
+    out: list[str] = []
+    stack: list[_Frame] = []
+    value: object = root
+    parent_key: str | None = None
+    unwraps = 0
+    while True:
+        # ---- encode ``value`` (a scalar is written; a container opens a frame) ----
+        try:
+            text = _scalar_text(value)
+        except _StrictJsonError as failure:
+            raise _non_strict(failure.reason, _path(stack)) from None
+        if text is not None:
+            out.append(text)
+        elif isinstance(value, (dict, list)):
+            if len(stack) >= MAX_JSON_DEPTH:
+                raise _non_strict(f"nesting deeper than {MAX_JSON_DEPTH}", _path(stack))
+            if isinstance(value, dict):
+                try:
+                    keys = _object_keys(value, stack)
+                except _StrictJsonError as failure:
+                    raise _non_strict(failure.reason, failure.segments) from None
+                if drop_proto and "__proto__" in keys:
+                    keys.remove("__proto__")
+                stack.append(_Frame(value, keys, False, len(out)))
+                out.append("{")
+            else:
+                collate = drop_proto and parent_key in ("required", "enum")
+                stack.append(_Frame(value, None, collate, len(out)))
+                if not collate:
+                    out.append("[")
+        else:
+            unwrapped = _unwrap(value)
+            unwraps += 1
+            if unwrapped is value or unwraps > _MAX_UNWRAPS:
+                reason = f"unsupported type {type(value).__name__}"
+                raise _non_strict(reason, _path(stack))
+            value = unwrapped
+            continue
+        unwraps = 0
+        # ---- advance to the next child, closing finished containers ----
+        while stack:
+            frame = stack[-1]
+            frame.index += 1
+            index = frame.index
+            if frame.keys is not None:
+                if index < len(frame.keys):
+                    key = frame.keys[index]
+                    try:
+                        key_text = _string_text(key)
+                    except _StrictJsonError as failure:
+                        raise _non_strict(failure.reason, _path(stack)) from None
+                    out.append(key_text + ":" if index == 0 else "," + key_text + ":")
+                    value = frame.container[key]  # type: ignore[call-overload]
+                    parent_key = key
+                    break
+                out.append("}")
+            else:
+                if index < len(frame.container):
+                    if frame.collate:
+                        frame.marks.append(len(out))
+                    elif index:
+                        out.append(",")
+                    value = frame.container[index]  # type: ignore[index]
+                    parent_key = None
+                    break
+                if frame.collate:
+                    _close_collated(out, frame)
+                else:
+                    out.append("]")
+            stack.pop()
+        else:
+            return "".join(out)
+
+
+def _close_collated(out: list[str], frame: _Frame) -> None:
+    bounds = [*frame.marks, len(out)]
+    texts = ["".join(out[bounds[i] : bounds[i + 1]]) for i in range(len(frame.marks))]
+    del out[frame.start :]
+    texts.sort(key=_collation_key)  # list.sort is stable, like V8's Array.prototype.sort
+    out.append("[" + ",".join(texts) + "]")
+
+
+_collator: Any = None
+
+
+def _collation_key(text: str) -> tuple[int, ...]:
+    """Sort key emulating ``String.prototype.localeCompare`` (ICU root collation).
+
+    pyuca implements the Unicode Collation Algorithm with the DUCET table, which agrees with
+    ICU's root collation on the characters that appear in JSON text of schema keywords
+    (``"a" < "A" < "b" < "B"``; punctuation < digits < letters).
+    """
+    global _collator
+    if _collator is None:
+        import pyuca  # deferred: building the collation table costs ~0.1 s
+
+        _collator = pyuca.Collator()
+    key: tuple[int, ...] = _collator.sort_key(text)
+    return key
+
+
+def canonical_json(value: object) -> str:
+    """Stable JSON text of ``value``, byte-identical to the reference ``stableJsonStringify``.
+
+    Object keys in JavaScript property order of a UTF-16-sorted object (array-index keys
+    first, numerically), no whitespace, non-ASCII raw, ``JSON.stringify`` escaping and
+    JavaScript number formatting. Objects exposing a callable ``to_wire()`` are encoded through
+    it. Anything that is not strict JSON — NaN/±Infinity, ints beyond ``±2**53`` that
+    JavaScript would print differently (``2**60``), non-string keys, tuples, sets, bytes, other
+    objects, lone surrogates, nesting deeper than :data:`MAX_JSON_DEPTH` — raises :class:`NonStrictJsonError` with a JSON-pointer ``path``
+    in ``detail``. The input is never mutated.
+    """
+    return _canonical(value, False)
+
+
+# --------------------------------------------------------------------------------------------
+# Hashes and identities
+# --------------------------------------------------------------------------------------------
+
+
+def sha256_digest(data: bytes) -> str:
+    """``"sha256:" + lowercase hex`` — the digest rendering used throughout the wire format."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def is_sha256_digest(s: object) -> bool:
+    """True iff ``s`` is exactly ``sha256:`` followed by 64 lowercase hex digits."""
+    return isinstance(s, str) and _SHA256_DIGEST_RE.fullmatch(s) is not None
+
+
+def canonical_args_hash(tool_name: str, args: object) -> str:
+    """Frozen ``t1_after_preflight_v1`` identity of a tool name + provider arguments.
+
+    Why the quirks: released writers hashed ``{"args": args, "toolName": name}`` after a
+    canonicalisation that silently lost ``__proto__`` keys and collated arrays held under a
+    ``required`` or ``enum`` key by ``localeCompare`` of their JSON text. Dispatch facts already
+    on disk carry those bytes, so they are reproduced exactly; changing them would need a new
+    protocol version. ``args`` must be strict JSON (validated first, without the quirks).
+    """
+    if not isinstance(tool_name, str) or not tool_name:
+        raise CodecInputError(
+            "tool argument identity requires a non-empty tool name", code="tool_identity_invalid"
+        )
+    _canonical(args, False)  # strict-JSON validation (``__proto__`` counts here)
+    body = _canonical({"args": args, "toolName": tool_name}, True)
+    return sha256_digest(body.encode("utf-8"))
+
+
+def operation_id_for(invocation_id: str, provider_tool_call_id: str) -> str:
+    """Deterministic tool operation id: ``toolop_`` + 32 hex of SHA-256 of
+    ``JSON.stringify([invocationId, providerToolCallId])``.
+
+    Deterministic so that a retried dispatch of the same provider call after a crash lands on
+    the same operation (and the same ``<op>_dispatch``/``<op>_response`` event ids).
+    """
+    if not invocation_id or not provider_tool_call_id:
+        raise CodecInputError(
+            "tool operation identity requires invocationId and providerToolCallId",
+            code="tool_identity_invalid",
+        )
+    text = "[" + js_string(invocation_id) + "," + js_string(provider_tool_call_id) + "]"
+    return "toolop_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+# --------------------------------------------------------------------------------------------
+# Immutable prefix / boundary digests
+# --------------------------------------------------------------------------------------------
+
+
+def _u64be(value: int) -> bytes:
+    if value < 0 or value > MAX_SAFE_INTEGER:
+        raise CodecInputError("boundary length is not a safe integer", code="prefix_invalid")
+    return struct.pack(">Q", value)
+
+
+def _length_prefixed(data: bytes) -> bytes:
+    return _u64be(len(data)) + data
+
+
+def _as_wire(value: object) -> object:
+    to_wire = getattr(value, "to_wire", None)
+    if callable(to_wire) and not isinstance(value, Mapping):
+        return to_wire()
+    return value
+
+
+def _checked_identity(identity: object, code: str) -> dict[str, str]:
+    if not isinstance(identity, Mapping) or set(identity) != set(_IDENTITY_KEYS):
+        raise CodecInputError(
+            "prefix identity must have exactly sessionId, invocationId, runId, turnId", code=code
+        )
+    checked: dict[str, str] = {}
+    for key in _IDENTITY_KEYS:
+        item = identity[key]
+        if not isinstance(item, str) or not item:
+            raise CodecInputError(f"prefix identity {key} must be a non-empty string", code=code)
+        checked[key] = item
+    return checked
+
+
+def prefix_event_wire(event: Mapping[str, object]) -> Mapping[str, object]:
+    """The event as it is hashed into ``maka.runtime-prefix.v1``.
+
+    Why: the reference decoder reads a released Automation turn origin
+    ``{"kind": "automation", "automationId": ...}`` as ``{"kind": "legacy_automation", ...}``,
+    but prefix digests were frozen over the bytes released writers produced. So a text
+    event whose ``content.origin.kind`` is ``legacy_automation`` is hashed with the origin
+    written back as ``{"kind": "automation", "automationId": ...}``. Every other event (including
+    one already carrying ``kind: "automation"``) is returned unchanged. Never mutates the input.
+    """
+    content = event.get("content")
+    if not isinstance(content, Mapping) or content.get("kind") != "text":
+        return event
+    origin = content.get("origin")
+    if not isinstance(origin, Mapping) or origin.get("kind") != "legacy_automation":
+        return event
+    released_origin = {"kind": "automation", "automationId": origin.get("automationId")}
+    return {**event, "content": {**content, "origin": released_origin}}
+
+
+def _checked_rows(
+    identity: Mapping[str, str], rows: Sequence[tuple[int, object]]
+) -> list[tuple[int, Mapping[str, object]]]:
+    checked: list[tuple[int, Mapping[str, object]]] = []
+    for index, row in enumerate(rows):
+        seq, raw_event = row
+        expected = index + 1
+        if type(seq) is not int or seq != expected:
+            raise CodecInputError(
+                f"immutable RuntimeEvent event_seq gap: expected {expected}, received {seq!r}",
+                code="prefix_invalid",
+                detail={"expected": expected},
+            )
+        event = _as_wire(raw_event)
+        if not isinstance(event, Mapping):
+            raise CodecInputError(
+                f"prefix row {expected} is not a RuntimeEvent wire object", code="prefix_invalid"
+            )
+        event_id = event.get("id")
+        if event.get("partial") is True:
+            raise CodecInputError(
+                f"immutable RuntimeEvent prefix contains partial snapshot {event_id}",
+                code="prefix_invalid",
+                detail={"eventId": event_id},
+            )
+        if any(event.get(key) != identity[key] for key in _IDENTITY_KEYS):
+            raise CodecInputError(
+                f"immutable RuntimeEvent identity mismatch for {event_id}",
+                code="prefix_invalid",
+                detail={"eventId": event_id},
+            )
+        checked.append((seq, event))
+    return checked
+
+
+def _digest_rows(identity: dict[str, str], rows: list[tuple[int, Mapping[str, object]]]) -> str:
+    hasher = hashlib.sha256()
+    hasher.update(_length_prefixed(_PREFIX_DOMAIN))
+    hasher.update(_length_prefixed(canonical_json(identity).encode("utf-8")))
+    for seq, event in rows:
+        hasher.update(_u64be(seq))
+        hasher.update(_length_prefixed(canonical_json(prefix_event_wire(event)).encode("utf-8")))
+    return "sha256:" + hasher.hexdigest()
+
+
+def prefix_digest(
+    identity: Mapping[str, str], rows: Sequence[tuple[int, Mapping[str, object]]]
+) -> str:
+    """``maka.runtime-prefix.v1`` digest of an immutable run prefix.
+
+    SHA-256 over ``u64be(len)‖domain``, ``u64be(len)‖stableJSON(identity)``, then per row
+    ``u64be(eventSeq)‖u64be(len)‖stable event JSON`` (see :func:`prefix_event_wire`). Rows are
+    ``(eventSeq, wire event)`` and must be the contiguous sequence ``1..n``, non-partial and of
+    exactly ``identity``; events must already be in canonical wire form (the RuntimeEvent
+    decoder's job). Raises :class:`CodecInputError` (``prefix_invalid``) otherwise.
+    """
+    checked_identity = _checked_identity(identity, "prefix_invalid")
+    return _digest_rows(checked_identity, _checked_rows(checked_identity, rows))
+
+
+def build_segment(
+    identity: Mapping[str, str], rows: Sequence[tuple[int, Mapping[str, object]]]
+) -> dict[str, JsonValue]:
+    """``runtime_prefix_segment_v1`` for a non-empty immutable prefix (what a boundary cursor
+    and its manifest digest are built from)."""
+    checked_identity = _checked_identity(identity, "prefix_invalid")
+    checked_rows = _checked_rows(checked_identity, rows)
+    if not checked_rows:
+        raise CodecInputError("immutable RuntimeEvent prefix is empty", code="prefix_invalid")
+    last_seq, last_event = checked_rows[-1]
+    last_id = last_event.get("id")
+    if not isinstance(last_id, str) or not last_id:
+        raise CodecInputError("last prefix event has no id", code="prefix_invalid")
+    return {
+        "protocol": "runtime_prefix_segment_v1",
+        "identity": dict(checked_identity),
+        "position": {
+            "lastEventSeq": last_seq,
+            "eventCount": len(checked_rows),
+            "lastEventId": last_id,
+        },
+        "prefixDigest": _digest_rows(checked_identity, checked_rows),
+    }
+
+
+def validate_segment(segment: object) -> dict[str, JsonValue]:
+    """Decode a ``runtime_prefix_segment_v1`` with its exact key sets; returns a plain copy."""
+    if (
+        not isinstance(segment, Mapping)
+        or set(segment) != _SEGMENT_KEYS
+        or segment.get("protocol") != "runtime_prefix_segment_v1"
+    ):
+        raise CodecInputError("invalid RuntimeEvent prefix segment", code="boundary_invalid")
+    identity = _checked_identity(segment["identity"], "boundary_invalid")
+    position = segment["position"]
+    if (
+        not isinstance(position, Mapping)
+        or set(position) != _POSITION_KEYS
+        or type(position["lastEventSeq"]) is not int
+        or not 0 < position["lastEventSeq"] <= MAX_SAFE_INTEGER
+        or type(position["eventCount"]) is not int
+        or position["eventCount"] != position["lastEventSeq"]
+        or not isinstance(position["lastEventId"], str)
+        or not position["lastEventId"]
+    ):
+        raise CodecInputError("invalid RuntimeEvent prefix position", code="boundary_invalid")
+    digest = segment["prefixDigest"]
+    if not is_sha256_digest(digest):
+        raise CodecInputError("invalid RuntimeEvent boundary digest", code="boundary_invalid")
+    return {
+        "protocol": "runtime_prefix_segment_v1",
+        "identity": dict(identity),
+        "position": {
+            "lastEventSeq": position["lastEventSeq"],
+            "eventCount": position["eventCount"],
+            "lastEventId": position["lastEventId"],
+        },
+        "prefixDigest": digest,
+    }
+
+
+def manifest_digest(segments: Sequence[Mapping[str, object]]) -> str:
+    """``maka.runtime-boundary-manifest.v1`` digest of ordered (oldest → source) segments.
+
+    SHA-256 of ``u64be(len)‖domain‖u64be(len)‖stableJSON({protocol:
+    'runtime_boundary_cursor_v1', segments})``. Segments must share one session and use
+    distinct run, invocation and turn ids (``boundary_invalid`` otherwise).
+    """
+    if not segments:
+        raise CodecInputError(
+            "runtime boundary needs at least one segment", code="boundary_invalid"
+        )
+    decoded = [validate_segment(s) for s in segments]
+    identities = [_checked_identity(s["identity"], "boundary_invalid") for s in decoded]
+    session_id = identities[0]["sessionId"]
+    seen: dict[str, set[str]] = {"runId": set(), "invocationId": set(), "turnId": set()}
+    for ident in identities:
+        if ident["sessionId"] != session_id:
+            raise CodecInputError(
+                "runtime boundary segments must belong to the same session", code="boundary_invalid"
+            )
+        for key in ("runId", "invocationId", "turnId"):
+            if ident[key] in seen[key]:
+                raise CodecInputError(
+                    f"runtime boundary lineage contains a duplicate {key}", code="boundary_invalid"
+                )
+            seen[key].add(ident[key])
+    body = canonical_json({"protocol": "runtime_boundary_cursor_v1", "segments": decoded})
+    return sha256_digest(_length_prefixed(_MANIFEST_DOMAIN) + _length_prefixed(body.encode()))
+
+
+def provider_replay_digest(
+    items: Sequence[Mapping[str, object]],
+    *,
+    provider_projection_version: int = PROVIDER_REPLAY_PROJECTION_VERSION,
+) -> str:
+    """SHA-256 (no framing) of ``stableJSON({protocol: 'provider_replay_plan_v1',
+    providerProjectionVersion, items})`` — binds a continuation to the exact provider history
+    it will replay."""
+    body = canonical_json(
+        {
+            "protocol": "provider_replay_plan_v1",
+            "providerProjectionVersion": provider_projection_version,
+            "items": list(items),
+        }
+    )
+    return sha256_digest(body.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------------------------
+# Provider replay items (per event)
+# --------------------------------------------------------------------------------------------
+
+
+def _steering_envelope(text: str) -> str:
+    return (
+        "The user sent a message while you were working:\n<user_query>\n" + text + "\n</user_query>"
+    )
+
+
+def _format_quotes(quotes: Sequence[object]) -> str:
+    blocks: list[str] = []
+    for quote in quotes:
+        q = quote if isinstance(quote, Mapping) else {}
+        label = q.get("label")
+        label_attr = "" if label is None else ' label="' + str(label).replace('"', "'") + '"'
+        blocks.append(f"<quoted_excerpt{label_attr}>\n{q.get('text')}\n</quoted_excerpt>")
+    return "\n".join(blocks)
+
+
+def _format_attachments(attachments: Sequence[object]) -> str:
+    blocks: list[str] = []
+    for attachment in attachments:
+        a = attachment if isinstance(attachment, Mapping) else {}
+        ref = a.get("ref")
+        ref = ref if isinstance(ref, Mapping) else {}
+        kind = ref.get("kind")
+        relative = ref.get("relativePath")
+        resource: str | None = None
+        if (
+            kind == "session_file"
+            and isinstance(relative, str)
+            and _ARTIFACT_ENTITY_ID_RE.fullmatch(relative)
+        ):
+            resource = f"{_ATTACHMENT_RESOURCE_PREFIX}/{relative}"
+        if resource is not None:
+            access = (
+                f"Read argument: {canonical_json({'ref': resource})}\n"
+                "This is a Session resource, not a workspace file. Use the ref above; "
+                "never use the display name as a path."
+            )
+        elif kind == "workspace_file":
+            access = f"Read argument: {canonical_json({'path': relative})}"
+        elif kind == "external_file":
+            access = f"Read argument: {canonical_json({'path': ref.get('absolutePath')})}"
+        else:
+            access = "The attachment content is unavailable to Read."
+        blocks.append(
+            "\n".join(
+                [
+                    "<attachment>",
+                    access,
+                    f"name: {canonical_json(a.get('name'))}",
+                    f"mime_type: {canonical_json(a.get('mimeType'))}",
+                    "</attachment>",
+                ]
+            )
+        )
+    return "\n".join(blocks)
+
+
+def format_text_with_inline_refs(content: Mapping[str, object]) -> str:
+    """Model-facing text of a text content: the text, then quote and attachment blocks.
+
+    Why: replay items carry the exact text the reference sends to the provider, so the
+    provider replay digest depends on this folding being byte-identical.
+    """
+    text = content.get("text")
+    if not isinstance(text, str):
+        raise CodecInputError("text content has no text", code="provider_replay_invalid")
+    blocks: list[str] = []
+    quotes = content.get("quotes")
+    if isinstance(quotes, list) and quotes:
+        blocks.append(_format_quotes(quotes))
+    attachments = content.get("attachments")
+    if isinstance(attachments, list) and attachments:
+        blocks.append(_format_attachments(attachments))
+    if not blocks:
+        return text
+    return "\n\n".join([text, *blocks])
+
+
+def _truthy_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+ToolOutputProjection: TypeAlias = Callable[[str, object], object]
+
+
+def provider_replay_item(
+    event_wire: Mapping[str, object],
+    *,
+    include_system: bool = False,
+    project_tool_output: ToolOutputProjection | None = None,
+) -> dict[str, object] | None:
+    """The provider replay item (projection version 1) one RuntimeEvent contributes, or None.
+
+    Item shapes (optional keys only when the source has them):
+
+    * text: ``{kind:'text', role:'user'|'assistant'|'system', content, attachments?,
+      providerOptions?, steering?:{eventId}, stepId? (assistant only: refs.providerEventId or
+      refs.storedMessageId), eventId, ts}`` — ``content`` is the text with quotes/attachments
+      folded in, wrapped in the steering envelope for ``steering: true`` user text;
+    * thinking: ``{kind:'thinking', text, signature?, providerOptions?, stepId?, eventId, ts}``;
+    * tool call: ``{kind:'tool_call', toolCallId, toolName, input, providerOptions?,
+      providerExecuted?, stepId? (refs.stepId), eventId, ts}``;
+    * tool result: ``{kind:'tool_result', toolCallId, toolName, output, isError,
+      providerExecuted?, eventId, ts}``.
+
+    Returns None for partial, model-hidden, content-less, empty-text, error-content, system
+    (unless ``include_system``) and wrong-role events. Plan-level rules — call/result pairing,
+    dropping unmatched calls, skipping signed thinking in legacy tool turns, suffix trimming —
+    belong to the replay planner, not here. ``project_tool_output(toolName, output)`` applies
+    the reference's tool-specific model projections of results (Bash / Write / Edit /
+    FormatJson summaries); without it the stored result (or ``providerOutput`` for
+    provider-executed tools) is used verbatim.
+    """
+    event = _as_wire(event_wire)
+    if not isinstance(event, Mapping):
+        raise CodecInputError("not a RuntimeEvent wire object", code="provider_replay_invalid")
+    if event.get("partial") is True or event.get("modelVisibility") == "hidden":
+        return None
+    content = event.get("content")
+    if not isinstance(content, Mapping):
+        return None
+    kind = content.get("kind")
+    if kind == "text":
+        text = content.get("text")
+        if not isinstance(text, str) or not text:
+            return None
+    elif kind not in ("thinking", "function_call", "function_response"):
+        return None
+    role = event.get("role")
+    if role == "system" and not include_system:
+        return None
+    event_id = event.get("id")
+    ts = event.get("ts")
+    refs = event.get("refs")
+    refs = refs if isinstance(refs, Mapping) else {}
+    item: dict[str, object]
+    if kind == "text":
+        replay_role = {"user": "user", "model": "assistant", "system": "system"}.get(str(role))
+        if replay_role is None:
+            return None
+        steering = content.get("steering") is True and replay_role == "user"
+        body = format_text_with_inline_refs(content)
+        item = {
+            "kind": "text",
+            "role": replay_role,
+            "content": _steering_envelope(body) if steering else body,
+        }
+        if steering:
+            item["steering"] = {"eventId": event_id}
+        if content.get("attachments") is not None:
+            item["attachments"] = content["attachments"]
+        if "providerOptions" in content:
+            item["providerOptions"] = content["providerOptions"]
+        if replay_role == "assistant":
+            step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
+                refs.get("storedMessageId")
+            )
+            if step_id:
+                item["stepId"] = step_id
+    elif kind == "thinking":
+        if role != "model":
+            return None
+        item = {"kind": "thinking", "text": content.get("text")}
+        signature = _truthy_str(content.get("signature"))
+        if signature:
+            item["signature"] = signature
+        if "providerOptions" in content:
+            item["providerOptions"] = content["providerOptions"]
+        step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
+            refs.get("storedMessageId")
+        )
+        if step_id:
+            item["stepId"] = step_id
+    elif kind == "function_call":
+        if role != "model":
+            return None
+        item = {
+            "kind": "tool_call",
+            "toolCallId": content.get("id"),
+            "toolName": content.get("name"),
+            "input": content.get("args"),
+        }
+        if "providerOptions" in content:
+            item["providerOptions"] = content["providerOptions"]
+        if "providerExecuted" in content:
+            item["providerExecuted"] = content["providerExecuted"]
+        step_id = _truthy_str(refs.get("stepId"))
+        if step_id:
+            item["stepId"] = step_id
+    else:  # function_response
+        if role != "tool":
+            return None
+        name = content.get("name")
+        output = (
+            content["providerOutput"]
+            if content.get("providerExecuted") and "providerOutput" in content
+            else content.get("result")
+        )
+        if project_tool_output is not None and isinstance(name, str):
+            output = project_tool_output(name, output)
+        item = {
+            "kind": "tool_result",
+            "toolCallId": content.get("id"),
+            "toolName": name,
+            "output": output,
+            "isError": content.get("isError") is True,
+        }
+        if "providerExecuted" in content:
+            item["providerExecuted"] = content["providerExecuted"]
+    item["eventId"] = event_id
+    item["ts"] = ts
+    return item

@@ -1,0 +1,134 @@
+"""Stored facts: the eventsourcing domain events of the Session, Run and Invocation streams.
+
+Why explicit topics: eventsourcing resolves stored events by topic. A topic that is a class path
+breaks every stored row when a class moves; here each fact declares a stable ``TOPIC`` string
+and the mapper resolves through :data:`FACT_TYPES`, so renames never break decoding.
+
+Why stream ids are derived (uuid5 of a typed name): "the stream of run r1" and "the claim on
+invocation i1" must be the same row for every process and every machine, so that the store's
+``(originator_id, originator_version)`` uniqueness is the arbiter between concurrent writers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+#: Namespace for every maka_es stream id. Never change it: ids are persistent.
+STREAM_NAMESPACE = uuid.UUID("5b3c7d4e-0f7a-5c8e-9a51-6d2e8f1b4c90")
+
+
+def run_stream_id(run_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/run/{run_id}")
+
+
+def session_stream_id(session_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/session/{session_id}")
+
+
+def invocation_stream_id(invocation_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/invocation/{invocation_id}")
+
+
+class StoredFact(BaseModel):
+    """Base of every stored fact: frozen, exact, with the eventsourcing identity fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    TOPIC: ClassVar[str]
+
+    originator_id: uuid.UUID
+    originator_version: int = Field(ge=1)
+
+    def state(self) -> dict[str, Any]:
+        """The stored state (everything but the stream identity), JSON-ready."""
+        return self.model_dump(mode="json", exclude={"originator_id", "originator_version"})
+
+
+# --- session stream --------------------------------------------------------------------------
+
+
+class SessionOpened(StoredFact):
+    TOPIC = "maka_es.session.opened.v1"
+
+    session_id: str
+    cwd: str
+    workspace_identity: str | None
+    opened_at: float
+
+
+class RunRegistered(StoredFact):
+    """The session knows the run (listing order, continuation lineage later)."""
+
+    TOPIC = "maka_es.session.run_registered.v1"
+
+    run_id: str
+    created_at: float
+
+
+# --- invocation stream (spine uniqueness) ----------------------------------------------------
+
+
+class InvocationBound(StoredFact):
+    """An invocation id belongs to exactly one run. Version 1 of the invocation's stream, so a
+    second run with the same invocation id loses on the store's uniqueness."""
+
+    TOPIC = "maka_es.invocation.bound.v1"
+
+    invocation_id: str
+    session_id: str
+    run_id: str
+    turn_id: str
+
+
+# --- run stream ------------------------------------------------------------------------------
+
+
+class RunCreated(StoredFact):
+    TOPIC = "maka_es.run.created.v1"
+
+    header: dict[str, JsonValue]
+    created_at: float
+
+
+class RuntimeEventRecorded(StoredFact):
+    """One committed RuntimeEvent. ``payload`` is its canonical JSON: the stored bytes are the
+    stable JSON of spec §1.7, so the ledger can be exported byte-identically."""
+
+    TOPIC = "maka_es.run.runtime_event_recorded.v1"
+
+    event_seq: int = Field(ge=1)
+    event_id: str
+    payload: str
+    committed_at: float
+
+
+class RunHeaderUpdated(StoredFact):
+    TOPIC = "maka_es.run.header_updated.v1"
+
+    patch: dict[str, JsonValue]
+    updated_at: float
+
+
+FACT_TYPES: dict[str, type[StoredFact]] = {
+    cls.TOPIC: cls
+    for cls in (
+        SessionOpened,
+        RunRegistered,
+        InvocationBound,
+        RunCreated,
+        RuntimeEventRecorded,
+        RunHeaderUpdated,
+    )
+}
+
+
+def register_fact_type(cls: type[StoredFact]) -> type[StoredFact]:
+    """Register a fact class under its ``TOPIC`` (used by later modules, e.g. claims)."""
+    existing = FACT_TYPES.get(cls.TOPIC)
+    if existing is not None and existing is not cls:
+        raise ValueError(f"topic {cls.TOPIC!r} already registered to {existing.__name__}")
+    FACT_TYPES[cls.TOPIC] = cls
+    return cls

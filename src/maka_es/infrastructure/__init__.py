@@ -1,0 +1,1 @@
+"""Everything that touches SQLite, PostgreSQL, files or the process environment."""

@@ -1,0 +1,40 @@
+"""Named failpoints inside the write path, inert unless a test harness arms them.
+
+Why: a crash test must be able to stop a process *inside* a store transaction (rows inserted,
+not yet committed) and kill it there. Production code calls :func:`hit` at those places; with
+nothing armed this is one dictionary lookup. Only a harness (tests, the crash child in
+``maka_es.testing``) arms a failpoint, in its own process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from threading import Lock
+
+#: Inside the SQLite transaction, after this save's rows were inserted, before COMMIT.
+INSIDE_SAVE_BEFORE_COMMIT = "store.save.inside_transaction"
+
+_armed: dict[str, Callable[[str], None]] = {}
+_lock = Lock()
+
+
+def arm(name: str, action: Callable[[str], None]) -> None:
+    """Run ``action(name)`` whenever the failpoint ``name`` is hit in this process."""
+    with _lock:
+        _armed[name] = action
+
+
+def disarm(name: str | None = None) -> None:
+    """Disarm one failpoint, or all of them."""
+    with _lock:
+        if name is None:
+            _armed.clear()
+        else:
+            _armed.pop(name, None)
+
+
+def hit(name: str) -> None:
+    """Called by production code at a named point; does nothing unless armed."""
+    action = _armed.get(name)
+    if action is not None:
+        action(name)

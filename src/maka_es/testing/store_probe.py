@@ -1,0 +1,51 @@
+"""Observe a store without changing it: the evidence behind "nothing was written".
+
+Why: a refusal is only honest if the store is byte-for-byte unchanged afterwards. A snapshot
+records every stored row (notification id, stream, version, topic, state bytes) and, for a
+SQLite file, the bytes of the database and its WAL. Compare snapshots before and after.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from maka_es.application.runtime import RuntimeApplication
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    rows: tuple[tuple[int, str, int, str, bytes], ...]
+    max_notification_id: int | None
+    file_digests: tuple[tuple[str, str], ...]
+
+
+def _file_digests(db_name: str | None) -> tuple[tuple[str, str], ...]:
+    if not db_name or ":memory:" in db_name or "mode=memory" in db_name:
+        return ()
+    digests = []
+    for suffix in ("", "-wal"):
+        path = Path(db_name + suffix)
+        if path.exists():
+            digests.append((path.name, hashlib.sha256(path.read_bytes()).hexdigest()))
+    return tuple(digests)
+
+
+def store_snapshot(app: RuntimeApplication) -> StoreSnapshot:
+    """Every stored row of ``app``'s store, plus SQLite file digests when file-backed."""
+    rows: list[tuple[int, str, int, str, bytes]] = []
+    start = 1
+    while True:
+        page = app.recorder.select_notifications(start=start, limit=1000)
+        rows.extend(
+            (n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
+            for n in page
+        )
+        if len(page) < 1000:
+            break
+        start = page[-1].id + 1
+    db_name = app.env.get("SQLITE_DBNAME") if "popo" not in app.env.get(
+        "PERSISTENCE_MODULE", ""
+    ) else None
+    return StoreSnapshot(tuple(rows), app.recorder.max_notification_id(), _file_digests(db_name))
