@@ -67,7 +67,7 @@ class NonStrictJsonError(MakaError, ValueError):
 # --- store refusals ------------------------------------------------------------------------
 
 
-class StoreRefusal(MakaError):
+class StoreRefusal(MakaError):  # noqa: N818 - a refusal, not an error condition
     """A command against the event store was refused; the store is unchanged."""
 
     default_code = "store_refusal"

@@ -51,7 +51,12 @@ CATALOGUE: list[tuple[str, Command, str]] = [
     (
         "NaN inside tool args",
         _append(
-            content={"kind": "function_call", "id": "c", "name": "Bash", "args": {"x": float("nan")}}
+            content={
+                "kind": "function_call",
+                "id": "c",
+                "name": "Bash",
+                "args": {"x": float("nan")},
+            }
         ),
         "invalid_runtime_event",
     ),
@@ -101,11 +106,17 @@ CATALOGUE: list[tuple[str, Command, str]] = [
             role="system",
             author="system",
             content=_DROP,
-            actions={"toolRecovery": {"kind": "maka.tool.reconcile_result", "version": 2, "payload": {}}},
+            actions={
+                "toolRecovery": {"kind": "maka.tool.reconcile_result", "version": 2, "payload": {}}
+            },
         ),
         "invalid_runtime_event",
     ),
-    ("negative high-water ref", _append(refs={"sourceRuntimeEventHighWater": -1}), "invalid_runtime_event"),
+    (
+        "negative high-water ref",
+        _append(refs={"sourceRuntimeEventHighWater": -1}),
+        "invalid_runtime_event",
+    ),
     ("event of another run", _append(runId="r2"), "event_identity_mismatch"),
     ("event of another session", _append(sessionId="s2"), "event_identity_mismatch"),
     ("event of another invocation", _append(invocationId="i9"), "event_identity_mismatch"),
@@ -121,13 +132,23 @@ CATALOGUE: list[tuple[str, Command, str]] = [
         lambda app, ledger: app.append_event("r1", _event(ledger), expected_high_water=5),
         "runtime_offset_mismatch",
     ),
-    ("append to a missing run", lambda app, ledger: app.append_event("nope", _event(ledger)), "run_not_found"),
+    (
+        "append to a missing run",
+        lambda app, ledger: app.append_event("nope", _event(ledger)),
+        "run_not_found",
+    ),
     (
         "create run in a missing session",
-        lambda app, ledger: app.create_run(run_header(sessionId="nope", runId="r9", invocationId="i9")),
+        lambda app, ledger: app.create_run(
+            run_header(sessionId="nope", runId="r9", invocationId="i9")
+        ),
         "session_not_found",
     ),
-    ("create an existing run", lambda app, ledger: app.create_run(run_header()), "run_already_exists"),
+    (
+        "create an existing run",
+        lambda app, ledger: app.create_run(run_header()),
+        "run_already_exists",
+    ),
     (
         "reuse an invocation",
         lambda app, ledger: app.create_run(run_header(runId="r9")),
@@ -152,7 +173,11 @@ CATALOGUE: list[tuple[str, Command, str]] = [
         ),
         "invalid_run_header",
     ),
-    ("open an existing session", lambda app, ledger: app.open_session("s1", "/x"), "session_already_exists"),
+    (
+        "open an existing session",
+        lambda app, ledger: app.open_session("s1", "/x"),
+        "session_already_exists",
+    ),
     (
         "patch an immutable header field",
         lambda app, ledger: app.update_run_header("r1", {"cwd": "/elsewhere"}),

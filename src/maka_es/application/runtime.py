@@ -20,6 +20,7 @@ store for pure unit tests.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -168,12 +169,12 @@ class RuntimeApplication(Application[UUID]):
         cache = self.repository.cache
         if cache is not None:
             for stream_id in stream_ids:
-                try:
+                with contextlib.suppress(KeyError):
                     cache.get(stream_id, evict=True)
-                except KeyError:
-                    pass
 
-    def _save_facts(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
+    def _save_facts(
+        self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]
+    ) -> None:
         try:
             self.save(*facts)
         except IntegrityError as exc:

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "PROVIDER_REPLAY_PROJECTION_VERSION",
+    "ToolOutputProjection",
     "CodecInputError",
     "JsonValue",
     "build_segment",
@@ -240,7 +241,7 @@ class _Frame:
 
     def __init__(
         self,
-        container: dict[str, Any] | list[Any],
+        container: Any,  # dict when ``keys`` is set, else list
         keys: list[str] | None,
         collate: bool,
         start: int,
@@ -265,19 +266,18 @@ def _path(stack: list[_Frame]) -> list[str]:
 def _scalar_text(value: object) -> str | None:
     """Text of a JSON scalar, or None when ``value`` is not a scalar. May raise
     ``_StrictJsonError`` without a path (the caller adds it)."""
-    tp = type(value)
-    if tp is str:
-        return _string_text(value)  # type: ignore[arg-type]
+    if type(value) is str:
+        return _string_text(value)
     if value is None:
         return "null"
-    if tp is bool:
+    if type(value) is bool:
         return "true" if value else "false"
-    if tp is int:
-        if -_EXACT_INT_LIMIT <= value <= _EXACT_INT_LIMIT:  # type: ignore[operator]
+    if type(value) is int:
+        if -_EXACT_INT_LIMIT <= value <= _EXACT_INT_LIMIT:
             return str(value)
-        return _large_int_text(value)  # type: ignore[arg-type]
-    if tp is float:
-        return _float_text(value)  # type: ignore[arg-type]
+        return _large_int_text(value)
+    if type(value) is float:
+        return _float_text(value)
     # Subclasses of the JSON scalar types (StrEnum, IntEnum, ...) encode as their base value.
     if isinstance(value, str):
         return _string_text(str.__str__(value))
@@ -360,7 +360,7 @@ def _canonical(root: object, drop_proto: bool) -> str:
                     except _StrictJsonError as failure:
                         raise _non_strict(failure.reason, _path(stack)) from None
                     out.append(key_text + ":" if index == 0 else "," + key_text + ":")
-                    value = frame.container[key]  # type: ignore[call-overload]
+                    value = frame.container[key]
                     parent_key = key
                     break
                 out.append("}")
@@ -370,7 +370,7 @@ def _canonical(root: object, drop_proto: bool) -> str:
                         frame.marks.append(len(out))
                     elif index:
                         out.append(",")
-                    value = frame.container[index]  # type: ignore[index]
+                    value = frame.container[index]
                     parent_key = None
                     break
                 if frame.collate:
@@ -417,8 +417,9 @@ def canonical_json(value: object) -> str:
     JavaScript number formatting. Objects exposing a callable ``to_wire()`` are encoded through
     it. Anything that is not strict JSON — NaN/±Infinity, ints beyond ``±2**53`` that
     JavaScript would print differently (``2**60``), non-string keys, tuples, sets, bytes, other
-    objects, lone surrogates, nesting deeper than :data:`MAX_JSON_DEPTH` — raises :class:`NonStrictJsonError` with a JSON-pointer ``path``
-    in ``detail``. The input is never mutated.
+    objects, lone surrogates, nesting deeper than :data:`MAX_JSON_DEPTH` — raises
+    :class:`NonStrictJsonError` with a JSON-pointer ``path`` in ``detail``. The input is never
+    mutated.
     """
     return _canonical(value, False)
 

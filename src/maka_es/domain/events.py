@@ -13,6 +13,7 @@ layer needs the same answer; the lane classification has its own module (``lanes
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
@@ -484,7 +485,7 @@ class RuntimeEvent(RuntimeWireModel):
         return self.actions.runtime_protocol.tool_boundary
 
 
-def as_runtime_event(value: RuntimeEvent | dict[str, Any]) -> RuntimeEvent:
+def as_runtime_event(value: RuntimeEvent | Mapping[str, Any]) -> RuntimeEvent:
     """Accept either a decoded event or a plain wire dict (projections take both)."""
     if isinstance(value, RuntimeEvent):
         return value

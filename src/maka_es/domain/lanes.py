@@ -13,7 +13,6 @@ from typing import Literal
 
 from maka_es.domain.events import (
     RECONCILE_RESULT_KIND,
-    RECOVERY_DECISION_KIND,
     FunctionCallContent,
     FunctionResponseContent,
     RuntimeEvent,
@@ -68,7 +67,9 @@ def _triggers(event: RuntimeEvent) -> list[Lane]:
             lanes.append("tool_dispatch")
         if actions.tool_recovery is not None:
             kind = actions.tool_recovery.kind
-            lanes.append("reconcile_result" if kind == RECONCILE_RESULT_KIND else "recovery_decision")
+            lanes.append(
+                "reconcile_result" if kind == RECONCILE_RESULT_KIND else "recovery_decision"
+            )
     return lanes
 
 
@@ -120,7 +121,9 @@ def _response_problem(event: RuntimeEvent) -> str | None:
     return None
 
 
-def _system_fact_problem(event: RuntimeEvent, action_key: str, ref_sets: tuple[frozenset[str], ...]) -> str | None:
+def _system_fact_problem(
+    event: RuntimeEvent, action_key: str, ref_sets: tuple[frozenset[str], ...]
+) -> str | None:
     if event.content is not None:
         return f"{action_key} fact carries content"
     if event.role != "system" or event.author != "system":

@@ -10,6 +10,7 @@ that were given, so decode -> encode is lossless.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -17,6 +18,29 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from maka_es.errors import MakaError
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _js_int(text: str) -> int | float:
+    """JSON integers follow JavaScript semantics: beyond the safe range they are doubles."""
+    value = int(text)
+    return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else float(text)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def loads_js(text: str | bytes | bytearray) -> Any:
+    """Parse strict JSON with the reference runtime's number semantics.
+
+    Why: the reference runtime is JavaScript, where every number is a double. A float such as
+    ``6.677151143147895e16`` is written as ``66771511431478950``; reading that back as a Python
+    int would change the value and make the ledger fail its own re-encoding. NaN/Infinity
+    literals are refused.
+    """
+    return json.loads(text, parse_int=_js_int, parse_constant=_refuse_constant)
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -69,7 +93,7 @@ class WireModel(BaseModel):
         return data
 
     @classmethod
-    def model_validate(  # type: ignore[override]
+    def model_validate(
         cls,
         obj: Any,
         *,
@@ -87,7 +111,7 @@ class WireModel(BaseModel):
             raise cls._typed_error(exc) from None
 
     @classmethod
-    def model_validate_json(  # type: ignore[override]
+    def model_validate_json(
         cls,
         json_data: str | bytes | bytearray,
         *,
@@ -95,11 +119,18 @@ class WireModel(BaseModel):
         context: Any | None = None,
         **kwargs: Any,
     ) -> Self:
-        """Validate a JSON document (strict JSON only: NaN/Infinity are refused)."""
+        """Validate a JSON document (strict JSON, JavaScript number semantics)."""
         try:
-            return super().model_validate_json(json_data, strict=strict, context=context, **kwargs)
-        except ValidationError as exc:
-            raise cls._typed_error(exc) from None
+            data = loads_js(json_data)
+        except ValueError as exc:
+            error_class: Any = cls.error_class
+            try:
+                raise error_class(
+                    f"{cls.__name__}: not strict JSON: {exc}", field="<root>"
+                ) from None
+            except TypeError:
+                raise error_class(f"{cls.__name__}: not strict JSON: {exc}") from None
+        return cls.model_validate(data, strict=strict, context=context, **kwargs)
 
     @classmethod
     def decode(cls, data: Any) -> Self:

@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from eventsourcing.persistence import StoredEvent
 from eventsourcing import sqlite as es_sqlite
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import (
     SQLiteApplicationRecorder,
     SQLiteConnection,

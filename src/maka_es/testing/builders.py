@@ -53,7 +53,9 @@ class LedgerBuilder:
         self.events.append(event)
         return event
 
-    def user(self, text: str = "fix the port", *, marker: bool = False, **kw: Any) -> dict[str, Any]:
+    def user(
+        self, text: str = "fix the port", *, marker: bool = False, **kw: Any
+    ) -> dict[str, Any]:
         event = self._next("user", "user", kw.pop("event_id", None))
         event["content"] = {"kind": "text", "text": text}
         if marker:

@@ -45,7 +45,9 @@ def store_snapshot(app: RuntimeApplication) -> StoreSnapshot:
         if len(page) < 1000:
             break
         start = page[-1].id + 1
-    db_name = app.env.get("SQLITE_DBNAME") if "popo" not in app.env.get(
-        "PERSISTENCE_MODULE", ""
-    ) else None
+    db_name = (
+        app.env.get("SQLITE_DBNAME")
+        if "popo" not in app.env.get("PERSISTENCE_MODULE", "")
+        else None
+    )
     return StoreSnapshot(tuple(rows), app.recorder.max_notification_id(), _file_digests(db_name))

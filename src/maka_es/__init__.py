@@ -1,0 +1,25 @@
+"""maka_es: a crash-safe, event-sourced ledger for AI agent runtimes.
+
+The stable public API (design.md §4). Everything else is importable from its module but may
+change between minor versions.
+"""
+
+from __future__ import annotations
+
+from maka_es.application.runtime import AppendResult, RuntimeApplication, SessionInfo
+from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_id_for
+from maka_es.domain.events import RuntimeEvent
+from maka_es.domain.lanes import classify_lane
+from maka_es.domain.run_header import RunHeader
+
+__all__ = [
+    "AppendResult",
+    "RunHeader",
+    "RuntimeApplication",
+    "RuntimeEvent",
+    "SessionInfo",
+    "canonical_args_hash",
+    "canonical_json",
+    "classify_lane",
+    "operation_id_for",
+]
