@@ -11,9 +11,29 @@ from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.lanes import classify_lane
 from maka_es.domain.run_header import RunHeader
+from maka_es.projections import (
+    RUNTIME_RESUME_FAILPOINTS,
+    Diagnostic,
+    Failpoint,
+    Resolution,
+    ResumePlan,
+    ToolDecision,
+    ToolOperation,
+    build_resume_plan,
+    resolve_tool_operations,
+)
 
 __all__ = [
+    "RUNTIME_RESUME_FAILPOINTS",
     "AppendResult",
+    "Diagnostic",
+    "Failpoint",
+    "Resolution",
+    "ResumePlan",
+    "ToolDecision",
+    "ToolOperation",
+    "build_resume_plan",
+    "resolve_tool_operations",
     "RunHeader",
     "RuntimeApplication",
     "RuntimeEvent",

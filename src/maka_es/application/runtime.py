@@ -53,6 +53,7 @@ from maka_es.errors import (
     SessionNotFoundError,
 )
 from maka_es.infrastructure.mapper import FactMapper, JsonTranscoder
+from maka_es.projections import ResumePlan, build_resume_plan
 
 Clock = Callable[[], float]
 IdFactory = Callable[[], str]
@@ -116,9 +117,18 @@ class RuntimeApplication(Application[UUID]):
     # -- construction helpers -------------------------------------------------------------------
 
     @classmethod
-    def open_sqlite(cls, path: str, **kwargs: Any) -> RuntimeApplication:
-        """An application on the SQLite file ``path`` (created if missing)."""
+    def open_sqlite(
+        cls, path: str, *, read_only: bool = False, **kwargs: Any
+    ) -> RuntimeApplication:
+        """An application on the SQLite file ``path`` (created if missing).
+
+        ``read_only=True`` opens the file with SQLite's ``mode=ro``: every write fails in SQLite
+        itself, which makes it the guard for "planning never writes".
+        """
         env = {"PERSISTENCE_MODULE": "maka_es.infrastructure.stores", "SQLITE_DBNAME": str(path)}
+        if read_only:
+            env["SQLITE_DBNAME"] = f"file:{path}?mode=ro"
+            env["CREATE_TABLE"] = "n"
         env.update(kwargs.pop("env", None) or {})
         return cls(env, **kwargs)
 
@@ -348,3 +358,9 @@ class RuntimeApplication(Application[UUID]):
         """The stored canonical JSON of each committed event (export, digests)."""
         run = self._load_run(run_id)
         return [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+
+    # -- Phase 0 ----------------------------------------------------------------------------------
+
+    def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
+        """The Phase 0 ResumePlan of the run's committed prefix. Reads only; never writes."""
+        return build_resume_plan(self.read_run_events(run_id), expected_high_water)

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from maka_es.application.runtime import RuntimeApplication
-from maka_es.projections import build_resume_plan
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 
@@ -41,7 +40,7 @@ def _show(db: Path) -> None:
     with RuntimeApplication.open_sqlite(str(db)) as app:
         for run in app.list_runs("s1"):
             events = app.read_run_events(run.run_id)
-            plan = build_resume_plan(events)
+            plan = app.plan_resume(run.run_id)
             print(f"\nrun {run.run_id}: {len(events)} committed events (status {run.status})")
             for seq, payload in enumerate(app.read_run_payloads(run.run_id), start=1):
                 print(f"  {seq:>2} {payload}")

@@ -97,10 +97,15 @@ def _call_problem(event: RuntimeEvent) -> str | None:
         if set(wire) != {"stateDelta"}:
             return "function_call actions must be absent or exactly {stateDelta}"
         delta = wire["stateDelta"]
-        if not set(delta) <= _CALL_STATE_KEYS or any(
-            not isinstance(value, str) or value == "" for value in delta.values()
+        # The reference scanner: a non-empty delta of activityKind/displayName/intent strings.
+        if (
+            not delta
+            or not set(delta) <= _CALL_STATE_KEYS
+            or any(not isinstance(value, str) for value in delta.values())
         ):
-            return "function_call stateDelta keys must be activityKind/displayName/intent strings"
+            return (
+                "function_call stateDelta must be non-empty activityKind/displayName/intent strings"
+            )
     return None
 
 

@@ -1,0 +1,112 @@
+"""Phase 0 SIGKILL harness (spec §3.1): for each failpoint P0-P11 a real child process commits
+the failpoint's prefix through RuntimeApplication on a SQLite file, says READY after the append
+returned, and is SIGKILLed. A fresh application then reads the same prefix, plans twice (equal),
+gets the required decision, and the store is unchanged by planning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka_es.application.runtime import RuntimeApplication
+from maka_es.projections import RUNTIME_RESUME_FAILPOINTS, Failpoint
+from maka_es.projections.failpoints import harness_ledger
+from maka_es.testing.builders import Spine, run_header
+from maka_es.testing.crash import crash_child
+from maka_es.testing.store_probe import store_snapshot
+
+pytestmark = pytest.mark.crash
+
+SPINE = Spine(
+    session_id="session-1", invocation_id="invocation-run-1", run_id="run-1", turn_id="turn-run-1"
+)
+
+#: spec §3.1 required outcomes: disposition, operation statuses, reasons, replay ids.
+REQUIRED: dict[str, tuple[str, list[str], list[str], list[str]]] = {
+    "before_function_call": ("safe_replay", [], [], ["user"]),
+    "after_function_call": ("blocked", ["indeterminate"], ["dangling_tool_state"], ["user"]),
+    "after_function_response": (
+        "safe_replay",
+        ["succeeded"],
+        [],
+        ["user", "call", "response"],
+    ),
+    "after_terminal_event": (
+        "safe_replay",
+        ["succeeded"],
+        [],
+        ["user", "call", "response", "terminal"],
+    ),
+}
+
+
+def _setup_steps() -> list[dict[str, Any]]:
+    return [
+        {"op": "open_session", "session_id": SPINE.session_id, "cwd": "/workspace"},
+        {"op": "create_run", "header": run_header(SPINE)},
+    ]
+
+
+def _ledger(prefix: str) -> list[dict[str, Any]]:
+    return [event.to_wire() for event in harness_ledger(prefix, SPINE.session_id, SPINE.run_id)]
+
+
+@pytest.mark.parametrize("failpoint", RUNTIME_RESUME_FAILPOINTS, ids=lambda f: f.id)
+def test_sigkill_at_failpoint_leaves_the_committed_prefix(
+    tmp_path: Path, failpoint: Failpoint
+) -> None:
+    db = tmp_path / "runtime.sqlite"
+    ledger = _ledger(failpoint.committed_prefix)
+    steps = [*_setup_steps(), {"op": "append", "run_id": SPINE.run_id, "events": ledger}]
+
+    outcome = crash_child(db, steps)
+
+    assert outcome.said == "READY", outcome.stderr
+    assert outcome.returncode == -9  # SIGKILL
+    assert not outcome.finally_marker_written
+    with RuntimeApplication.open_sqlite(str(db)) as app:
+        events = app.read_run_events(SPINE.run_id)
+        assert [e.to_wire() for e in events] == ledger
+        before = store_snapshot(app)
+        first = app.plan_resume(SPINE.run_id)
+        second = app.plan_resume(SPINE.run_id)
+        assert first == second
+        assert first.model_dump(mode="json", by_alias=True) == second.model_dump(
+            mode="json", by_alias=True
+        )
+        disposition, statuses, reasons, replay = REQUIRED[failpoint.committed_prefix]
+        assert first.disposition == disposition
+        assert [op.status for op in first.operations] == statuses
+        assert list(first.rejection_reasons) == reasons
+        assert [e.id for e in first.replay_runtime_events] == replay
+        assert first.source_runtime_event_high_water == len(ledger)
+        assert first.requires_verification == (statuses == ["indeterminate"])
+        assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger
+        assert store_snapshot(app) == before
+    with RuntimeApplication.open_sqlite(str(db), read_only=True) as reader:
+        assert reader.plan_resume(SPINE.run_id) == first
+
+
+@pytest.mark.parametrize("prefix", ["after_function_call", "after_terminal_event"])
+def test_sigkill_inside_the_transaction_leaves_nothing_of_it(tmp_path: Path, prefix: str) -> None:
+    """Rows inserted, COMMIT not reached, process killed: none of that save survives."""
+    db = tmp_path / "runtime.sqlite"
+    ledger = _ledger(prefix)
+    steps = [
+        *_setup_steps(),
+        {"op": "append", "run_id": SPINE.run_id, "events": ledger[:-1]},
+        {"op": "append", "run_id": SPINE.run_id, "events": ledger[-1:]},
+    ]
+
+    outcome = crash_child(db, steps, arm_inside_save=True)
+
+    assert outcome.said == "INSIDE", outcome.stderr
+    assert outcome.returncode == -9
+    assert not outcome.finally_marker_written
+    with RuntimeApplication.open_sqlite(str(db)) as app:
+        assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger[:-1]
+        # and the store is writable and consistent afterwards: the same append now commits
+        app.append_events(SPINE.run_id, ledger[-1:])
+        assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger

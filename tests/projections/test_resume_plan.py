@@ -1,0 +1,387 @@
+"""Phase 0 ResumePlan (spec §3.2-3.6), mirroring the reference runtime-resume tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from maka_es.domain.events import RuntimeEvent
+from maka_es.projections import (
+    RESUME_DIRECTIVE,
+    build_resume_plan,
+    project_tool_operations,
+    provider_replay_subset,
+)
+from tests.projections.builders import (
+    T1,
+    call,
+    dispatch,
+    event,
+    ids,
+    reconcile,
+    response,
+    terminal,
+    text,
+    user,
+)
+
+EXEC_CODE = {"code": "await tools.Read({})"}
+
+
+def codes(plan: Any) -> list[str]:
+    return [d.code for d in plan.diagnostics]
+
+
+# --- reference runtime-resume.test.ts (phase 0 + items 10, 25) ---------------------------------
+
+
+def test_tool_operation_projection_is_deterministic() -> None:
+    events = [
+        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
+        response("result-1", "tool-1", "Bash", {"ok": False}, is_error=True),
+        call("call-2", "tool-2", "Read", {"file_path": "README.md"}),
+    ]
+    first = project_tool_operations(events)
+    assert first == project_tool_operations(events)
+    assert [
+        (
+            op.tool_call_id,
+            op.tool_name,
+            op.status,
+            op.call_runtime_event_id,
+            op.response_runtime_event_id,
+        )
+        for op in first
+    ] == [
+        ("tool-1", "Bash", "failed", "call-1", "result-1"),
+        ("tool-2", "Read", "indeterminate", "call-2", None),
+    ]
+    assert first[0].args == {"command": "npm test"}
+    assert first[0].response_is_error is True
+
+
+def test_committed_failed_result_versus_missing_result() -> None:
+    failed = build_resume_plan(
+        [
+            call("call-1", "tool-1", "Bash", {"command": "exit 1"}),
+            response("result-1", "tool-1", "Bash", {"exitCode": 1}, is_error=True),
+        ]
+    )
+    indeterminate = build_resume_plan([call("call-2", "tool-2", "Bash", {"command": "touch m"})])
+
+    assert failed.disposition == "safe_replay"
+    assert failed.operations[0].status == "failed"
+    assert failed.directive is None
+    assert indeterminate.disposition == "blocked"
+    assert indeterminate.operations[0].status == "indeterminate"
+    assert indeterminate.requires_verification is True
+    assert indeterminate.rejection_reasons == ("dangling_tool_state",)
+    assert indeterminate.source_runtime_event_high_water == 1
+    assert indeterminate.directive == RESUME_DIRECTIVE
+    assert "Do not retry" in indeterminate.directive
+    assert "read-only" in indeterminate.directive
+
+
+def test_directive_exact_text() -> None:
+    assert RESUME_DIRECTIVE == (
+        "Tool execution was interrupted before a matching committed tool result was found. "
+        "The side effects may or may not have occurred. Do not retry the tool call immediately. "
+        "Use read-only inspection tools to verify the current state before deciding the next "
+        "step."
+    )
+
+
+def test_unresolved_call_is_excluded_from_replay() -> None:
+    events = [
+        text("user-1", "user", "hello"),
+        call("call-1", "tool-1", "Bash", {"command": "touch marker"}),
+        text("system-1", "system", "diagnostic"),
+    ]
+    assert ids(provider_replay_subset(events)) == ["user-1", "system-1"]
+    assert ids(build_resume_plan(events).replay_runtime_events) == ["user-1", "system-1"]
+
+
+def test_hidden_nested_codemode_operations_are_never_replayed() -> None:
+    events = [
+        text("user-1", "user", "inspect"),
+        call("nested-call", "nested-1", "Read", {}, hidden=True),
+        response("nested-result", "nested-1", "Read", {"ok": True}, is_error=False, hidden=True),
+    ]
+    assert project_tool_operations(events) == ()
+    assert ids(provider_replay_subset(events)) == ["user-1"]
+    plan = build_resume_plan(events)
+    assert plan.disposition == "safe_replay"
+    assert plan.operations == ()
+    assert plan.diagnostics == ()
+
+
+def test_hidden_nested_operation_still_indeterminate_blocks() -> None:
+    events = [
+        user("user-1", "run the workflow", marker=T1),
+        call("outer-call", "exec-1", "exec", EXEC_CODE, operation_id="outer-op"),
+        dispatch("outer-dispatch", "outer-op", "exec-1", "exec", EXEC_CODE),
+        response(
+            "outer-response",
+            "exec-1",
+            "exec",
+            {"status": "interrupted"},
+            is_error=True,
+            operation_id="outer-op",
+        ),
+        call(
+            "nested-call",
+            "nested-1",
+            "Read",
+            {},
+            operation_id="nested-op",
+            hidden=True,
+            parent=("outer-op", "exec-1"),
+        ),
+        dispatch(
+            "nested-dispatch",
+            "nested-op",
+            "nested-1",
+            "Read",
+            {},
+            hidden=True,
+            parent=("outer-op", "exec-1"),
+        ),
+    ]
+    plan = build_resume_plan(events)
+    assert plan.disposition == "blocked"
+    assert plan.requires_verification is True
+    assert plan.directive == RESUME_DIRECTIVE
+    assert [op.status for op in plan.operations] == ["failed"]  # only the visible outer op
+    assert codes(plan) == ["pending_tool_result"]
+    pending = plan.diagnostics[0]
+    assert (pending.event_id, pending.tool_call_id, pending.tool_name) == (
+        "nested-call",
+        "nested-1",
+        "Read",
+    )
+    assert plan.rejection_reasons == ("dangling_tool_state",)
+    assert ids(plan.replay_runtime_events) == [
+        "user-1",
+        "outer-call",
+        "outer-dispatch",
+        "outer-response",
+    ]
+
+
+def test_unmatched_tool_result_blocks_without_verification() -> None:
+    plan = build_resume_plan([response("result-1", "tool-1", "Bash", {"ok": True}, is_error=False)])
+    assert plan.disposition == "blocked"
+    assert plan.requires_verification is False
+    assert plan.directive is None
+    assert plan.rejection_reasons == ("dangling_tool_state",)
+    assert codes(plan) == ["tool_ledger_corruption", "unmatched_tool_result"]
+    assert plan.diagnostics[0].detail == {"issueCode": "orphan_response"}
+    assert provider_replay_subset(plan.runtime_events) == []
+    assert plan.replay_runtime_events == ()
+
+
+def test_expected_high_water_mismatch_is_only_runtime_offset_mismatch() -> None:
+    plan = build_resume_plan([text("user-1", "user", "hello")], expected_high_water=2)
+    assert plan.disposition == "blocked"
+    assert plan.rejection_reasons == ("runtime_offset_mismatch",)
+    assert codes(plan) == ["runtime_offset_mismatch"]
+    assert plan.diagnostics[0].detail == {
+        "expectedRuntimeEventHighWater": 2,
+        "actualRuntimeEventHighWater": 1,
+    }
+    assert plan.requires_verification is False
+
+
+def test_expected_high_water_match_is_accepted() -> None:
+    plan = build_resume_plan([text("user-1", "user", "hello")], expected_high_water=1)
+    assert plan.disposition == "safe_replay"
+    assert plan.diagnostics == ()
+
+
+def test_offset_mismatch_comes_first_and_reasons_are_deduplicated() -> None:
+    plan = build_resume_plan(
+        [user(), call("c1", "tool-1"), call("c2", "tool-2")], expected_high_water=7
+    )
+    assert codes(plan) == ["runtime_offset_mismatch", "pending_tool_result", "pending_tool_result"]
+    assert plan.rejection_reasons == ("runtime_offset_mismatch", "dangling_tool_state")
+
+
+def test_new_protocol_call_without_dispatch_is_not_dispatched() -> None:
+    plan = build_resume_plan([user("user-1", marker=T1), call("call-1", "tool-1")])
+    assert plan.disposition == "blocked"
+    assert plan.operations[0].status == "not_dispatched"
+    assert plan.requires_verification is False
+    assert plan.directive is None
+    assert codes(plan) == ["tool_not_dispatched"]
+    assert plan.rejection_reasons == ("dangling_tool_state",)
+
+
+def test_partial_event_counts_in_high_water_but_is_not_replayed() -> None:
+    partial = text("partial-1", "model", "streaming", partial=True)
+    plan = build_resume_plan([text("user-1", "user", "continue"), partial])
+    assert plan.disposition == "safe_replay"
+    assert plan.source_runtime_event_high_water == 2
+    assert ids(plan.replay_runtime_events) == ["user-1"]
+    assert ids(plan.runtime_events) == ["user-1", "partial-1"]
+
+
+# --- further diagnostics ------------------------------------------------------------------------
+
+
+def test_tool_name_mismatch_diagnostic() -> None:
+    plan = build_resume_plan(
+        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Read")]
+    )
+    assert codes(plan) == [
+        "tool_recovery_corruption",
+        "tool_ledger_corruption",
+        "tool_name_mismatch",
+    ]
+    mismatch = plan.diagnostics[-1]
+    assert mismatch.detail == {"callToolName": "Bash", "responseToolName": "Read"}
+    assert (mismatch.event_id, mismatch.tool_call_id, mismatch.tool_name) == (
+        "r1",
+        "tool-1",
+        "Read",
+    )
+    # an unpaired (name-mismatched) exchange is not replayed
+    assert ids(plan.replay_runtime_events) == ["user-1"]
+
+
+def test_orphan_dispatch_gets_a_recovery_corruption_diagnostic() -> None:
+    plan = build_resume_plan([user("u", marker=T1), dispatch("dispatch-1")])
+    assert codes(plan) == ["tool_ledger_corruption", "tool_recovery_corruption"]
+    orphan = plan.diagnostics[1]
+    assert (orphan.event_id, orphan.tool_call_id, orphan.tool_name) == (
+        "dispatch-1",
+        "call-1",
+        "Bash",
+    )
+    assert plan.operations == ()
+    assert plan.disposition == "blocked"
+
+
+def test_self_named_issue_diagnostics() -> None:
+    late = event("late", actions={"runtimeProtocol": {"toolBoundary": T1}})
+    plan = build_resume_plan(
+        [user(), late, call("c1", "tool-1"), call("c1", "tool-1"), call("c2", "t2", partial=True)]
+    )
+    assert codes(plan) == [
+        "pending_tool_result",
+        "protocol_marker_invalid",
+        "duplicate_event_id",
+        "semantic_lane_conflict",
+    ]
+    assert [d.event_id for d in plan.diagnostics[1:]] == ["late", "c1", "c2"]
+    assert all(d.detail is None for d in plan.diagnostics)
+    assert plan.rejection_reasons == ("dangling_tool_state",)
+
+
+def test_corruption_alone_blocks_even_without_rejection_reasons() -> None:
+    # a hidden nested operation whose recovery facts are corrupt: no visible operation, no
+    # ledger issue, hence no diagnostic -- but the resolver reports corruption, so it blocks
+    nested_args: dict[str, Any] = {}
+    events = [
+        user(),
+        call("nested-call", "nested-1", "Read", nested_args, hidden=True, with_refs=False),
+        dispatch(
+            "nested-dispatch", "op-n", "nested-1", "Read", nested_args, recovery_mode="reconcile"
+        ),
+        reconcile("nested-reconcile", "op-n", "nested-1"),
+    ]
+    plan = build_resume_plan(events)
+    assert plan.diagnostics == ()
+    assert plan.rejection_reasons == ()
+    assert plan.requires_verification is False
+    assert plan.disposition == "blocked"
+
+
+# --- shape, determinism and purity --------------------------------------------------------------
+
+
+def test_dump_keys() -> None:
+    plan = build_resume_plan(
+        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Read")],
+        expected_high_water=9,
+    )
+    dumped = plan.model_dump(mode="json", by_alias=True)
+    assert list(dumped) == [
+        "disposition",
+        "operations",
+        "diagnostics",
+        "rejectionReasons",
+        "requiresVerification",
+        "sourceRuntimeEventHighWater",
+        "directive",
+        "runtimeEvents",
+        "replayRuntimeEvents",
+    ]
+    assert list(dumped["operations"][0]) == [
+        "toolCallId",
+        "toolName",
+        "args",
+        "status",
+        "callRuntimeEventId",
+        "responseRuntimeEventId",
+        "responseIsError",
+    ]
+    for diagnostic in dumped["diagnostics"]:
+        assert list(diagnostic) == [
+            "code",
+            "message",
+            "eventId",
+            "toolCallId",
+            "toolName",
+            "detail",
+        ]
+        assert isinstance(diagnostic["message"], str)
+        assert diagnostic["message"]
+    # events serialise as exact wire dicts, not model dumps with nulls
+    assert dumped["runtimeEvents"][0] == user().to_wire()
+    assert "branch" not in dumped["runtimeEvents"][0]
+
+
+def test_plan_is_deterministic_and_does_not_mutate_input() -> None:
+    wire_events: list[Any] = [
+        user("u", marker=T1).to_wire(),
+        call("c1", "tool-1", "Write", {"path": "a", "content": "b"}).to_wire(),
+        dispatch("d1", "op-1", "tool-1", "Write", {"path": "a", "content": "b"}),
+        response("r1", "tool-1", "Write", {"nested": [1, 2]}, operation_id="op-1").to_wire(),
+        call("c2", "tool-2", "Bash").to_wire(),
+        terminal(),
+    ]
+    before = copy.deepcopy([e if isinstance(e, dict) else e.to_wire() for e in wire_events])
+    before_list = list(wire_events)
+
+    first = build_resume_plan(wire_events, expected_high_water=6)
+    second = build_resume_plan(wire_events, expected_high_water=6)
+    assert first == second
+    assert first.model_dump(mode="json", by_alias=True) == second.model_dump(
+        mode="json", by_alias=True
+    )
+    assert wire_events == before_list
+    assert [e if isinstance(e, dict) else e.to_wire() for e in wire_events] == before
+
+    # mutating the plan's args does not reach the input
+    dumped = first.model_dump(mode="json", by_alias=True)
+    assert dumped["runtimeEvents"] == before
+    assert first.operations[0].args is not wire_events[1]["content"]["args"]
+
+
+def test_model_and_wire_inputs_give_equal_plans() -> None:
+    models: list[RuntimeEvent] = [
+        user(),
+        call("c1", "tool-1"),
+        response("r1", "tool-1"),
+        terminal(),
+    ]
+    assert build_resume_plan(models) == build_resume_plan([m.to_wire() for m in models])
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_trivial_ledgers_are_safe(count: int) -> None:
+    plan = build_resume_plan([user()][:count])
+    assert plan.disposition == "safe_replay"
+    assert plan.source_runtime_event_high_water == count
