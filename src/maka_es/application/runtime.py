@@ -283,6 +283,71 @@ class RuntimeApplication(Application[UUID]):
     def _stream_exists(self, stream_id: UUID) -> bool:
         return bool(self.recorder.select_events(stream_id, limit=1))
 
+    def import_run(
+        self,
+        header: RunHeader | Mapping[str, Any],
+        events: Sequence[RuntimeEvent | Mapping[str, Any]],
+    ) -> AppendResult:
+        """Import a whole run (e.g. a legacy JSONL ledger) in ONE save: the run, its invocation
+        binding, the session registration (and the session itself if it is new), every event,
+        and, when the imported header is terminal, the header's terminal status.
+
+        Idempotent: importing the same run again appends nothing. The same gates as live
+        writes apply (a terminal header must match a durable terminal event), so a corrupt
+        legacy run is refused as a whole rather than half-imported.
+        """
+        parsed = RunHeader.decode(header)
+        decoded = [as_runtime_event(event) for event in events]
+        if parsed.invocation_id is None and decoded:
+            parsed = parsed.model_copy(update={"invocation_id": decoded[0].invocation_id})
+        with self._command_lock:
+            if self._stream_exists(run_stream_id(parsed.run_id)):
+                existing = self._load_run(parsed.run_id)
+                result = self.append_events(parsed.run_id, decoded)
+                if parsed.is_terminal and not existing.header.is_terminal:
+                    self.update_run_header(parsed.run_id, _terminal_patch(parsed))
+                return result
+            facts: list[StoredFact] = []
+            try:
+                session = self._load_session(parsed.session_id)
+            except SessionNotFoundError:
+                opened = Session.open(
+                    parsed.session_id, parsed.cwd, parsed.workspace_identity, self.clock()
+                )
+                facts.append(opened)
+                session = Session(opened)
+            created_at = self.clock()
+            live = parsed.model_copy(update={"status": "running"}) if parsed.is_terminal else parsed
+            created = Run.create(live, created_at)
+            run = project_run(None, [created])
+            assert run is not None
+            decision = run.decide_append(decoded, committed_at=created_at)
+            for fact in decision.facts:
+                run.apply(fact)
+            facts += [created, *decision.facts]
+            if parsed.is_terminal:
+                facts.append(
+                    run.decide_header_update(_terminal_patch(parsed), updated_at=created_at)
+                )
+            assert live.invocation_id is not None
+            facts.append(
+                InvocationBound(
+                    originator_id=invocation_stream_id(live.invocation_id),
+                    originator_version=1,
+                    invocation_id=live.invocation_id,
+                    session_id=live.session_id,
+                    run_id=live.run_id,
+                    turn_id=live.turn_id,
+                )
+            )
+            facts.append(session.register_run(parsed.run_id, created_at))
+            try:
+                self.save(*facts)
+            except IntegrityError as exc:
+                self._evict(*{fact.originator_id for fact in facts})
+                raise self._create_run_conflict(parsed) from exc
+            return AppendResult(len(decision.appended), decision.retried, run.high_water)
+
     def get_run_header(self, run_id: str) -> RunHeader:
         return self._load_run(run_id).header
 
@@ -364,3 +429,20 @@ class RuntimeApplication(Application[UUID]):
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
         """The Phase 0 ResumePlan of the run's committed prefix. Reads only; never writes."""
         return build_resume_plan(self.read_run_events(run_id), expected_high_water)
+
+
+def _terminal_patch(header: RunHeader) -> dict[str, Any]:
+    """The mutable terminal fields of an imported header, as a header patch."""
+    wire = header.to_wire()
+    return {
+        key: wire[key]
+        for key in (
+            "status",
+            "updatedAt",
+            "completedAt",
+            "failureClass",
+            "failureMessage",
+            "abortSource",
+        )
+        if key in wire
+    }

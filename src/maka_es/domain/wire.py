@@ -11,6 +11,7 @@ that were given, so decode -> encode is lossless.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -22,14 +23,34 @@ from maka_es.errors import MakaError
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-def _js_int(text: str) -> int | float:
-    """JSON integers follow JavaScript semantics: beyond the safe range they are doubles."""
-    value = int(text)
-    return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else float(text)
-
-
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"non-strict JSON constant {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"non-strict JSON number {text} (not a finite double)")
+    return value
+
+
+def _js_int(text: str) -> int | float:
+    value = int(text)
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"non-strict JSON number {text[:20]}... (not a finite double)") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate object key {key!r}")
+        result[key] = value
+    return result
 
 
 def loads_js(text: str | bytes | bytearray) -> Any:
@@ -37,10 +58,17 @@ def loads_js(text: str | bytes | bytearray) -> Any:
 
     Why: the reference runtime is JavaScript, where every number is a double. A float such as
     ``6.677151143147895e16`` is written as ``66771511431478950``; reading that back as a Python
-    int would change the value and make the ledger fail its own re-encoding. NaN/Infinity
-    literals are refused.
+    int would change the value and make the ledger fail its own re-encoding, so integers beyond
+    the safe range become doubles. Refused: ``NaN``/``Infinity``, numbers that overflow a double
+    (``1e400``) and duplicate object keys (the canonical writer never produces them).
     """
-    return json.loads(text, parse_int=_js_int, parse_constant=_refuse_constant)
+    return json.loads(
+        text,
+        parse_constant=_refuse_constant,
+        parse_float=_finite_float,
+        parse_int=_js_int,
+        object_pairs_hook=_unique_keys,
+    )
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

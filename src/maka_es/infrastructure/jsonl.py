@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import codecs
 import fcntl
-import json
-import math
 import os
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
 
 from maka_es.domain.codec import canonical_json
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import RunHeader
+from maka_es.domain.wire import loads_js
 from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError, JsonlLedgerError
 from maka_es.infrastructure.json_prefix import JsonTextClass, classify_json_text
 
@@ -96,54 +94,8 @@ def _js_order(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"non-strict JSON constant {name}")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"non-strict JSON number {text} (not a finite double)")
-    return value
-
-
-def _js_int(text: str) -> int | float:
-    """Integers beyond ``±2**53`` become doubles, as ``JSON.parse`` makes them: the reference
-    writes such a double with all its digits (``47835443137242150``), and reading it back as a
-    Python ``int`` would change its value and its canonical form."""
-    value = int(text)
-    if -(2**53) <= value <= 2**53:
-        return value
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"non-strict JSON number {text[:20]}... (not a finite double)") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate object key {key!r}")
-        result[key] = value
-    return result
-
-
-def strict_json_loads(text: str) -> Any:
-    """``json.loads`` restricted to strict JSON.
-
-    Refuses ``NaN``/``Infinity`` (which Python accepts by default), numbers that overflow a
-    double (``1e400`` would silently become ``inf``) and duplicate object keys (never produced
-    by the canonical writer, so a row carrying them was not written by us). Numbers get
-    JavaScript semantics: integers beyond ``±2**53`` are read as doubles.
-    """
-    return json.loads(
-        text,
-        parse_constant=_reject_constant,
-        parse_float=_finite_float,
-        parse_int=_js_int,
-        object_pairs_hook=_unique_keys,
-    )
+#: Strict JSON with JavaScript number semantics; one parser for every reader of ledger bytes.
+strict_json_loads = loads_js
 
 
 def classify_tail_bytes(raw: bytes) -> JsonTextClass:
