@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from maka_es.domain.events import RuntimeEvent
-from maka_es.projections.models import ProjectionModel
+from maka_es.domain.report import ReportModel
 
 __all__ = [
     "FAILPOINT_PREFIXES",
@@ -30,7 +30,7 @@ CommittedPrefix = Literal[
 ]
 
 
-class Failpoint(ProjectionModel):
+class Failpoint(ReportModel):
     """One crash-injection point: ``committed_prefix`` is the last fully committed prefix."""
 
     id: str

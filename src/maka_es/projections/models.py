@@ -10,60 +10,39 @@ to distinguish "missing" from "not applicable".
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, JsonValue, field_serializer
-from pydantic.alias_generators import to_camel
+from pydantic import JsonValue, field_serializer
 
-from maka_es.domain.events import RuntimeEvent, as_runtime_event
+from maka_es.domain.events import RuntimeEvent
+from maka_es.domain.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.domain.resolution import (
+    DecisionReason,
+    DecisionStatus,
+    Resolution,
+    ResolverIssue,
+    ResolverIssueCode,
+    SettlementOrigin,
+    ToolBoundaryProtocol,
+    ToolDecision,
+)
 
-#: What the projections accept: decoded events or plain wire mappings (decoded on entry).
-RuntimeEventInput = RuntimeEvent | Mapping[str, Any]
-
-ToolBoundaryProtocol = Literal["t1_after_preflight_v1"]
-
-ResolverIssueCode = Literal[
-    "protocol_marker_invalid",
-    "duplicate_event_id",
-    "invocation_identity_conflict",
-    "semantic_lane_conflict",
-    "duplicate_call",
-    "duplicate_dispatch",
-    "duplicate_operation",
-    "identity_conflict",
-    "canonical_args_hash_conflict",
-    "event_order_conflict",
-    "orphan_response",
-    "duplicate_response",
+__all__ = [
+    "DecisionReason",
+    "DecisionStatus",
+    "Diagnostic",
+    "Resolution",
+    "ResolverIssue",
+    "ResolverIssueCode",
+    "ResumePlan",
+    "RuntimeEventInput",
+    "SettlementOrigin",
+    "ToolBoundaryProtocol",
+    "ToolDecision",
+    "ToolOperation",
+    "decode_events",
 ]
 
-DecisionStatus = Literal[
-    "completed", "definitely_not_dispatched", "indeterminate", "parked", "corruption"
-]
-
-DecisionReason = Literal[
-    "matching_response",
-    "recovery_bundle_completed",
-    "dispatch_without_response",
-    "new_protocol_before_dispatch",
-    "legacy_dispatch_unknown",
-    "orphan_dispatch",
-    "orphan_response",
-    "duplicate_call",
-    "duplicate_operation",
-    "duplicate_dispatch",
-    "duplicate_response",
-    "canonical_args_hash_conflict",
-    "identity_conflict",
-    "event_order_conflict",
-    "recovery_fact_corruption",
-    "reconcile_matches_prior_state",
-    "reconcile_diverged",
-    "reconcile_unreadable",
-]
-
-SettlementOrigin = Literal["pre_t1_synthetic", "normal_t2", "recovery_bundle"]
 
 ToolOperationStatus = Literal[
     "succeeded", "failed", "indeterminate", "not_dispatched", "parked", "corruption"
@@ -128,54 +107,7 @@ DiagnosticCode = (
 )
 
 
-class ProjectionModel(BaseModel):
-    """Frozen, exact-shape report model: snake_case attributes, camelCase aliases.
-
-    Not a ``WireModel``: that base refuses explicit ``None`` because absent and ``null`` differ
-    on the RuntimeEvent wire; reports instead always carry every key (``null`` when absent).
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        alias_generator=to_camel,
-        populate_by_name=True,
-    )
-
-
-class ResolverIssue(ProjectionModel):
-    """A ledger-level defect found by the resolver (``{code, eventId}``)."""
-
-    code: ResolverIssueCode
-    event_id: str
-
-
-class ToolDecision(ProjectionModel):
-    """The resolver's verdict for one tool operation (one provider call key)."""
-
-    tool_call_id: str
-    tool_name: str | None = None
-    operation_id: str | None = None
-    status: DecisionStatus
-    reason: DecisionReason
-    settlement_origin: SettlementOrigin | None = None
-    call_runtime_event_id: str | None = None
-    dispatch_runtime_event_id: str | None = None
-    response_runtime_event_id: str | None = None
-    response_is_error: bool | None = None
-
-
-class Resolution(ProjectionModel):
-    """Everything the RecoveryResolver concludes about a ledger prefix (spec §5.3)."""
-
-    decisions: tuple[ToolDecision, ...]
-    issues: tuple[ResolverIssue, ...]
-    has_corruption: bool
-    requires_reconciliation: bool
-    tool_boundary_protocol: ToolBoundaryProtocol | None = None
-
-
-class ToolOperation(ProjectionModel):
+class ToolOperation(ReportModel):
     """Model-facing view of one visible tool call (spec §3.2)."""
 
     tool_call_id: str
@@ -187,7 +119,7 @@ class ToolOperation(ProjectionModel):
     response_is_error: bool | None = None
 
 
-class Diagnostic(ProjectionModel):
+class Diagnostic(ReportModel):
     """One reason (or observation) behind a plan, with a stable machine code."""
 
     code: DiagnosticCode
@@ -198,7 +130,7 @@ class Diagnostic(ProjectionModel):
     detail: dict[str, JsonValue] | None = None
 
 
-class ResumePlan(ProjectionModel):
+class ResumePlan(ReportModel):
     """Phase 0 crash-contract verdict over a committed prefix (spec §3.3).
 
     ``runtime_events`` / ``replay_runtime_events`` hold decoded events; they serialise as exact
@@ -218,16 +150,3 @@ class ResumePlan(ProjectionModel):
     @field_serializer("runtime_events", "replay_runtime_events")
     def _events_as_wire(self, events: tuple[RuntimeEvent, ...]) -> list[dict[str, Any]]:
         return [event.to_wire() for event in events]
-
-
-def decode_events(events: Iterable[RuntimeEventInput]) -> tuple[RuntimeEvent, ...]:
-    """Decode every input to a ``RuntimeEvent`` without touching the caller's objects.
-
-    A mapping that is not a valid RuntimeEvent raises ``InvalidRuntimeEventError``: the
-    projections only ever reason about well-formed facts, and a malformed committed row is a
-    storage problem the reader must surface, not something to classify around.
-    """
-    return tuple(
-        event if isinstance(event, RuntimeEvent) else as_runtime_event(dict(event))
-        for event in events
-    )
