@@ -150,6 +150,50 @@ class ConcurrentWriteError(StoreRefusal):
     default_code = "concurrent_write"
 
 
+class ToolLedgerRejectionError(StoreRefusal):
+    """A tool-bearing write would introduce a RecoveryResolver issue (``code`` is the issue
+    code: ``duplicate_call``, ``orphan_response``, ``protocol_marker_invalid``, ...)."""
+
+    default_code = "tool_ledger_rejection"
+
+
+class ToolLedgerCorruptionError(StoreRefusal):
+    """The run's ledger already holds a tool-ledger issue: tool-bearing writes fail-stop."""
+
+    default_code = "tool_ledger_corruption"
+
+
+class ToolOperationNotFoundError(StoreRefusal, LookupError):
+    """No operation with a durable dispatch (T1) has this id in the run."""
+
+    default_code = "tool_operation_not_found"
+
+
+class ToolOperationConflictError(StoreRefusal):
+    """T1 for an operation that was already prepared with different facts."""
+
+    default_code = "tool_operation_conflict"
+
+
+class ToolOutcomeConflictError(StoreRefusal):
+    """A second, different outcome (T2) for an operation that already has one."""
+
+    default_code = "outcome_conflict"
+
+
+class ToolOperationSettledError(StoreRefusal):
+    """The operation is settled (outcome, completed or parked recovery); only an exact retry of
+    what settled it is accepted."""
+
+    default_code = "tool_operation_settled"
+
+
+class RecoveryBundleRejectedError(StoreRefusal):
+    """A recovery bundle fails validation; ``code`` is the spec §5.4 validation code."""
+
+    default_code = "recovery_bundle_rejected"
+
+
 class StoreCorruptionError(MakaError):
     """Stored data cannot be decoded: fail closed, never guess."""
 

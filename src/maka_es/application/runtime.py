@@ -41,9 +41,11 @@ from maka_es.domain.facts import (
     run_stream_id,
     session_stream_id,
 )
-from maka_es.domain.run import Run, project_run
+from maka_es.domain.resolution import Resolution
+from maka_es.domain.run import Run, ToolCommandDecision, project_run
 from maka_es.domain.run_header import RunHeader
 from maka_es.domain.session import Session, project_session
+from maka_es.domain.tool_operation import ToolOperationState
 from maka_es.errors import (
     ConcurrentWriteError,
     InvocationSpineConflictError,
@@ -77,6 +79,14 @@ class SessionInfo:
     workspace_identity: str | None
     opened_at: float
     run_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCommit:
+    """Result of T1 / T2 / a recovery bundle: ``created=False`` means an exact retry."""
+
+    operation_id: str
+    created: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +421,82 @@ class RuntimeApplication(Application[UUID]):
                 ),
             )
         return self.get_run_header(run_id)
+
+    # -- tool journal ---------------------------------------------------------------------------
+
+    def _commit_tool(self, run_id: str, decide: Callable[[Run], ToolCommandDecision]) -> ToolCommit:
+        with self._command_lock:
+            run = self._load_run(run_id)
+            decision = decide(run)
+            if decision.facts:
+                self._save_facts(
+                    decision.facts,
+                    conflict=lambda: ConcurrentWriteError(
+                        f"run {run_id} was written concurrently; re-read and retry",
+                        detail={"runId": run_id},
+                    ),
+                )
+        return ToolCommit(decision.operation_id, decision.created)
+
+    def commit_tool_prepared(
+        self,
+        run_id: str,
+        call: RuntimeEvent | Mapping[str, Any],
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        """T1, one transaction: the function_call (unless the identical call is committed),
+        the dispatch fact and the tool's recovery metadata. ``created=False`` means the same T1
+        already committed: the caller must NOT run the tool."""
+        event = as_runtime_event(call)
+        return self._commit_tool(
+            run_id,
+            lambda run: run.decide_tool_prepared(
+                event, recovery_mode=recovery_mode, committed_at=self.clock(), metadata=metadata
+            ),
+        )
+
+    def commit_tool_outcome(
+        self, run_id: str, response: RuntimeEvent | Mapping[str, Any]
+    ) -> ToolCommit:
+        """T2, one transaction: the response bound to its prepared operation."""
+        event = as_runtime_event(response)
+        return self._commit_tool(
+            run_id, lambda run: run.decide_tool_outcome(event, committed_at=self.clock())
+        )
+
+    def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: RuntimeEvent | Mapping[str, Any],
+        decision: RuntimeEvent | Mapping[str, Any],
+        outcome: RuntimeEvent | Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        """Recovery bundle, one transaction: reconcile fact, optional outcome, decision."""
+        reconcile_event = as_runtime_event(reconcile)
+        decision_event = as_runtime_event(decision)
+        outcome_event = None if outcome is None else as_runtime_event(outcome)
+        return self._commit_tool(
+            run_id,
+            lambda run: run.decide_recovery_bundle(
+                operation_id,
+                reconcile_event,
+                decision_event,
+                outcome_event,
+                committed_at=self.clock(),
+            ),
+        )
+
+    def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        """Journal state of every operation of the run that crossed T1."""
+        return self._load_run(run_id).tool_operations
+
+    def resolve_run(self, run_id: str) -> Resolution:
+        """The RecoveryResolver's verdict over the run's committed ledger."""
+        return self._load_run(run_id).resolution()
 
     def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
         """The run's committed RuntimeEvents, in commit order."""

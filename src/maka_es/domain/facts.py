@@ -112,6 +112,16 @@ class RunHeaderUpdated(StoredFact):
     updated_at: float
 
 
+class ToolMetadataRecorded(StoredFact):
+    """T1 metadata a tool records for its reconciler (e.g. expected/prior content digests).
+    Saved in the same transaction as the dispatch fact; never part of the RuntimeEvent ledger."""
+
+    TOPIC = "maka_es.run.tool_metadata_recorded.v1"
+
+    operation_id: str
+    metadata: dict[str, JsonValue]
+
+
 FACT_TYPES: dict[str, type[StoredFact]] = {
     cls.TOPIC: cls
     for cls in (
@@ -121,6 +131,7 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         RunCreated,
         RuntimeEventRecorded,
         RunHeaderUpdated,
+        ToolMetadataRecorded,
     )
 }
 

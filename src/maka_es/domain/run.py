@@ -17,31 +17,44 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from maka_es.domain.codec import canonical_json
-from maka_es.domain.events import RuntimeEvent
+from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_id_for
+from maka_es.domain.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
 from maka_es.domain.facts import (
     RunCreated,
     RunHeaderUpdated,
     RuntimeEventRecorded,
     StoredFact,
+    ToolMetadataRecorded,
     run_stream_id,
 )
+from maka_es.domain.lanes import classify_lane
+from maka_es.domain.resolution import Resolution
 from maka_es.domain.run_header import (
     MUTABLE_HEADER_FIELDS,
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
 )
+from maka_es.domain.tool_ledger import ResolverState
+from maka_es.domain.tool_operation import ToolJournal, ToolOperationState
 from maka_es.errors import (
     EventIdConflictError,
     EventIdentityMismatchError,
     HeaderUpdateRefusedError,
     InvalidRunHeaderError,
     PartialEventRefusedError,
+    RecoveryBundleRejectedError,
+    ReservedFactError,
     RunSealedError,
     RuntimeOffsetMismatchError,
     StoreCorruptionError,
     TerminalConflictError,
+    ToolLedgerCorruptionError,
+    ToolLedgerRejectionError,
+    ToolOperationConflictError,
+    ToolOperationNotFoundError,
+    ToolOperationSettledError,
+    ToolOutcomeConflictError,
 )
 
 
@@ -54,13 +67,77 @@ class AppendDecision:
     retried: int
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCommandDecision:
+    """Facts of a T1 / T2 / recovery-bundle command; ``created=False`` for an exact retry."""
+
+    facts: tuple[StoredFact, ...]
+    operation_id: str
+    created: bool
+
+
+def build_dispatch_event(call: RuntimeEvent, operation_id: str, recovery_mode: str) -> RuntimeEvent:
+    """The T1 dispatch fact for ``call`` (id ``<op>_dispatch``, same spine and ts as the call,
+    args hash recomputed from the call's args). Deterministic, so a T1 retry is exact."""
+    content = call.function_call
+    assert content is not None
+    wire: dict[str, Any] = {
+        "id": f"{operation_id}_dispatch",
+        "sessionId": call.session_id,
+        "invocationId": call.invocation_id,
+        "runId": call.run_id,
+        "turnId": call.turn_id,
+        "ts": call.ts,
+        "partial": False,
+        "role": "system",
+        "author": "system",
+        "actions": {
+            "toolDispatch": {
+                "protocol": TOOL_BOUNDARY_PROTOCOL_V1,
+                "operationId": operation_id,
+                "providerToolCallId": content.id,
+                "toolName": content.name,
+                "canonicalArgsHash": canonical_args_hash(content.name, content.args),
+                "recoveryMode": recovery_mode,
+            }
+        },
+        "refs": {"operationId": operation_id, "toolCallId": content.id},
+    }
+    if call.origin is not None:
+        wire["origin"] = call.origin
+    return RuntimeEvent.model_validate(wire)
+
+
+def _reserved_reason(event: RuntimeEvent) -> str | None:
+    """Why a generic append may not carry this event (``None``: it may)."""
+    actions = event.actions
+    if actions is not None:
+        if actions.tool_dispatch is not None:
+            return "toolDispatch"
+        if actions.tool_recovery is not None:
+            return "toolRecovery"
+        if actions.continuation_start is not None:
+            return "continuationStart"
+        if actions.workspace_fact is not None:
+            return "workspaceFact"
+    if (
+        event.function_response is not None
+        and event.refs is not None
+        and event.refs.operation_id is not None
+    ):
+        return "operation-bound function_response"
+    return None
+
+
 class Run:
     """Event-sourced Run. Build with :meth:`create` (new) or :func:`project_run` (replay)."""
 
     __slots__ = (
         "_event_index",
         "_events",
+        "_journal",
         "_payloads",
+        "_resolver",
         "_terminal_seq",
         "header",
         "id",
@@ -75,6 +152,8 @@ class Run:
         self._payloads: list[str] = []
         self._event_index: dict[str, int] = {}
         self._terminal_seq: int | None = None
+        self._resolver = ResolverState()
+        self._journal = ToolJournal()
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -99,6 +178,23 @@ class Run:
     @property
     def terminal_event(self) -> RuntimeEvent | None:
         return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+
+    def resolution(self) -> Resolution:
+        """The RecoveryResolver's verdict over the committed ledger (kept incrementally)."""
+        return self._resolver.resolution()
+
+    @property
+    def resolver(self) -> ResolverState:
+        """The incremental resolver state (read it; never feed it from outside)."""
+        return self._resolver
+
+    def tool_operation(self, operation_id: str) -> ToolOperationState | None:
+        return self._journal.get(operation_id)
+
+    @property
+    def tool_operations(self) -> tuple[ToolOperationState, ...]:
+        """Operations that crossed T1, in T1 order, as the journal fold sees them."""
+        return self._journal.operations
 
     def payload_at(self, event_seq: int) -> str:
         """Canonical JSON of the committed event at ``event_seq`` (1-based)."""
@@ -133,7 +229,25 @@ class Run:
         committed_at: float,
         expected_high_water: int | None = None,
     ) -> AppendDecision:
-        """Validate a batch and return the facts that commit it (all or nothing)."""
+        """Validate a generic batch and return the facts that commit it (all or nothing).
+
+        Reserved facts (dispatch, operation-bound responses, recovery facts, continuation
+        starts, workspace facts) have their own commands and are refused here; tool-bearing
+        events must not introduce a RecoveryResolver issue.
+        """
+        self._check_high_water(expected_high_water)
+        decision = self._event_facts(events, committed_at)
+        for event in decision.appended:
+            reason = _reserved_reason(event)
+            if reason is not None:
+                raise ReservedFactError(
+                    f"event {event.id}: {reason} is written only by its own store command",
+                    detail={"eventId": event.id, "fact": reason},
+                )
+        self._check_tool_ledger(decision.appended)
+        return decision
+
+    def _check_high_water(self, expected_high_water: int | None) -> None:
         if expected_high_water is not None and expected_high_water != self.high_water:
             raise RuntimeOffsetMismatchError(
                 f"expected high-water {expected_high_water}, run {self.run_id} has "
@@ -143,6 +257,32 @@ class Run:
                     "actualRuntimeEventHighWater": self.high_water,
                 },
             )
+
+    def _check_tool_ledger(self, events: Sequence[RuntimeEvent]) -> None:
+        """Fail-stop on a corrupt ledger; refuse a batch that would introduce an issue."""
+        touches_tools = any(
+            classify_lane(e).is_tool_lane or e.protocol_marker is not None for e in events
+        )
+        if not touches_tools:
+            return
+        if self._resolver.has_issues:
+            first = self._resolver.issues[0]
+            raise ToolLedgerCorruptionError(
+                f"run {self.run_id} already holds tool-ledger corruption ({first.code} at "
+                f"{first.event_id}); tool-bearing writes are refused",
+                detail={"issueCode": first.code, "eventId": first.event_id},
+            )
+        issues = self._resolver.issues_if_fed(events)
+        if issues:
+            raise ToolLedgerRejectionError(
+                f"event {issues[0].event_id} would introduce {issues[0].code}",
+                code=issues[0].code,
+                detail={"eventId": issues[0].event_id, "issueCode": issues[0].code},
+            )
+
+    def _event_facts(self, events: Sequence[RuntimeEvent], committed_at: float) -> AppendDecision:
+        """Envelope rules shared by every write: exact retries are skipped; identity, partial
+        and sealing are checked; new events become ``RuntimeEventRecorded`` facts."""
         facts: list[StoredFact] = []
         appended: list[RuntimeEvent] = []
         retried = 0
@@ -261,6 +401,163 @@ class Run:
             updated_at=updated_at,
         )
 
+    # -- tool journal commands (T1, T2, recovery bundle) -------------------------------------------
+
+    def decide_tool_prepared(
+        self,
+        call: RuntimeEvent,
+        *,
+        recovery_mode: str,
+        committed_at: float,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommandDecision:
+        """T1: the call (unless the identical call is already committed), the dispatch fact
+        ``<op>_dispatch`` with the args hash recomputed from the call, and the tool's metadata,
+        in one transaction. An identical T1 that already committed returns ``created=False``:
+        another dispatcher owns the operation and the tool must not run again."""
+        content = call.function_call
+        if content is None:
+            raise ToolLedgerRejectionError(
+                f"event {call.id} is not a function_call",
+                code="semantic_lane_conflict",
+                detail={"eventId": call.id},
+            )
+        operation_id = operation_id_for(call.invocation_id, content.id)
+        dispatch = build_dispatch_event(call, operation_id, recovery_mode)
+        existing = self._journal.get(operation_id)
+        if existing is not None:
+            if self._committed_payload(dispatch.id) == canonical_json(
+                dispatch
+            ) and self._committed_payload(call.id) == canonical_json(call):
+                return ToolCommandDecision((), operation_id, created=False)
+            raise ToolOperationConflictError(
+                f"operation {operation_id} was already prepared with other facts",
+                detail={"operationId": operation_id},
+            )
+        decision = self._event_facts([call, dispatch], committed_at)
+        self._check_tool_ledger(decision.appended)
+        facts: list[StoredFact] = list(decision.facts)
+        if metadata:
+            facts.append(
+                ToolMetadataRecorded(
+                    originator_id=self.id,
+                    originator_version=self.version + len(facts) + 1,
+                    operation_id=operation_id,
+                    metadata=dict(metadata),
+                )
+            )
+        return ToolCommandDecision(tuple(facts), operation_id, created=True)
+
+    def decide_tool_outcome(
+        self, response: RuntimeEvent, *, committed_at: float
+    ) -> ToolCommandDecision:
+        """T2: the response bound to its operation (``refs.operationId``, ``refs.toolCallId``).
+        An exact retry returns ``created=False``; a different second outcome is refused."""
+        operation = self._bound_operation(response)
+        if operation.result_event_id is not None or operation.state != "prepared":
+            if self._committed_payload(response.id) == canonical_json(response):
+                return ToolCommandDecision((), operation.operation_id, created=False)
+            error = (
+                ToolOutcomeConflictError
+                if operation.state == "outcome_committed"
+                else ToolOperationSettledError
+            )
+            raise error(
+                f"operation {operation.operation_id} is already {operation.state}",
+                detail={"operationId": operation.operation_id, "state": operation.state},
+            )
+        decision = self._event_facts([response], committed_at)
+        self._check_tool_ledger(decision.appended)
+        return ToolCommandDecision(decision.facts, operation.operation_id, created=True)
+
+    def decide_recovery_bundle(
+        self,
+        operation_id: str,
+        reconcile: RuntimeEvent,
+        decision_event: RuntimeEvent,
+        outcome: RuntimeEvent | None,
+        *,
+        committed_at: float,
+    ) -> ToolCommandDecision:
+        """Reconcile fact, optional outcome and decision in one transaction (spec §5.4).
+        Only an operation with a durable dispatch and no outcome can be settled this way;
+        parked is final (only an exact retry of the same bundle succeeds)."""
+        operation = self._journal.get(operation_id)
+        if operation is None:
+            raise ToolOperationNotFoundError(
+                f"run {self.run_id} has no prepared operation {operation_id}",
+                detail={"operationId": operation_id},
+            )
+        bundle = [reconcile, *([outcome] if outcome is not None else []), decision_event]
+        if operation.state != "prepared":
+            if all(self._committed_payload(e.id) == canonical_json(e) for e in bundle):
+                return ToolCommandDecision((), operation_id, created=False)
+            raise ToolOperationSettledError(
+                f"operation {operation_id} is already {operation.state}",
+                detail={"operationId": operation_id, "state": operation.state},
+            )
+        decision = self._event_facts(bundle, committed_at)
+        if len(decision.appended) != len(bundle):
+            raise RecoveryBundleRejectedError(
+                f"bundle for {operation_id} reuses committed event ids",
+                code="recovery_fact_identity_conflict",
+                detail={"operationId": operation_id},
+            )
+        if self._resolver.has_issues:
+            first = self._resolver.issues[0]
+            raise ToolLedgerCorruptionError(
+                f"run {self.run_id} already holds tool-ledger corruption ({first.code})",
+                detail={"issueCode": first.code, "eventId": first.event_id},
+            )
+        issues, interpretation = self._resolver.prospect(
+            bundle, lambda state: state.bundle_interpretation(operation_id)
+        )
+        if issues:
+            raise ToolLedgerRejectionError(
+                f"event {issues[0].event_id} would introduce {issues[0].code}",
+                code=issues[0].code,
+                detail={"eventId": issues[0].event_id, "issueCode": issues[0].code},
+            )
+        if interpretation is None or interpretation.kind != "valid":
+            code = (
+                interpretation.code
+                if interpretation is not None and interpretation.code is not None
+                else "recovery_fact_shape_conflict"
+            )
+            raise RecoveryBundleRejectedError(
+                f"recovery bundle for {operation_id} is invalid: {code}",
+                code=code,
+                detail={"operationId": operation_id},
+            )
+        return ToolCommandDecision(decision.facts, operation_id, created=True)
+
+    def _bound_operation(self, response: RuntimeEvent) -> ToolOperationState:
+        content = response.function_response
+        refs = response.refs
+        if content is None or refs is None or refs.operation_id is None:
+            raise ToolLedgerRejectionError(
+                f"event {response.id} is not a function_response bound to an operation",
+                code="identity_conflict",
+                detail={"eventId": response.id},
+            )
+        if refs.tool_call_id != content.id:
+            raise ToolLedgerRejectionError(
+                f"event {response.id}: refs.toolCallId must equal the response id",
+                code="identity_conflict",
+                detail={"eventId": response.id},
+            )
+        operation = self._journal.get(refs.operation_id)
+        if operation is None:
+            raise ToolOperationNotFoundError(
+                f"run {self.run_id} has no prepared operation {refs.operation_id}",
+                detail={"operationId": refs.operation_id, "eventId": response.id},
+            )
+        return operation
+
+    def _committed_payload(self, event_id: str) -> str | None:
+        index = self._event_index.get(event_id)
+        return None if index is None else self._payloads[index]
+
     # -- evolution --------------------------------------------------------------------------------
 
     def apply(self, fact: StoredFact) -> None:
@@ -279,8 +576,12 @@ class Run:
             self._event_index[event.id] = len(self._events)
             self._events.append(event)
             self._payloads.append(fact.payload)
+            self._resolver.feed(event)
+            self._journal.apply(event)
             if event.is_terminal and self._terminal_seq is None:
                 self._terminal_seq = fact.event_seq
+        elif isinstance(fact, ToolMetadataRecorded):
+            self._journal.apply_metadata(fact.operation_id, fact.metadata)
         elif isinstance(fact, RunHeaderUpdated):
             self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
         else:

@@ -68,6 +68,7 @@ ParkedReason = Literal[
 ]
 
 _K = TypeVar("_K")
+_T = TypeVar("_T")
 _V = TypeVar("_V")
 
 #: When an operation carries several defects, its decision reason is the first of these it has.
@@ -243,8 +244,17 @@ class ResolverState:
         Runs the real step code under an undo journal and rolls back, so a multi-event
         transaction (T1 = call + dispatch, a recovery bundle) is judged exactly as a later
         ``feed_all`` would judge it. Bundle *shape* validity is decision-level, not an issue:
-        use ``resolution()`` / ``recovery_bundle_interpretations()`` on a committed state for it.
+        use :meth:`prospect` with :meth:`bundle_interpretation` for it.
         """
+        issues, _ = self.prospect(events, lambda state: None)
+        return issues
+
+    def prospect(
+        self, events: Iterable[RuntimeEventInput], inspect: Callable[[ResolverState], _T]
+    ) -> tuple[tuple[ResolverIssue, ...], _T]:
+        """Fold ``events`` under the undo journal, call ``inspect`` on the resulting state, and
+        roll back. The store uses it to judge a whole transaction (T1, T2, a recovery bundle)
+        exactly as the committed ledger would later be judged, without copying the state."""
         decoded = decode_events(events)
         if self._undo is not None:
             raise RuntimeError("ResolverState prospective checks do not nest")
@@ -254,11 +264,30 @@ class ResolverState:
             introduced: list[ResolverIssue] = []
             for event in decoded:
                 introduced.extend(self._step(event))
-            return tuple(introduced)
+            return tuple(introduced), inspect(self)
         finally:
             self._undo = None
             for undo in reversed(journal):
                 undo()
+
+    def decision_for_operation(self, operation_id: str) -> ToolDecision | None:
+        """The current decision of the operation bound to ``operation_id`` by a dispatch."""
+        operation = self._by_operation.get(operation_id)
+        return None if operation is None else self._decide(operation)
+
+    def bundle_interpretation(self, operation_id: str) -> BundleInterpretation | None:
+        """How the recovery facts of ``operation_id`` read now (``None``: no such operation)."""
+        operation = self._by_operation.get(operation_id)
+        return None if operation is None else self._interpret_bundle(operation)
+
+    def operation_events(
+        self, operation_id: str
+    ) -> tuple[RuntimeEvent | None, RuntimeEvent | None, RuntimeEvent | None] | None:
+        """``(call, dispatch, response)`` of the operation bound to ``operation_id``."""
+        operation = self._by_operation.get(operation_id)
+        if operation is None:
+            return None
+        return (operation.call_event, operation.dispatch_event, operation.response_event)
 
     def resolution(self) -> Resolution:
         """The resolver output for everything fed so far (spec §5.3)."""

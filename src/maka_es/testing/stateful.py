@@ -7,7 +7,8 @@ override :meth:`make_app` (and optionally :meth:`header`) to point it at your st
 The machine appends generated events to one run: legal tool lifecycles (calls, T1 dispatch
 facts, responses, error responses, parallel calls, permission facts, terminal) and injected
 corruption (orphan and duplicate responses, duplicate ids, partial tool events, foreign
-identities, late protocol markers, dispatch hash mismatches), and occasionally closes and
+identities, late protocol markers, forged dispatch facts), with T1/T2 going through the store's
+tool-journal commands, and occasionally closes and
 reopens the application. Each attempted append is either committed (and mirrored in the model)
 or refused with a typed error and the store left byte-for-byte unchanged. After every step:
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import copy
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from maka_es.application.runtime import RuntimeApplication
 from maka_es.domain.codec import canonical_args_hash, operation_id_for
+from maka_es.domain.events import RuntimeEvent
+from maka_es.domain.run import build_dispatch_event
 from maka_es.errors import MakaError
 from maka_es.projections import build_resume_plan, resolve_tool_operations
 from maka_es.testing.builders import Spine, run_header
@@ -127,29 +131,75 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
         if self._try_append(event):
             self.calls.append((call_id, name, args))
 
+    def _try_command(self, command: Callable[[], object], events: list[dict[str, Any]]) -> bool:
+        """Run a store command; on success mirror ``events`` (new ids only) in the model."""
+        before = store_snapshot(self.app)
+        try:
+            command()
+        except MakaError:
+            assert store_snapshot(self.app) == before, "a refused command changed the store"
+            return False
+        known = {event["id"] for event in self.committed}
+        self.committed.extend(copy.deepcopy(e) for e in events if e["id"] not in known)
+        return True
+
+    def _call_event(self, call_id: str, name: str, args: Any) -> dict[str, Any]:
+        for event in self.committed:
+            content = event.get("content") or {}
+            if content.get("kind") == "function_call" and content.get("id") == call_id:
+                return event
+        raise AssertionError(f"call {call_id} is not in the model")
+
     @precondition(lambda self: bool(self.calls))
-    @rule(data=st.data(), honest_hash=st.booleans())
-    def dispatch(self, data: st.DataObject, honest_hash: bool) -> None:
+    @rule(data=st.data(), mode=st.sampled_from(["never_auto_retry", "reconcile", "idempotent"]))
+    def prepare_committed_call(self, data: st.DataObject, mode: str) -> None:
+        """T1 for a call that is already committed (e.g. after a permission wait)."""
         call_id, name, args = data.draw(st.sampled_from(self.calls))
+        call = self._call_event(call_id, name, args)
+        self._t1(call, mode)
+
+    @rule(name=st.sampled_from(TOOL_NAMES), args=_ARGS)
+    def call_with_t1(self, name: str, args: dict[str, Any]) -> None:
+        """T1 for a new call: call + dispatch in one transaction."""
+        call_id = self._id("call")
+        call = self._envelope("model", "agent")
+        call["content"] = {"kind": "function_call", "id": call_id, "name": name, "args": args}
+        if self._t1(call, "never_auto_retry"):
+            self.calls.append((call_id, name, args))
+
+    def _t1(self, call: dict[str, Any], mode: str) -> bool:
+        operation = operation_id_for(self.spine.invocation_id, call["content"]["id"])
+        decoded = RuntimeEvent.model_validate(call)
+        dispatch = build_dispatch_event(decoded, operation, mode).to_wire()
+        done = self._try_command(
+            lambda: self.app.commit_tool_prepared(self.spine.run_id, call, recovery_mode=mode),
+            [call, dispatch],
+        )
+        if done:
+            self.dispatched.add(call["content"]["id"])
+        return done
+
+    @precondition(lambda self: bool(self.calls))
+    @rule(data=st.data())
+    def forged_dispatch(self, data: st.DataObject) -> None:
+        """A dispatch through the generic path (with a tampered hash): always refused."""
+        call_id, name, _ = data.draw(st.sampled_from(self.calls))
         operation = operation_id_for(self.spine.invocation_id, call_id)
-        digest = canonical_args_hash(name, args if honest_hash else {"tampered": True})
         event = self.spine.envelope(
             f"{operation}_dispatch", 1000 + self.counter, "system", "system"
         )
-        self.counter += 1
         event["actions"] = {
             "toolDispatch": {
                 "protocol": "t1_after_preflight_v1",
                 "operationId": operation,
                 "providerToolCallId": call_id,
                 "toolName": name,
-                "canonicalArgsHash": digest,
+                "canonicalArgsHash": canonical_args_hash(name, {"tampered": True}),
                 "recoveryMode": "never_auto_retry",
             }
         }
         event["refs"] = {"operationId": operation, "toolCallId": call_id}
-        if self._try_append(event):
-            self.dispatched.add(call_id)
+        assert not self._try_append(event)
 
     @precondition(lambda self: bool(self.calls))
     @rule(data=st.data(), is_error=st.booleans())
@@ -168,7 +218,12 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
                 "operationId": operation_id_for(self.spine.invocation_id, call_id),
                 "toolCallId": call_id,
             }
-        if self._try_append(event):
+            done = self._try_command(
+                lambda: self.app.commit_tool_outcome(self.spine.run_id, event), [event]
+            )
+        else:
+            done = self._try_append(event)
+        if done:
             self.responded.add(call_id)
 
     @rule(decide=st.booleans())
