@@ -48,6 +48,23 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
         app.append_events(step["run_id"], step["events"])
     elif op == "update_header":
         app.update_run_header(step["run_id"], step["patch"])
+    elif op == "t1":
+        app.commit_tool_prepared(
+            step["run_id"],
+            step["call"],
+            recovery_mode=step.get("recovery_mode", "never_auto_retry"),
+            metadata=step.get("metadata"),
+        )
+    elif op == "t2":
+        app.commit_tool_outcome(step["run_id"], step["response"])
+    elif op == "bundle":
+        app.commit_tool_recovery_bundle(
+            step["run_id"],
+            step["operation_id"],
+            reconcile=step["reconcile"],
+            decision=step["decision"],
+            outcome=step.get("outcome"),
+        )
     else:
         raise ValueError(f"unknown step {op!r}")
 
