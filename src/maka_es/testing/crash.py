@@ -35,9 +35,13 @@ def crash_child(
     steps: list[dict[str, Any]],
     *,
     arm_inside_save: bool = False,
+    failpoint: tuple[str, int, int] | None = None,
     timeout: float = 60.0,
 ) -> CrashOutcome:
-    """Run ``steps`` in a child, SIGKILL it at the crash point, report what happened."""
+    """Run ``steps`` in a child, SIGKILL it at the crash point, report what happened.
+
+    ``failpoint=(name, nth, step)`` arms the named failpoint just before step index ``step``
+    and kills the child at its ``nth`` hit from there on."""
     marker = db.with_name(db.name + ".finally")
     marker.unlink(missing_ok=True)
     scenario = {
@@ -45,6 +49,9 @@ def crash_child(
         "marker": str(marker),
         "steps": steps,
         "arm_inside_save": arm_inside_save,
+        "failpoint": None
+        if failpoint is None
+        else {"name": failpoint[0], "nth": failpoint[1], "step": failpoint[2]},
     }
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen(
