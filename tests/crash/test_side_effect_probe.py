@@ -43,7 +43,7 @@ def _scenario(root: Path, tool: str, seed: int) -> tuple[list[dict[str, Any]], d
         call = ledger.call(
             f"call-{seed}", "Write", {"path": f"notes-{seed}.txt", "content": f"v{seed}\n"}
         )
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"op": "open_session", "session_id": "s1", "cwd": str(root)},
         {"op": "create_run", "header": run_header()},
         {"op": "append", "run_id": "r1", "events": ledger.events[:1]},
