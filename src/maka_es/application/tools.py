@@ -3,7 +3,8 @@
 Why: peers re-run an in-flight tool after a crash and duplicate its side effect. Here every
 call is bracketed by durable facts:
 
-* pre-T1 refusals (unknown tool, arguments that fail the tool's input model, permission denied)
+* pre-T1 refusals (unknown tool, arguments that fail the tool's input model, permission denied,
+  a reconciler whose preflight fails)
   commit the call and a synthetic error response on the generic lane; the implementation is
   never touched;
 * T1 (call + dispatch, one transaction) commits *before* the implementation runs; if T1 fails,
@@ -198,7 +199,10 @@ class ToolRuntime:
         if self.permission is not None and not self.permission(tool.name, dict(args_wire(args))):
             return self._refuse(run_id, event, "permission_denied", f"{tool.name} was denied")
 
-        metadata = dict(tool.reconciler.prepare(args)) if tool.reconciler is not None else None
+        try:
+            metadata = dict(tool.reconciler.prepare(args)) if tool.reconciler is not None else None
+        except Exception as exc:  # a failed preflight is a refusal the model must see
+            return self._refuse(run_id, event, "preflight_failed", f"{type(exc).__name__}: {exc}")
         commit = self.app.commit_tool_prepared(
             run_id, event, recovery_mode=tool.recovery_mode, metadata=metadata
         )
