@@ -1,0 +1,210 @@
+"""Hypothesis state machine over ToolRuntime: calls, crashes and recoveries interleaved.
+
+A "crash" drops the application in the middle of a call (the implementation or the point
+just before T2 raises a ``BaseException``, so no T2 is written) and reopens the SQLite file
+with a fresh application, as a restarted host would. Invariants after every step:
+
+* no implementation of a non-idempotent tool ever ran twice for one operation id (idempotent
+  and replay-safe tools may be re-executed by recovery, always with the same operation id);
+* every result acknowledged to a caller is in the ledger, byte for byte;
+* the plan is deterministic and its replay never holds a dangling call.
+
+Subclass :class:`ToolRecoveryMachine` and override :meth:`make_app` to run it on your store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from pydantic import BaseModel
+
+from maka_es.application.file_write import FileWriteArgs, file_write_tool
+from maka_es.application.runtime import RuntimeApplication
+from maka_es.application.tools import (
+    BEFORE_T2,
+    Tool,
+    ToolContext,
+    ToolResult,
+    ToolRuntime,
+)
+from maka_es.errors import MakaError
+from maka_es.infrastructure import failpoints
+from maka_es.testing.builders import LedgerBuilder, run_header
+
+
+class SimulatedCrash(BaseException):
+    """The process 'dies' here: not an Exception, so the runtime commits no outcome."""
+
+
+class Note(BaseModel):
+    text: str
+
+
+CRASH_POINTS = (None, "before_effect", "after_effect", "before_t2")
+
+
+class ToolRecoveryMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-tools-"))
+        self.app = self.make_app(self.workdir)
+        self.app.open_session("s1", str(self.workdir))
+        self.app.create_run(run_header())
+        self.ledger = LedgerBuilder()
+        self.app.append_events("r1", [self.ledger.user(marker=True)])
+        self.runs: Counter[tuple[str, str]] = Counter()  # (tool, operation id) -> executions
+        self.contexts: dict[str, set[str]] = {}
+        self.effects: dict[str, set[str]] = {"Append": set(), "Idem": set()}
+        self.acknowledged: list[ToolResult] = []
+        self.crash_at: str | None = None
+        self.sealed = False
+
+    def make_app(self, workdir: Path) -> RuntimeApplication:
+        return RuntimeApplication.open_sqlite(str(workdir / "runtime.sqlite"))
+
+    def teardown(self) -> None:
+        failpoints.disarm(BEFORE_T2)
+        self.app.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def _effect_tool(self, name: str, mode: Any) -> Tool[Note]:
+        def run(args: Note, context: ToolContext) -> Any:
+            self.runs[(name, context.operation_id)] += 1
+            if self.crash_at == "before_effect":
+                raise SimulatedCrash()
+            self.effects[name].add(context.operation_id)  # keyed: idempotent by op id
+            if self.crash_at == "after_effect":
+                raise SimulatedCrash()
+            return {"kind": "text", "text": f"{name}:{args.text}"}
+
+        return Tool(name, Note, run, recovery_mode=mode)
+
+    def _write_tool(self) -> Tool[FileWriteArgs]:
+        inner = file_write_tool(self.workdir / "ws")
+
+        def run(args: FileWriteArgs, context: ToolContext) -> Any:
+            self.runs[("Write", context.operation_id)] += 1
+            if self.crash_at == "before_effect":
+                raise SimulatedCrash()
+            result = inner.run(args, context)
+            if self.crash_at == "after_effect":
+                raise SimulatedCrash()
+            return result
+
+        return Tool("Write", FileWriteArgs, run, "reconcile", inner.reconciler)
+
+    def runtime(self) -> ToolRuntime:
+        return ToolRuntime(
+            self.app,
+            [
+                self._effect_tool("Append", "never_auto_retry"),
+                self._effect_tool("Idem", "idempotent"),
+                self._write_tool(),
+            ],
+        )
+
+    def _crash_and_restart(self) -> None:
+        self.app.close()
+        self.app = self.make_app(self.workdir)
+
+    # -- rules ----------------------------------------------------------------------------------
+
+    @precondition(lambda self: not self.sealed)
+    @rule(
+        tool=st.sampled_from(["Append", "Idem", "Write"]),
+        crash=st.sampled_from(CRASH_POINTS),
+        text=st.sampled_from(["a", "b", "c"]),
+    )
+    def call(self, tool: str, crash: str | None, text: str) -> None:
+        call_id = f"call-{len(self.ledger.events)}"
+        args = {"path": f"{text}.txt", "content": call_id} if tool == "Write" else {"text": text}
+        event = self.ledger.call(call_id, tool, args)
+        self.crash_at = crash
+
+        def die(_: str) -> None:
+            raise SimulatedCrash()
+
+        if crash == "before_t2":
+            failpoints.arm(BEFORE_T2, die)
+        try:
+            result = self.runtime().execute("r1", event)
+        except SimulatedCrash:
+            self._crash_and_restart()
+            return
+        finally:
+            failpoints.disarm(BEFORE_T2)
+            self.crash_at = None
+        self.acknowledged.append(result)
+
+    @precondition(lambda self: not self.sealed)
+    @rule()
+    def recover(self) -> None:
+        self.runtime().recover("r1")
+
+    @rule()
+    def restart(self) -> None:
+        self._crash_and_restart()
+
+    @precondition(lambda self: any(r.dispatched for r in self.acknowledged))
+    @rule(data=st.data())
+    def replay_an_acknowledged_call(self, data: st.DataObject) -> None:
+        """A confused host sends an already executed call again: it must not run again."""
+        result = data.draw(st.sampled_from([r for r in self.acknowledged if r.dispatched]))
+        call = next(
+            e
+            for e in self.ledger.events
+            if (e.get("content") or {}).get("id") == result.tool_call_id
+        )
+        before = dict(self.runs)
+        with contextlib.suppress(MakaError):
+            self.runtime().execute("r1", call)
+        assert dict(self.runs) == before
+
+    @precondition(lambda self: not self.sealed)
+    @rule()
+    def finish(self) -> None:
+        self.runtime().recover("r1")
+        try:
+            self.app.append_event("r1", self.ledger.terminal())
+        except MakaError:
+            return
+        self.sealed = True
+
+    # -- invariants -----------------------------------------------------------------------------
+
+    @invariant()
+    def no_blind_second_execution(self) -> None:
+        for (tool, operation_id), count in self.runs.items():
+            if tool in {"Append", "Write"}:
+                assert count <= 1, f"{tool} ran {count} times for {operation_id}"
+            else:
+                assert count <= 2, f"{tool} re-executed more than once for {operation_id}"
+
+    @invariant()
+    def acknowledged_results_are_committed(self) -> None:
+        committed = {e.id: e for e in self.app.read_run_events("r1")}
+        for result in self.acknowledged:
+            event = committed.get(result.response_event_id)
+            assert event is not None, f"acknowledged {result.response_event_id} not in ledger"
+            response = event.function_response
+            assert response is not None
+            assert response.result == result.result
+
+    @invariant()
+    def plan_is_deterministic(self) -> None:
+        first = self.app.plan_resume("r1")
+        assert first == self.app.plan_resume("r1")
+        replay_calls = {e.function_call.id for e in first.replay_runtime_events if e.function_call}
+        replay_responses = {
+            e.function_response.id for e in first.replay_runtime_events if e.function_response
+        }
+        assert replay_calls == replay_responses
