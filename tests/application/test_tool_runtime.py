@@ -69,7 +69,8 @@ def test_t1_before_implementation_and_t2_before_result(
     result = _runtime(sqlite_app, impl).execute("r1", call)
     assert impl.seen_states == [["prepared"]]  # T1 durable while the implementation ran
     assert impl.calls[0].operation_id == operation_id_for("i1", "c1")  # idempotency key
-    assert result.result == {"kind": "text", "text": "hi"} and not result.is_error
+    assert result.result == {"kind": "text", "text": "hi"}
+    assert not result.is_error
     events = sqlite_app.read_run_events("r1")
     assert [e.id for e in events][-2:] == [
         f"{result.operation_id}_dispatch",
@@ -100,7 +101,8 @@ def test_pre_t1_refusals_never_touch_the_implementation(
     call = ledger.call("c1", tool_name, args)
     result = _runtime(sqlite_app, impl, permission=permission).execute("r1", call)
     assert impl.calls == []
-    assert result.is_error and not result.dispatched
+    assert result.is_error
+    assert not result.dispatched
     assert result.result["text"].startswith(code)
     assert sqlite_app.tool_operations("r1") == ()  # no dispatch fact
     decision = sqlite_app.resolve_run("r1").decisions[0]
@@ -156,7 +158,8 @@ def test_outcome_unknown_is_a_structured_non_retryable_failure(
         "uncertainOutcome": {"code": "outcome_unknown", "retrySafe": False},
     }
     response = sqlite_app.read_run_events("r1")[-1].function_response
-    assert response is not None and response.is_error is True
+    assert response is not None
+    assert response.is_error is True
 
 
 def test_failed_t2_never_publishes_the_result(
@@ -273,7 +276,8 @@ def test_write_tool_refuses_paths_outside_the_workspace(
     runtime = ToolRuntime(sqlite_app, [file_write_tool(tmp_path / "ws")])
     call = ledger.call("w1", "Write", {"path": "../escape.txt", "content": "x"})
     result = runtime.execute("r1", call)  # the reconciler's preflight refuses before T1
-    assert result.is_error and not result.dispatched
+    assert result.is_error
+    assert not result.dispatched
     assert result.result["text"].startswith("preflight_failed: ValueError")
     assert not (tmp_path / "escape.txt").exists()
     assert sqlite_app.tool_operations("r1") == ()

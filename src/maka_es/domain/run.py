@@ -18,7 +18,12 @@ from typing import Any
 from uuid import UUID
 
 from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_id_for
-from maka_es.domain.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
+from maka_es.domain.events import (
+    RECONCILE_RESULT_KIND,
+    RECOVERY_DECISION_KIND,
+    TOOL_BOUNDARY_PROTOCOL_V1,
+    RuntimeEvent,
+)
 from maka_es.domain.facts import (
     RunCreated,
     RunHeaderUpdated,
@@ -265,13 +270,7 @@ class Run:
         )
         if not touches_tools:
             return
-        if self._resolver.has_issues:
-            first = self._resolver.issues[0]
-            raise ToolLedgerCorruptionError(
-                f"run {self.run_id} already holds tool-ledger corruption ({first.code} at "
-                f"{first.event_id}); tool-bearing writes are refused",
-                detail={"issueCode": first.code, "eventId": first.event_id},
-            )
+        self._require_healthy_tool_ledger()
         issues = self._resolver.issues_if_fed(events)
         if issues:
             raise ToolLedgerRejectionError(
@@ -424,6 +423,7 @@ class Run:
             )
         operation_id = operation_id_for(call.invocation_id, content.id)
         dispatch = build_dispatch_event(call, operation_id, recovery_mode)
+        self._require_healthy_tool_ledger()
         existing = self._journal.get(operation_id)
         if existing is not None:
             if self._committed_payload(dispatch.id) == canonical_json(
@@ -453,6 +453,7 @@ class Run:
     ) -> ToolCommandDecision:
         """T2: the response bound to its operation (``refs.operationId``, ``refs.toolCallId``).
         An exact retry returns ``created=False``; a different second outcome is refused."""
+        self._require_healthy_tool_ledger()
         operation = self._bound_operation(response)
         if operation.result_event_id is not None or operation.state != "prepared":
             if self._committed_payload(response.id) == canonical_json(response):
@@ -488,6 +489,7 @@ class Run:
                 f"run {self.run_id} has no prepared operation {operation_id}",
                 detail={"operationId": operation_id},
             )
+        self._require_healthy_tool_ledger()
         bundle = [reconcile, *([outcome] if outcome is not None else []), decision_event]
         if operation.state != "prepared":
             if all(self._committed_payload(e.id) == canonical_json(e) for e in bundle):
@@ -503,12 +505,7 @@ class Run:
                 code="recovery_fact_identity_conflict",
                 detail={"operationId": operation_id},
             )
-        if self._resolver.has_issues:
-            first = self._resolver.issues[0]
-            raise ToolLedgerCorruptionError(
-                f"run {self.run_id} already holds tool-ledger corruption ({first.code})",
-                detail={"issueCode": first.code, "eventId": first.event_id},
-            )
+        self._check_bundle_facts(operation, reconcile, decision_event)
         issues, interpretation = self._resolver.prospect(
             bundle, lambda state: state.bundle_interpretation(operation_id)
         )
@@ -530,6 +527,60 @@ class Run:
                 detail={"operationId": operation_id},
             )
         return ToolCommandDecision(decision.facts, operation_id, created=True)
+
+    def _require_healthy_tool_ledger(self) -> None:
+        """Fail-stop: once the ledger holds a resolver issue, no tool write (not even an exact
+        retry) is acknowledged, because the ledger can no longer prove what happened."""
+        if self._resolver.has_issues:
+            first = self._resolver.issues[0]
+            raise ToolLedgerCorruptionError(
+                f"run {self.run_id} already holds tool-ledger corruption ({first.code} at "
+                f"{first.event_id}); tool-bearing writes are refused",
+                detail={"issueCode": first.code, "eventId": first.event_id},
+            )
+
+    def _check_bundle_facts(
+        self,
+        operation: ToolOperationState,
+        reconcile: RuntimeEvent,
+        decision_event: RuntimeEvent,
+    ) -> None:
+        """The command-level checks of spec §5.4, in its order, before the resolver's own
+        interpretation judges evidence, outcome and causal order."""
+        op = operation.operation_id
+
+        def refuse(code: str, message: str) -> RecoveryBundleRejectedError:
+            return RecoveryBundleRejectedError(
+                f"recovery bundle for {op}: {message}", code=code, detail={"operationId": op}
+            )
+
+        if operation.recovery_mode != "reconcile":
+            raise refuse(
+                "recovery_mode_unsupported",
+                f"dispatch recovery mode is {operation.recovery_mode}, not reconcile",
+            )
+        reconcile_fact = reconcile.actions.tool_recovery if reconcile.actions else None
+        if reconcile_fact is None or reconcile_fact.kind != RECONCILE_RESULT_KIND:
+            raise refuse("reconcile_fact_invalid", f"{reconcile.id} is not a reconcile result")
+        decision_fact = decision_event.actions.tool_recovery if decision_event.actions else None
+        if decision_fact is None or decision_fact.kind != RECOVERY_DECISION_KIND:
+            raise refuse("decision_fact_invalid", f"{decision_event.id} is not a decision")
+        for event in (reconcile, decision_event):
+            refs = event.refs
+            if (
+                refs is None
+                or refs.operation_id != op
+                or refs.tool_call_id != operation.tool_call_id
+            ):
+                raise refuse(
+                    "recovery_fact_identity_conflict", f"{event.id} is bound to another operation"
+                )
+        for fact in (reconcile_fact, decision_fact):
+            if fact.payload.operation_id != op:
+                raise refuse(
+                    "operation_identity_conflict",
+                    f"payload names operation {fact.payload.operation_id}",
+                )
 
     def _bound_operation(self, response: RuntimeEvent) -> ToolOperationState:
         content = response.function_response

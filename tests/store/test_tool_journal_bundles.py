@@ -1,0 +1,539 @@
+"""Recovery bundles through the store command (spec §5.4): one transaction of reconcile fact,
+optional outcome and decision, for an operation with a durable dispatch in ``reconcile`` mode.
+
+Mirrors the bundle items of recovery-persistence-authority and tool-recovery-authority
+(spec §6): completed and parked bundles, parked is final, exact retries, and every §5.4
+validation code the command can reach, each with the exact code and an unchanged store.
+
+Codes of §5.4 that the command cannot reach on a healthy ledger (documented, not tested):
+``call_identity_conflict``, ``canonical_args_hash_conflict`` and ``dispatch_identity_conflict``
+(the call and dispatch are authored and validated by T1, and a hand-made dispatch is a reserved
+fact); ``reconcile_fact_invalid`` / ``decision_fact_invalid`` (facts are routed by their
+``kind``, so a swapped fact is a ``recovery_fact_shape_conflict``, tested below);
+``outcome_identity_conflict`` (a mis-bound outcome is first a resolver ``identity_conflict``
+or ``orphan_response`` and is refused as such, tested below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka_es.application.runtime import RuntimeApplication
+from maka_es.domain.facts import RuntimeEventRecorded
+from maka_es.domain.tool_operation import ToolJournal, expected_journal_state
+from maka_es.errors import (
+    EventIdConflictError,
+    MakaError,
+    RecoveryBundleRejectedError,
+    RunSealedError,
+    ToolLedgerRejectionError,
+    ToolOperationNotFoundError,
+    ToolOperationSettledError,
+)
+from maka_es.infrastructure import failpoints
+from maka_es.testing.store_probe import store_snapshot
+from tests.store.test_tool_journal_support import (
+    PARKED_REASON,
+    RUN,
+    bound_response,
+    call_event,
+    completed_bundle,
+    completed_decision,
+    dispatch_id,
+    evidence,
+    ids,
+    op_id,
+    open_run,
+    parked_bundle,
+    parked_decision,
+    reconcile_fact,
+    response_id,
+    terminal_event,
+    user_event,
+)
+
+OP = op_id("c1")
+RECONCILE_ID = f"{OP}_reconcile"
+DECISION_ID = f"{OP}_decision"
+OUTCOME_ID = response_id("c1")
+EVIDENCE = evidence("c1")
+COMPLETED_EVIDENCE = [*EVIDENCE, OUTCOME_ID]
+
+
+def refused(
+    app: RuntimeApplication, command: Callable[[], object], error: type[MakaError], code: str
+) -> MakaError:
+    """Run ``command``, expect ``error`` with ``code``, and prove nothing was written."""
+    before = store_snapshot(app)
+    with pytest.raises(error) as info:
+        command()
+    assert info.value.code == code, info.value
+    assert store_snapshot(app) == before
+    return info.value
+
+
+def prepared(app: RuntimeApplication, mode: str = "reconcile") -> None:
+    """Run r1 with the prepared operation c1 (T1 in ``mode``) and nothing after it."""
+    open_run(app)
+    app.commit_tool_prepared(RUN, call_event("c1"), recovery_mode=mode)
+
+
+def bundle(app: RuntimeApplication, parts: dict[str, Any], operation_id: str = OP) -> Any:
+    return app.commit_tool_recovery_bundle(RUN, operation_id, **parts)
+
+
+def test_valid_completed_bundle(sqlite_app: RuntimeApplication, db_path: Path) -> None:
+    """reconcile ``matches_expected_state`` + outcome bound to the operation + completed decision
+    with evidence [call, dispatch, reconcile, outcome] and outcomeEventId: the three events land
+    in ONE save in that order; journal ``recovery_completed`` (observation kept, result = the
+    outcome, version 4); resolver ``completed / recovery_bundle_completed / recovery_bundle``;
+    the plan may replay; the same after reopening."""
+    prepared(sqlite_app)
+    parts = completed_bundle("c1")
+    before = store_snapshot(sqlite_app)
+
+    commit = bundle(sqlite_app, parts)
+
+    assert (commit.operation_id, commit.created) == (OP, True)
+    new = [row for row in store_snapshot(sqlite_app).rows if row not in before.rows]
+    assert [row[3] for row in new] == [RuntimeEventRecorded.TOPIC] * 3
+    assert ids(sqlite_app)[-3:] == [RECONCILE_ID, OUTCOME_ID, DECISION_ID]
+    (operation,) = sqlite_app.tool_operations(RUN)
+    assert (operation.state, operation.version) == ("recovery_completed", 4)
+    assert (operation.observation, operation.result_event_id) == (
+        "matches_expected_state",
+        OUTCOME_ID,
+    )
+    resolution = sqlite_app.resolve_run(RUN)
+    (decision,) = resolution.decisions
+    assert (decision.status, decision.reason, decision.settlement_origin) == (
+        "completed",
+        "recovery_bundle_completed",
+        "recovery_bundle",
+    )
+    assert decision.response_runtime_event_id == OUTCOME_ID
+    assert decision.response_is_error is False
+    assert (resolution.has_corruption, resolution.requires_reconciliation) == (False, False)
+    assert expected_journal_state(decision) == "recovery_completed"
+    plan = sqlite_app.plan_resume(RUN)
+    assert plan.disposition == "safe_replay"
+    assert [op.status for op in plan.operations] == ["succeeded"]
+
+    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
+        assert reopened.tool_operations(RUN) == sqlite_app.tool_operations(RUN)
+        assert reopened.resolve_run(RUN) == resolution
+        rebuilt = ToolJournal.rebuild(reopened.read_run_events(RUN))
+        assert rebuilt.operations == sqlite_app.tool_operations(RUN)
+
+
+@pytest.mark.parametrize("observation", sorted(PARKED_REASON))
+def test_valid_parked_bundle(
+    sqlite_app: RuntimeApplication, db_path: Path, observation: str
+) -> None:
+    """reconcile ``observation`` + parked decision with the matching reason and evidence
+    [call, dispatch, reconcile], no outcome: journal ``recovery_parked``; resolver
+    ``parked / <reason> / recovery_bundle``; the plan blocks with ``tool_recovery_parked``;
+    the same after reopening."""
+    prepared(sqlite_app)
+    commit = bundle(sqlite_app, parked_bundle("c1", observation))
+    assert commit.created is True
+    assert ids(sqlite_app)[-2:] == [RECONCILE_ID, DECISION_ID]
+    (operation,) = sqlite_app.tool_operations(RUN)
+    assert (operation.state, operation.observation, operation.version) == (
+        "recovery_parked",
+        observation,
+        3,
+    )
+    assert operation.result_event_id is None
+    resolution = sqlite_app.resolve_run(RUN)
+    (decision,) = resolution.decisions
+    assert (decision.status, decision.reason, decision.settlement_origin) == (
+        "parked",
+        PARKED_REASON[observation],
+        "recovery_bundle",
+    )
+    assert (resolution.has_corruption, resolution.requires_reconciliation) == (False, False)
+    assert expected_journal_state(decision) == "recovery_parked"
+    plan = sqlite_app.plan_resume(RUN)
+    assert plan.disposition == "blocked"
+    assert plan.rejection_reasons == ("dangling_tool_state",)
+    assert [d.code for d in plan.diagnostics] == ["tool_recovery_parked"]
+    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
+        assert reopened.tool_operations(RUN) == sqlite_app.tool_operations(RUN)
+        assert reopened.resolve_run(RUN) == resolution
+
+
+def test_parked_is_final(sqlite_app: RuntimeApplication) -> None:
+    """After a parked bundle only its exact retry succeeds (``created=False``, nothing written);
+    a completed bundle, another parked bundle, a T2 and a second T1 for the operation are
+    refused, and the operation stays parked."""
+    prepared(sqlite_app)
+    parts = parked_bundle("c1", "diverged")
+    bundle(sqlite_app, parts)
+    before = store_snapshot(sqlite_app)
+    assert bundle(sqlite_app, parts).created is False
+    assert store_snapshot(sqlite_app) == before
+
+    other_parked = parked_bundle("c1", "unreadable")
+    for parts_ in (completed_bundle("c1"), other_parked):
+        error = refused(
+            sqlite_app,
+            partial(bundle, sqlite_app, parts_),
+            ToolOperationSettledError,
+            "tool_operation_settled",
+        )
+        assert error.detail == {"operationId": OP, "state": "recovery_parked"}
+    refused(
+        sqlite_app,
+        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1")),
+        ToolOperationSettledError,
+        "tool_operation_settled",
+    )
+    refused(
+        sqlite_app,
+        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1", is_error=True)),
+        ToolOperationSettledError,
+        "tool_operation_settled",
+    )
+    # the identical T1 is an exact retry: another dispatcher owns it, it must not run again
+    retry = sqlite_app.commit_tool_prepared(RUN, call_event("c1"), recovery_mode="reconcile")
+    assert retry.created is False
+    assert store_snapshot(sqlite_app) == before
+    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["recovery_parked"]
+
+
+def test_completed_is_final(sqlite_app: RuntimeApplication) -> None:
+    """After a completed bundle: exact retry ``created=False``; a parked bundle and a different
+    outcome are ``tool_operation_settled``; the bundle's own outcome resent as T2 is an exact
+    retry (``created=False``)."""
+    prepared(sqlite_app)
+    parts = completed_bundle("c1")
+    bundle(sqlite_app, parts)
+    before = store_snapshot(sqlite_app)
+    assert bundle(sqlite_app, parts).created is False
+    assert sqlite_app.commit_tool_outcome(RUN, parts["outcome"]).created is False
+    assert store_snapshot(sqlite_app) == before
+    refused(
+        sqlite_app,
+        lambda: bundle(sqlite_app, parked_bundle("c1", "diverged")),
+        ToolOperationSettledError,
+        "tool_operation_settled",
+    )
+    refused(
+        sqlite_app,
+        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1", result="other")),
+        ToolOperationSettledError,
+        "tool_operation_settled",
+    )
+
+
+def test_bundle_after_t2_is_refused(sqlite_app: RuntimeApplication) -> None:
+    """An operation settled by T2 is not recoverable any more: ``tool_operation_settled``."""
+    prepared(sqlite_app)
+    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+    for parts in (parked_bundle("c1"), completed_bundle("c1")):
+        refused(
+            sqlite_app,
+            partial(bundle, sqlite_app, parts),
+            ToolOperationSettledError,
+            "tool_operation_settled",
+        )
+
+
+def test_bundle_for_an_unknown_operation_is_refused(any_app: RuntimeApplication) -> None:
+    """No durable dispatch, no bundle: an unknown operation id and an operation whose call is
+    committed but never crossed T1 are ``tool_operation_not_found``."""
+    open_run(any_app)
+    any_app.append_event(RUN, call_event("c1"))  # a call without its dispatch
+    for operation_id in ("toolop_unknown", OP):
+        refused(
+            any_app,
+            partial(bundle, any_app, parked_bundle("c1"), operation_id),
+            ToolOperationNotFoundError,
+            "tool_operation_not_found",
+        )
+
+
+def test_bundle_rollback_leaves_nothing(sqlite_app: RuntimeApplication) -> None:
+    """A failure inside the bundle transaction leaves none of its three events and the
+    operation ``prepared``; the same bundle then commits."""
+    prepared(sqlite_app)
+    before = store_snapshot(sqlite_app)
+
+    def fail(name: str) -> None:
+        raise RuntimeError(f"simulated failure at {name}")
+
+    failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, fail)
+    try:
+        with pytest.raises(RuntimeError, match="simulated failure"):
+            bundle(sqlite_app, completed_bundle("c1"))
+    finally:
+        failpoints.disarm()
+    assert store_snapshot(sqlite_app) == before
+    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    assert bundle(sqlite_app, completed_bundle("c1")).created is True
+
+
+def test_bundle_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
+    """Recovery facts are ledger events: after the run's terminal they are ``run_sealed``."""
+    prepared(sqlite_app)
+    sqlite_app.append_event(RUN, terminal_event())
+    refused(
+        sqlite_app,
+        lambda: bundle(sqlite_app, parked_bundle("c1")),
+        RunSealedError,
+        "run_sealed",
+    )
+
+
+# -- validation codes (spec §5.4), each through the command on a real SQLite file -----------------
+
+
+def _completed(**changes: Any) -> dict[str, Any]:
+    parts = completed_bundle("c1")
+    parts.update(changes)
+    return parts
+
+
+def _parked(observation: str, reason: str, **changes: Any) -> dict[str, Any]:
+    parts = {
+        "reconcile": reconcile_fact("c1", observation),
+        "decision": parked_decision("c1", EVIDENCE, reason),
+    }
+    parts.update(changes)
+    return parts
+
+
+def _decision(evidence_ids: list[str], outcome_id: str = OUTCOME_ID) -> dict[str, Any]:
+    return completed_decision("c1", evidence_ids, outcome_id)
+
+
+WRONG_CALL_REFS = {"operationId": OP, "toolCallId": "c2"}
+
+VALIDATION_CASES: list[Any] = [
+    pytest.param(
+        "never_auto_retry", _completed(), "recovery_mode_unsupported", id="mode-never_auto_retry"
+    ),
+    pytest.param("idempotent", parked_bundle("c1"), "recovery_mode_unsupported", id="mode-idem"),
+    pytest.param(
+        "reconcile",
+        _completed(reconcile=reconcile_fact("c1", "diverged")),
+        "reconcile_decision_conflict",
+        id="completed-but-diverged",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked("unreadable", "reconcile_diverged"),
+        "reconcile_decision_conflict",
+        id="parked-reason-disagrees",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked("matches_expected_state", "reconcile_matches_prior_state"),
+        "reconcile_decision_conflict",
+        id="parked-but-expected-state",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(decision=_decision([*EVIDENCE[:2], OUTCOME_ID, EVIDENCE[2]])),
+        "evidence_order_conflict",
+        id="completed-evidence-order",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(decision=_decision(EVIDENCE)),
+        "evidence_order_conflict",
+        id="completed-evidence-without-outcome",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked(
+            "diverged",
+            "reconcile_diverged",
+            decision=parked_decision("c1", [EVIDENCE[1], EVIDENCE[0], EVIDENCE[2]]),
+        ),
+        "evidence_order_conflict",
+        id="parked-evidence-order",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked(
+            "diverged",
+            "reconcile_diverged",
+            decision=parked_decision("c1", [*EVIDENCE, "extra"]),
+        ),
+        "evidence_order_conflict",
+        id="parked-evidence-extra",
+    ),
+    pytest.param(
+        "reconcile",
+        {"reconcile": reconcile_fact("c1"), "decision": _decision(COMPLETED_EVIDENCE)},
+        "outcome_required",
+        id="completed-without-outcome",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked("diverged", "reconcile_diverged", outcome=bound_response("c1")),
+        "outcome_for_parked",
+        id="parked-with-outcome",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(outcome=bound_response("c1", is_error=True)),
+        "outcome_not_successful",
+        id="error-outcome",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(decision=_decision(COMPLETED_EVIDENCE, "some-other-event")),
+        "outcome_reference_conflict",
+        id="outcome-reference",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(reconcile=reconcile_fact("c1", refs=WRONG_CALL_REFS)),
+        "recovery_fact_identity_conflict",
+        id="reconcile-refs",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(
+            decision=completed_decision("c1", COMPLETED_EVIDENCE, OUTCOME_ID, refs=WRONG_CALL_REFS)
+        ),
+        "recovery_fact_identity_conflict",
+        id="decision-refs",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(reconcile=user_event()),
+        "recovery_fact_identity_conflict",
+        id="reuses-a-committed-event",
+    ),
+    pytest.param(
+        "reconcile",
+        _parked("diverged", "reconcile_diverged", decision=reconcile_fact("c1", event_id="r2")),
+        "decision_fact_invalid",
+        id="two-reconciles-no-decision",
+    ),
+    pytest.param(
+        "reconcile",
+        _completed(reconcile=_decision(COMPLETED_EVIDENCE) | {"id": "d0"}),
+        "reconcile_fact_invalid",
+        id="decision-in-the-reconcile-slot",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mode", "parts", "code"), VALIDATION_CASES)
+def test_bundle_validation_codes(
+    sqlite_app: RuntimeApplication, mode: str, parts: dict[str, Any], code: str
+) -> None:
+    """An invalid bundle is ``RecoveryBundleRejectedError`` with the §5.4 code (first failing
+    wins), nothing written, the operation still ``prepared`` and resolvable as before."""
+    prepared(sqlite_app, mode)
+    resolution = sqlite_app.resolve_run(RUN)
+    error = refused(
+        sqlite_app, lambda: bundle(sqlite_app, parts), RecoveryBundleRejectedError, code
+    )
+    assert error.detail == {"operationId": OP}
+    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    assert sqlite_app.resolve_run(RUN) == resolution
+
+
+@pytest.mark.parametrize(
+    ("parts", "error", "code"),
+    [
+        pytest.param(
+            _completed(reconcile=reconcile_fact("c1", payload_operation_id="toolop_unknown")),
+            RecoveryBundleRejectedError,
+            "operation_identity_conflict",
+            id="reconcile-for-an-unknown-operation",
+        ),
+        pytest.param(
+            _completed(
+                outcome={**bound_response("c1"), "refs": {"operationId": OP, "toolCallId": "c2"}}
+            ),
+            ToolLedgerRejectionError,
+            "identity_conflict",
+            id="outcome-refs",
+        ),
+        pytest.param(
+            _completed(outcome=bound_response("c2", event_id=OUTCOME_ID)),
+            ToolLedgerRejectionError,
+            "orphan_response",
+            id="outcome-for-another-call",
+        ),
+        pytest.param(
+            _completed(reconcile={**reconcile_fact("c1"), "id": dispatch_id("c1")}),
+            EventIdConflictError,
+            "event_id_conflict",
+            id="id-of-a-committed-event",
+        ),
+    ],
+)
+def test_bundles_that_would_corrupt_the_ledger_are_refused_by_the_transition_validator(
+    sqlite_app: RuntimeApplication, parts: dict[str, Any], error: type[MakaError], code: str
+) -> None:
+    """Bundle members that would introduce a resolver issue (or reuse a committed id with other
+    content) are refused before bundle validation, with the issue's code."""
+    prepared(sqlite_app)
+    refused(sqlite_app, lambda: bundle(sqlite_app, parts), error, code)
+    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+
+
+def _second_operation(app: RuntimeApplication) -> None:
+    app.commit_tool_prepared(RUN, call_event("c2"), recovery_mode="reconcile")
+
+
+@pytest.mark.parametrize("slot", ["reconcile", "decision"])
+def test_payload_naming_another_operation_is_operation_identity_conflict(
+    sqlite_app: RuntimeApplication, slot: str
+) -> None:
+    """A recovery fact bound (refs) to c1 whose payload names the other prepared operation c2 is
+    ``operation_identity_conflict`` (spec §5.4), and nothing is written."""
+    prepared(sqlite_app)
+    _second_operation(sqlite_app)
+    parts = completed_bundle("c1")
+    if slot == "reconcile":
+        parts["reconcile"] = reconcile_fact("c1", payload_operation_id=op_id("c2"))
+    else:
+        parts["decision"] = completed_decision(
+            "c1", COMPLETED_EVIDENCE, OUTCOME_ID, payload_operation_id=op_id("c2")
+        )
+    refused(
+        sqlite_app,
+        lambda: bundle(sqlite_app, parts),
+        RecoveryBundleRejectedError,
+        "operation_identity_conflict",
+    )
+
+
+def test_facts_bound_to_another_operation_are_recovery_fact_identity_conflict(
+    sqlite_app: RuntimeApplication,
+) -> None:
+    """A valid bundle for c1 submitted under operation c2: ``recovery_fact_identity_conflict``."""
+    prepared(sqlite_app)
+    _second_operation(sqlite_app)
+    refused(
+        sqlite_app,
+        lambda: bundle(sqlite_app, completed_bundle("c1"), op_id("c2")),
+        RecoveryBundleRejectedError,
+        "recovery_fact_identity_conflict",
+    )
+
+
+def test_facts_bound_to_another_operation_are_refused(sqlite_app: RuntimeApplication) -> None:
+    """Whatever the exact code, a bundle submitted under another operation's id is refused and
+    writes nothing (both operations stay ``prepared``)."""
+    prepared(sqlite_app)
+    _second_operation(sqlite_app)
+    before = store_snapshot(sqlite_app)
+    with pytest.raises(RecoveryBundleRejectedError):
+        bundle(sqlite_app, completed_bundle("c1"), op_id("c2"))
+    assert store_snapshot(sqlite_app) == before
+    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared", "prepared"]
