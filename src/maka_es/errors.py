@@ -221,3 +221,46 @@ class JsonlLedgerError(MakaError):
             merged["line"] = line
         super().__init__(message, code=code, detail=merged)
         self.line = line
+
+
+# --- workspace identity (spec §5.6) --------------------------------------------------------
+
+
+class WorkspaceIdentityError(MakaError):
+    """The workspace identity could not be resolved; nothing else about the workspace is
+    trusted. Catch this base to treat every workspace refusal alike (a resume parks)."""
+
+    default_code = "workspace_identity_error"
+
+
+class WorkspaceNotFoundError(WorkspaceIdentityError, LookupError):
+    """The workspace path does not exist (or a component of it is not a directory)."""
+
+    default_code = "workspace_not_found"
+
+
+class InvalidWorkspaceError(WorkspaceIdentityError, ValueError):
+    """The workspace path exists but is not a directory."""
+
+    default_code = "invalid_workspace"
+
+
+class InvalidWorkspaceMarkerError(WorkspaceIdentityError, ValueError):
+    """``.maka-workspace.json`` exists but is not one bounded regular file with the exact
+    marker shape. Never repaired or replaced: an existing marker is authoritative."""
+
+    default_code = "invalid_workspace_marker"
+
+
+class WorkspaceIdentityChangedError(WorkspaceIdentityError):
+    """The workspace directory was replaced (device/inode changed) while a marker was being
+    published, so the new marker cannot be attributed to the directory that was resolved."""
+
+    default_code = "workspace_identity_changed"
+
+
+class WorkspaceIoFailedError(WorkspaceIdentityError):
+    """Any other I/O failure (permissions, a malformed enclosing Git repository, a full Git
+    exclude file, a filesystem without hard links ...). No marker was published by us."""
+
+    default_code = "workspace_io_failed"

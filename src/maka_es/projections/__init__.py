@@ -4,6 +4,23 @@ Everything here is a deterministic function of its input events (no I/O, clock o
 and never mutates its input; see ``resolver`` for the incremental ``ResolverState``.
 """
 
+from maka_es.projections.continuation import (
+    ContinuationFacts,
+    ContinuationIdentity,
+    ContinuationPlan,
+    ContinuationSafetySnapshot,
+    RuntimeContinuation,
+    WorkspaceCheckpointFact,
+    build_continuation_plan,
+    normalize_cwd,
+    terminal_boundary_consistent,
+)
+from maka_es.projections.continuation_replay import (
+    CompositeReplay,
+    ReplayDiagnostic,
+    ReplaySegment,
+    build_composite_replay,
+)
 from maka_es.projections.failpoints import (
     FAILPOINT_PREFIXES,
     RUNTIME_RESUME_FAILPOINTS,
@@ -61,4 +78,17 @@ __all__ = [
     "provider_replay_subset",
     "resolve_tool_operations",
     "would_introduce_issue",
+    "CompositeReplay",
+    "ContinuationFacts",
+    "ContinuationIdentity",
+    "ContinuationPlan",
+    "ContinuationSafetySnapshot",
+    "ReplayDiagnostic",
+    "ReplaySegment",
+    "RuntimeContinuation",
+    "WorkspaceCheckpointFact",
+    "build_composite_replay",
+    "build_continuation_plan",
+    "normalize_cwd",
+    "terminal_boundary_consistent",
 ]

@@ -1,0 +1,433 @@
+"""HEAD composite continuation replay (spec §4.5, §5.2), mirroring continuation-replay.test.ts."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from maka_es.domain.codec import CodecInputError
+from maka_es.projections import CompositeReplay, build_composite_replay
+from maka_es.projections.continuation_replay import _project
+from tests.projections.builders import (
+    DIGEST,
+    T1,
+    call,
+    dispatch,
+    event,
+    ids,
+    response,
+    terminal,
+    text,
+    user,
+)
+
+SOURCE = {
+    "sessionId": "session-1",
+    "invocationId": "invocation-2",
+    "runId": "run-2",
+    "turnId": "turn-2",
+}
+
+
+def start_v2(event_id: str = "continuation-start", *, marker: bool = False) -> dict[str, Any]:
+    """A V2 continuation-start fact as event 1 of run-2."""
+    actions: dict[str, Any] = {
+        "continuationStart": {
+            "protocol": "continuation_start_v2",
+            "provenance": "runtime_admission",
+            "claimId": "claim-1",
+            "boundaryDigest": DIGEST,
+            "immediateSource": {
+                "sessionId": "session-1",
+                "invocationId": "invocation-1",
+                "runId": "run-1",
+                "turnId": "turn-1",
+                "highWater": 2,
+                "prefixDigest": DIGEST,
+            },
+            "replayManifestDigest": DIGEST,
+            "providerProjectionVersion": 1,
+            "providerReplayDigest": DIGEST,
+        }
+    }
+    if marker:
+        actions["runtimeProtocol"] = {"toolBoundary": T1}
+    return {
+        "id": event_id,
+        **SOURCE,
+        "ts": 1,
+        "partial": False,
+        "role": "system",
+        "author": "system",
+        "actions": actions,
+    }
+
+
+def in_source(e: Any) -> dict[str, Any]:
+    """The wire dict of ``e`` moved onto the run-2 spine."""
+    return {**e.to_wire(), **SOURCE}
+
+
+def thinking(event_id: str, signature: str = "signed-1") -> Any:
+    return event(
+        event_id,
+        role="model",
+        author="agent",
+        content={"kind": "thinking", "text": "unfinished", "signature": signature},
+    )
+
+
+def only_segment(replay: CompositeReplay) -> Any:
+    assert replay.blocked_reason is None
+    assert len(replay.segments) == 1
+    return replay.segments[0]
+
+
+# --- reference continuation-replay.test.ts items 1-6 -------------------------------------------
+
+
+def test_trims_interrupted_assistant_suffix_after_last_user() -> None:
+    replay = build_composite_replay(
+        [
+            [
+                user("user-1", "user-1", marker=T1),
+                thinking("thinking-1"),
+                text("assistant-1", "model", "x"),
+            ]
+        ]
+    )
+    segment = only_segment(replay)
+    assert segment.trimmed_suffix_event_ids == ("thinking-1", "assistant-1")
+    assert ids(segment.replay_runtime_events) == ["user-1"]
+    assert [item["eventId"] for item in segment.provider_items] == ["user-1"]
+    assert replay.provider_items == segment.provider_items
+
+
+def test_hidden_nested_events_are_excluded() -> None:
+    hidden = event(
+        "hidden-nested-result",
+        role="tool",
+        author="agent",
+        modelVisibility="hidden",
+        content={"kind": "text", "text": "hidden"},
+    )
+    segment = only_segment(build_composite_replay([[user("user-1", marker=T1), hidden]]))
+    assert ids(segment.replay_runtime_events) == ["user-1"]
+    assert segment.trimmed_suffix_event_ids == ()
+
+
+def test_segment_without_anchor_trims_every_model_item() -> None:
+    source = [
+        start_v2(),
+        in_source(thinking("thinking-1")),
+        in_source(text("assistant-1", "model", "partial answer")),
+        in_source(terminal("failed-terminal")),
+    ]
+    segment = only_segment(build_composite_replay([source]))
+    assert segment.trimmed_suffix_event_ids == ("thinking-1", "assistant-1")
+    assert ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
+    assert segment.provider_items == ()
+
+
+def test_pre_t1_call_in_continuation_is_trimmed() -> None:
+    source = [
+        start_v2(marker=True),
+        in_source(call("call-1", "tool-call-1", "Write", {"path": "notes.txt"}, with_refs=False)),
+        in_source(terminal("failed-terminal")),
+    ]
+    segment = only_segment(build_composite_replay([source]))
+    assert segment.trimmed_suffix_event_ids == ("call-1",)
+    assert ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
+    assert segment.provider_items == ()
+
+
+def test_unmatched_call_followed_by_assistant_text_is_a_gap() -> None:
+    replay = build_composite_replay(
+        [
+            [
+                user("user-1", marker=T1),
+                call("call-1", "tool-1", "Read", {}, with_refs=False),
+                text("assistant-1", "model", "after the hole"),
+            ]
+        ]
+    )
+    assert replay.blocked_reason == "provider_replay_non_suffix_gap"
+    assert replay.blocked_segment_index == 0
+    assert replay.diagnostics[0].code == "unmatched_tool_call"
+    assert replay.diagnostics[0].event_id == "call-1"
+    assert replay.segments == ()
+    assert replay.runtime_context == ()
+    assert replay.manifest_digest is None
+    assert replay.provider_replay_digest is None
+    assert not replay.replayable
+
+
+def test_each_segment_projected_once_ancestor_suffix_never_returns() -> None:
+    ancestor = [
+        user("root-user", marker=T1),
+        thinking("root-thinking", "signed-root"),
+        text("root-interrupted-text", "model", "interrupted"),
+    ]
+    source = [in_source(user("child-user", marker=T1))]
+    replay = build_composite_replay([ancestor, source])
+    assert replay.replayable
+    assert ids(replay.runtime_context) == ["root-user", "child-user"]
+    assert [s.trimmed_suffix_event_ids for s in replay.segments] == [
+        ("root-thinking", "root-interrupted-text"),
+        (),
+    ]
+    assert [s.boundary["identity"]["runId"] for s in replay.segments] == [  # type: ignore[index,call-overload]
+        "run-1",
+        "run-2",
+    ]
+    assert [item["eventId"] for item in replay.provider_items] == ["root-user", "child-user"]
+
+
+# --- spec §5.2 digest vector -------------------------------------------------------------------
+
+
+def test_spec_digest_vector() -> None:
+    spine = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}
+    source = [
+        {
+            "id": "user",
+            **spine,
+            "ts": 1,
+            "partial": False,
+            "role": "user",
+            "author": "user",
+            "content": {"kind": "text", "text": "go"},
+        },
+        {
+            "id": "term",
+            **spine,
+            "ts": 1,
+            "partial": False,
+            "role": "system",
+            "author": "system",
+            "status": "failed",
+            "actions": {"endInvocation": True},
+        },
+    ]
+    replay = build_composite_replay([source])
+    assert replay.prefix_digests == (
+        "sha256:0233d312baaacc040de803edaf225e284b75dac57bf5812640c96255f1dadf0c",
+    )
+    assert replay.manifest_digest == (
+        "sha256:1cc9ef1e56462052c17dfa2a88417e69540af89138444cf9d4ac508200e71a04"
+    )
+    assert replay.provider_replay_digest == (
+        "sha256:b4e2ce82a65d97773350b596b375266bc5e72602b040426e6f590204835a9cac"
+    )
+    assert replay.provider_items == (
+        {"kind": "text", "role": "user", "content": "go", "eventId": "user", "ts": 1},
+    )
+    assert replay.segments[0].boundary["position"] == {
+        "lastEventSeq": 2,
+        "eventCount": 2,
+        "lastEventId": "term",
+    }
+    assert replay.segments[0].provider_replay_digest == replay.provider_replay_digest
+
+
+def test_trimming_changes_replay_digest_but_not_prefix_digest() -> None:
+    base = [user("user-1"), terminal()]
+    with_suffix = [user("user-1"), text("assistant-1", "model", "x"), terminal()]
+    short, long = build_composite_replay([base]), build_composite_replay([with_suffix])
+    assert short.provider_replay_digest == long.provider_replay_digest  # suffix trimmed
+    assert short.prefix_digests != long.prefix_digests  # the committed prefix differs
+
+
+# --- block reasons ------------------------------------------------------------------------------
+
+
+def test_resolver_corruption_blocks() -> None:
+    replay = build_composite_replay([[user(), response("orphan", "tool-9", "Bash")]])
+    assert replay.blocked_reason == "tool_recovery_corruption"
+    assert replay.diagnostics[0].code == "tool_recovery_corruption"
+
+
+def test_indeterminate_operation_blocks_as_unsettled() -> None:
+    replay = build_composite_replay([[user(), call("call-1", "tool-1")]])
+    assert replay.blocked_reason == "tool_recovery_unsettled"
+
+
+def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
+    replay = build_composite_replay(
+        [
+            [
+                user(marker=T1),
+                call("call-1", "call-1", operation_id="operation-1"),
+                dispatch("dispatch-1"),
+            ]
+        ]
+    )
+    assert replay.blocked_reason == "tool_recovery_unsettled"
+
+
+@pytest.mark.parametrize(
+    ("bad", "code"),
+    [
+        (
+            event(
+                "partial-1",
+                partial=True,
+                role="model",
+                author="agent",
+                content={"kind": "text", "text": "s"},
+            ),
+            "partial_skipped",
+        ),
+        (
+            event("tool-text", role="tool", author="tool", content={"kind": "text", "text": "t"}),
+            "unsupported_role",
+        ),
+        (
+            event(
+                "user-thinking",
+                role="user",
+                author="user",
+                content={"kind": "thinking", "text": "t"},
+            ),
+            "unsupported_role",
+        ),
+        (
+            event("empty-user", role="user", author="user", content={"kind": "text", "text": ""}),
+            "unsupported_content",
+        ),
+    ],
+)
+def test_projection_problems_are_unsupported(bad: Any, code: str) -> None:
+    replay = build_composite_replay([[user(), bad]])
+    assert replay.blocked_reason == "provider_replay_unsupported"
+    assert replay.diagnostics[0].code == code
+    assert replay.diagnostics[0].event_id == bad.id
+
+
+def test_renamed_result_is_resolver_corruption_before_projection() -> None:
+    # The resolver runs first, so a renamed or orphan result never reaches the projection.
+    renamed = [user(), call("call-1", "tool-1", "Bash"), response("result-1", "tool-1", "Write")]
+    assert build_composite_replay([renamed]).blocked_reason == "tool_recovery_corruption"
+
+
+def test_projection_diagnoses_renamed_and_orphan_results() -> None:
+    # defence in depth behind the resolver: the provider projection refuses them on its own
+    renamed = _project(
+        [user(), call("call-1", "tool-1", "Bash"), response("result-1", "tool-1", "Write")], None
+    )
+    assert [(d.code, d.event_id, d.detail) for d in renamed.diagnostics] == [
+        (
+            "tool_id_mismatch",
+            "result-1",
+            {
+                "toolCallId": "tool-1",
+                "callName": "Bash",
+                "resultName": "Write",
+                "callEventId": "call-1",
+            },
+        )
+    ]
+    orphan = _project([user(), response("result-1", "tool-9", "Bash")], None)
+    assert [(d.code, d.detail) for d in orphan.diagnostics] == [
+        ("unmatched_tool_result", {"toolCallId": "tool-9"})
+    ]
+
+
+def test_benign_skips_do_not_block() -> None:
+    events = [
+        user(),
+        event("closer", role="model", author="agent", content={"kind": "text", "text": ""}),
+        event("err", content={"kind": "error", "message": "boom"}),
+        text("note", "system", "system note"),
+        call("call-1", "tool-1", "Bash"),
+        response("result-1", "tool-1", "Bash", {"exitCode": 0}),
+        terminal(),
+    ]
+    replay = build_composite_replay([events])
+    assert replay.replayable
+    assert [item["eventId"] for item in replay.provider_items] == ["user-1", "call-1", "result-1"]
+    assert ids(replay.runtime_context) == ids(events)  # nothing trimmed: ends at a tool result
+
+
+def test_signed_thinking_in_unpaired_tool_turn_is_skipped() -> None:
+    events = [
+        user(),
+        call("call-1", "tool-1", "Bash"),
+        response("result-1", "tool-1", "Bash"),
+        thinking("thinking-1"),
+        text("assistant-1", "model", "done"),
+        user("user-2", "next"),
+    ]
+    replay = build_composite_replay([events])
+    assert [item["eventId"] for item in replay.provider_items] == [
+        "user-1",
+        "call-1",
+        "result-1",
+        "assistant-1",
+        "user-2",
+    ]
+    assert "thinking-1" in ids(replay.runtime_context)  # skipped from items, not trimmed
+
+
+def test_unmatched_call_after_anchor_is_trimmed_with_suffix() -> None:
+    events = [
+        user(marker=T1),
+        text("assistant-1", "model", "let me check"),
+        call("call-1", "tool-1", "Read", {}, with_refs=False),
+        terminal(),
+    ]
+    segment = only_segment(build_composite_replay([events]))
+    assert segment.trimmed_suffix_event_ids == ("assistant-1", "call-1")
+    assert ids(segment.replay_runtime_events) == ["user-1", "terminal-1"]
+
+
+# --- inputs -------------------------------------------------------------------------------------
+
+
+def test_invalid_segments_raise() -> None:
+    with pytest.raises(CodecInputError):
+        build_composite_replay([])
+    with pytest.raises(CodecInputError):
+        build_composite_replay([[]])
+    with pytest.raises(CodecInputError):
+        build_composite_replay([[user(), {**terminal().to_wire(), "runId": "run-x"}]])
+    with pytest.raises(CodecInputError):  # a lineage may not reuse a run
+        build_composite_replay([[user()], [user("user-2")]])
+
+
+def test_deterministic_and_does_not_mutate_input() -> None:
+    ancestor = [user("root-user").to_wire(), text("root-text", "model", "x").to_wire()]
+    source = [in_source(user("child-user")), in_source(terminal())]
+    before = copy.deepcopy([ancestor, source])
+    first = build_composite_replay([ancestor, source])
+    second = build_composite_replay([ancestor, source])
+    assert first == second
+    assert first.model_dump(by_alias=True) == second.model_dump(by_alias=True)
+    assert [ancestor, source] == before
+
+
+def test_dump_keys() -> None:
+    dumped = build_composite_replay([[user(), terminal()]]).model_dump(by_alias=True)
+    assert list(dumped) == [
+        "blockedReason",
+        "blockedSegmentIndex",
+        "diagnostics",
+        "providerProjectionVersion",
+        "segments",
+        "runtimeContext",
+        "providerItems",
+        "prefixDigests",
+        "manifestDigest",
+        "providerReplayDigest",
+    ]
+    assert list(dumped["segments"][0]) == [
+        "boundary",
+        "prefixDigest",
+        "replayRuntimeEvents",
+        "trimmedSuffixEventIds",
+        "providerItems",
+        "providerReplayDigest",
+    ]
+    assert dumped["runtimeContext"][0] == user().to_wire()
