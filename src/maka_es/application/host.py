@@ -23,17 +23,19 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
-from maka_es.application.tools import ToolRuntime
 from maka_es.domain.report import ReportModel
 from maka_es.infrastructure.workspace_marker import resolve_workspace_identity
 
 # One checkpoint fact shape for host and planner: an observation's checkpoint can be handed
 # to ``ContinuationFacts`` as is.
 from maka_es.projections import WorkspaceCheckpointFact
+
+if TYPE_CHECKING:  # the tool runtime depends on the application; only its type is needed here
+    from maka_es.application.tools import ToolRuntime
 
 __all__ = [
     "BackgroundOperationRegistry",

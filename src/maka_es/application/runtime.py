@@ -10,6 +10,7 @@ Extension points for a host's own application service (subclass it):
 
 * ``clock`` — milliseconds since the epoch; default wall clock. Inject a fixed clock in tests.
 * ``id_factory`` — fresh ids for facts the runtime authors itself; default uuid4 hex.
+* ``host_inspector`` — the host's safety facts for continuation planning (Phase 1).
 * :meth:`on_events_committed` — called after a successful append (e.g. to wake a UI).
 
 The store location comes from the environment (``env=`` or ``os.environ``): the defaults are
@@ -32,6 +33,14 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Mapper, Transcoder
 
+from maka_es.application.continuation_planner import (
+    FEATURE_FLAG,
+    ContinuationPlanner,
+    PlannerSettings,
+    RunReader,
+    park,
+)
+from maka_es.application.host import HostInspector
 from maka_es.domain.events import RuntimeEvent, as_runtime_event
 from maka_es.domain.facts import (
     InvocationBound,
@@ -49,6 +58,7 @@ from maka_es.domain.tool_operation import ToolOperationState
 from maka_es.errors import (
     ConcurrentWriteError,
     InvocationSpineConflictError,
+    MakaError,
     RunAlreadyExistsError,
     RunNotFoundError,
     SessionAlreadyExistsError,
@@ -56,6 +66,7 @@ from maka_es.errors import (
 )
 from maka_es.infrastructure.mapper import FactMapper, JsonTranscoder
 from maka_es.projections import ResumePlan, build_resume_plan
+from maka_es.projections.continuation import ContinuationPlan
 
 Clock = Callable[[], float]
 IdFactory = Callable[[], str]
@@ -116,9 +127,11 @@ class RuntimeApplication(Application[UUID]):
         *,
         clock: Clock | None = None,
         id_factory: IdFactory | None = None,
+        host_inspector: HostInspector | None = None,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.id_factory: IdFactory = id_factory or uuid4_hex
+        self.host_inspector = host_inspector
         # Commands are pure until save; the lock keeps one instance's read-validate-save
         # sequences from interleaving on the shared aggregate cache.
         self._command_lock = threading.RLock()
@@ -515,6 +528,43 @@ class RuntimeApplication(Application[UUID]):
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
         """The Phase 0 ResumePlan of the run's committed prefix. Reads only; never writes."""
         return build_resume_plan(self.read_run_events(run_id), expected_high_water)
+
+    # -- Phase 1: continuation planning ---------------------------------------------------------
+
+    @property
+    def safe_boundary_resume_enabled(self) -> bool:
+        """``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` must be exactly ``1`` (env or os.environ)."""
+        return self.env.get(FEATURE_FLAG) == "1"
+
+    def plan_continuation(
+        self,
+        session_id: str,
+        source_run_id: str | None = None,
+        *,
+        current_cwd: str | None = None,
+        settings: PlannerSettings | None = None,
+    ) -> ContinuationPlan:
+        """May this session continue, and from exactly which boundary? (spec §4.2, §4.3)
+
+        ``source_run_id`` defaults to the newest failed/cancelled session-inline run;
+        ``current_cwd`` defaults to the session's cwd. Reads only; never writes.
+        """
+        reader = RunReader(self.get_run_header, self.read_run_events, self._session_run_headers)
+        planner = ContinuationPlanner(
+            reader,
+            self.host_inspector,
+            self.id_factory,
+            feature_enabled=self.safe_boundary_resume_enabled,
+            settings=settings,
+        )
+        try:
+            session = self.get_session(session_id)
+        except MakaError:
+            return park("resume_candidate_missing", f"session {session_id} does not exist")
+        return planner.plan(session_id, current_cwd or session.cwd, source_run_id)
+
+    def _session_run_headers(self, session_id: str) -> list[RunHeader]:
+        return self.list_runs(session_id)
 
 
 def _terminal_patch(header: RunHeader) -> dict[str, Any]:
