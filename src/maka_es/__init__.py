@@ -13,6 +13,9 @@ from maka_es.domain.lanes import classify_lane
 from maka_es.domain.run_header import RunHeader
 from maka_es.projections import (
     RUNTIME_RESUME_FAILPOINTS,
+    ContinuationFacts,
+    ContinuationPlan,
+    build_continuation_plan,
     Diagnostic,
     Failpoint,
     Resolution,
@@ -26,12 +29,15 @@ from maka_es.projections import (
 __all__ = [
     "RUNTIME_RESUME_FAILPOINTS",
     "AppendResult",
+    "ContinuationFacts",
+    "ContinuationPlan",
     "Diagnostic",
     "Failpoint",
     "Resolution",
     "ResumePlan",
     "ToolDecision",
     "ToolOperation",
+    "build_continuation_plan",
     "build_resume_plan",
     "resolve_tool_operations",
     "RunHeader",

@@ -16,7 +16,7 @@ from typing import Any
 from maka_es.application.host import HostInspector, HostObservation
 from maka_es.domain.codec import CodecInputError, build_segment
 from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run_header import ContinuationSourceV2, RunHeader
+from maka_es.domain.run_header import ContinuationSourceV2, RunHeader, header_matches_terminal
 from maka_es.errors import MakaError
 from maka_es.projections import Diagnostic
 from maka_es.projections.continuation import (
@@ -337,11 +337,7 @@ class ContinuationPlanner:
             return park("runtime_ledger_unreadable", f"lineage is not one immutable chain: {exc}")
         existing = self._existing_continuation(session_id, header.run_id, len(events))
         if existing is not None:
-            return park(
-                "continuation_already_exists",
-                f"run {existing} already continues {header.run_id} at high-water {len(events)}",
-                {"continuationRunId": existing},
-            )
+            return existing
         identity = ContinuationIdentity(
             invocation_id=self.new_id(), run_id=self.new_id(), turn_id=self.new_id()
         )
@@ -363,14 +359,57 @@ class ContinuationPlanner:
 
     def _existing_continuation(
         self, session_id: str, source_run_id: str, high_water: int
-    ) -> str | None:
-        """A run of the session whose ``continuationSource`` names this exact boundary."""
+    ) -> ContinuationPlan | None:
+        """Classify a run that already claims this boundary (spec §4.6, read-only)."""
         for run in self.reader.runs_of_session(session_id):
             source = run.continuation_source
             if (
-                source is not None
-                and source.source_run_id == source_run_id
-                and source.source_runtime_event_high_water == high_water
+                source is None
+                or source.source_run_id != source_run_id
+                or source.source_runtime_event_high_water != high_water
             ):
-                return run.run_id
+                continue
+            detail = {"continuationRunId": run.run_id}
+            try:
+                target_events = self.reader.events(run.run_id)
+            except MakaError:
+                target_events = []
+            if not target_events or not is_continuation_start(target_events[0]):
+                return park(
+                    "continuation_claim_repair_required",
+                    f"continuation {run.run_id} was created but never started",
+                    detail,
+                )
+            terminal = next((e for e in target_events if e.is_terminal), None)
+            if terminal is None:
+                return park(
+                    "continuation_started_indeterminate",
+                    f"continuation {run.run_id} started and has no terminal fact; its provider "
+                    "may still be running",
+                    detail,
+                )
+            if run.is_terminal and header_matches_terminal(run, terminal):
+                return park(
+                    "continuation_already_exists",
+                    f"run {run.run_id} already continues {source_run_id} at high-water "
+                    f"{high_water}",
+                    detail,
+                )
+            return park(
+                "continuation_claim_repair_required",
+                f"continuation {run.run_id} ended but its header does not match its terminal",
+                detail,
+            )
         return None
+
+
+def is_continuation_start(event: RuntimeEvent) -> bool:
+    """The first event of a continuation run: a V2 start fact, or the Original P1 form
+    (``stateDelta.continuationStart`` with the source refs)."""
+    actions = event.actions
+    if actions is None:
+        return False
+    if actions.continuation_start is not None:
+        return True
+    delta = actions.state_delta or {}
+    return delta.get("continuationStart") is True

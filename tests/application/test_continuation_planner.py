@@ -1,0 +1,391 @@
+"""The continuation planner over a real SQLite store (spec §4.2, §4.3 steps 1-7): pre-planner
+parks, candidate choice, lineage through earlier continuations, digests, and that planning
+never writes."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka_es.application.continuation_planner import PlannerSettings
+from maka_es.application.host import HostObservation, StaticHostInspector
+from maka_es.application.runtime import RuntimeApplication
+from maka_es.domain.codec import build_segment, manifest_digest
+from maka_es.projections.continuation_replay import build_composite_replay
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.testing.store_probe import store_snapshot
+
+WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+
+
+def observation(**changes: Any) -> HostObservation:
+    values: dict[str, Any] = {
+        "workspace_identity": WORKSPACE,
+        "workspace_path": "/workspace",
+        "background_operations_settled": True,
+        "available_tool_names": ("Bash", "Read"),
+    }
+    values.update(changes)
+    return HostObservation(**values)
+
+
+def open_app(db: Path, *, flag: bool = True, inspector: Any = "default") -> RuntimeApplication:
+    counter = itertools.count(1)
+    return RuntimeApplication.open_sqlite(
+        str(db),
+        env=FLAG if flag else {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "0"},
+        id_factory=lambda: f"new-{next(counter)}",
+        host_inspector=StaticHostInspector(observation()) if inspector == "default" else inspector,
+    )
+
+
+@pytest.fixture
+def app(db_path: Path) -> Iterator[RuntimeApplication]:
+    application = open_app(db_path)
+    application.open_session("s1", "/workspace")
+    yield application
+    application.close()
+
+
+def failed_run(
+    app: RuntimeApplication,
+    spine: Spine,
+    *,
+    created_at: int = 1000,
+    status: str = "failed",
+    header: dict[str, Any] | None = None,
+    body: Any = None,
+) -> LedgerBuilder:
+    """A session-inline run that committed user -> call -> result and then failed."""
+    ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
+    app.create_run(
+        run_header(spine, createdAt=created_at, workspaceIdentity=WORKSPACE, **(header or {}))
+    )
+    if body is None:
+        ledger.user("fix the port")
+        ledger.call("c1", "Bash", {"command": "ls"})
+        ledger.response("c1", "Bash")
+    else:
+        body(ledger)
+    terminal_status = "aborted" if status == "cancelled" else "failed"
+    ledger.terminal(terminal_status)
+    if status == "cancelled":
+        ledger.events[-1]["actions"]["stateDelta"] = {"abortSource": "user"}
+    app.append_events(spine.run_id, ledger.events)
+    patch: dict[str, Any] = {"status": status, "updatedAt": created_at + 1}
+    if status == "failed":
+        patch["failureClass"] = "provider_error"
+    else:
+        patch["abortSource"] = "user"
+    app.update_run_header(spine.run_id, patch)
+    return ledger
+
+
+def continuation_of(
+    app: RuntimeApplication, source: Spine, target: Spine, high_water: int, *, created_at: int
+) -> LedgerBuilder:
+    """A continuation run (V1 source, Original P1 start fact) that ran a tool and failed."""
+    header = {
+        "parentRunId": source.run_id,
+        "parentTurnId": source.turn_id,
+        "continuationSource": {
+            "sourceInvocationId": source.invocation_id,
+            "sourceRunId": source.run_id,
+            "sourceTurnId": source.turn_id,
+            "sourceRuntimeEventHighWater": high_water,
+        },
+    }
+
+    def body(ledger: LedgerBuilder) -> None:
+        start = ledger.spine.envelope(f"{target.run_id}-start", 5000, "system", "system")
+        start["actions"] = {"stateDelta": {"continuationStart": True}}
+        start["refs"] = {
+            "sourceInvocationId": source.invocation_id,
+            "sourceRunId": source.run_id,
+            "sourceTurnId": source.turn_id,
+            "sourceRuntimeEventHighWater": high_water,
+        }
+        ledger.add(start)
+        ledger.call(f"c-{target.run_id}", "Read", {"path": "a.txt"})
+        ledger.response(f"c-{target.run_id}", "Read")
+        ledger.model_text("interrupted thought")
+
+    return failed_run(app, target, created_at=created_at, header=header, body=body)
+
+
+def spine(n: int) -> Spine:
+    return Spine("s1", f"i{n}", f"r{n}", f"t{n}")
+
+
+# -- spec §4.2 pre-planner parks ------------------------------------------------------------
+
+
+def test_feature_flag_must_be_exactly_one(db_path: Path) -> None:
+    with open_app(db_path, flag=False) as app:
+        app.open_session("s1", "/workspace")
+        failed_run(app, spine(1))
+        plan = app.plan_continuation("s1")
+    assert plan.disposition == "park"
+    assert plan.rejection_reasons == ("resume_feature_disabled",)
+
+
+def test_no_candidate(app: RuntimeApplication) -> None:
+    assert app.plan_continuation("s1").rejection_reasons == ("resume_candidate_missing",)
+    app.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))  # running, not failed
+    assert app.plan_continuation("s1").rejection_reasons == ("resume_candidate_missing",)
+    assert app.plan_continuation("nope").rejection_reasons == ("resume_candidate_missing",)
+
+
+def test_candidate_is_the_newest_failed_or_cancelled_session_inline_run(
+    app: RuntimeApplication,
+) -> None:
+    failed_run(app, spine(1), created_at=1000)
+    failed_run(app, spine(2), created_at=3000, status="cancelled")
+    failed_run(app, spine(3), created_at=2000)
+    child = Spine("s1", "i4", "r4", "t4")
+    app.create_run(
+        run_header(child, createdAt=9000, parentRunId="r1", agentId="sub", status="running")
+    )
+    plan = app.plan_continuation("s1")
+    assert plan.disposition == "continue", plan.diagnostics
+    assert plan.continuation is not None
+    assert plan.continuation.source_run_id == "r2"
+
+
+def test_tie_on_created_at_picks_the_larger_run_id(app: RuntimeApplication) -> None:
+    failed_run(app, spine(1), created_at=1000)
+    failed_run(app, spine(2), created_at=1000)
+    plan = app.plan_continuation("s1")
+    assert plan.continuation is not None
+    assert plan.continuation.source_run_id == "r2"
+
+
+def test_no_inspector(db_path: Path) -> None:
+    with open_app(db_path, inspector=None) as app:
+        app.open_session("s1", "/workspace")
+        failed_run(app, spine(1))
+        assert app.plan_continuation("s1").rejection_reasons == ("safety_observation_unavailable",)
+
+
+def test_unreadable_source_and_missing_identity(app: RuntimeApplication) -> None:
+    assert app.plan_continuation("s1", "ghost").rejection_reasons == ("source_run_unreadable",)
+    ledger = LedgerBuilder(spine(1))
+    app.create_run(run_header(spine(1)))  # no workspaceIdentity recorded
+    ledger.user()
+    ledger.terminal("failed")
+    app.append_events("r1", ledger.events)
+    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    assert app.plan_continuation("s1").rejection_reasons == ("workspace_identity_missing",)
+
+
+def test_inspector_failure_fails_closed(db_path: Path) -> None:
+    class Broken:
+        def inspect(self, session_id: str, cwd: str) -> HostObservation:
+            raise OSError("disk unplugged")
+
+    with open_app(db_path, inspector=Broken()) as app:
+        app.open_session("s1", "/workspace")
+        failed_run(app, spine(1))
+        plan = app.plan_continuation("s1")
+    assert plan.rejection_reasons == ("safety_observation_unavailable",)
+    assert plan.diagnostics[0].detail == {"errorClass": "OSError"}
+
+
+# -- the planner -----------------------------------------------------------------------------
+
+
+def test_fully_committed_boundary_continues_with_fresh_ids(app: RuntimeApplication) -> None:
+    ledger = failed_run(app, spine(1))
+    before = store_snapshot(app)
+    plan = app.plan_continuation("s1")
+    assert store_snapshot(app) == before  # planning never writes
+    assert plan.disposition == "continue", plan.diagnostics
+    continuation = plan.continuation
+    assert continuation is not None
+    assert (continuation.invocation_id, continuation.run_id, continuation.turn_id) == (
+        "new-1",
+        "new-2",
+        "new-3",
+    )
+    assert (continuation.source_run_id, continuation.source_runtime_event_high_water) == ("r1", 4)
+    assert [e.id for e in continuation.runtime_context] == [e["id"] for e in ledger.events]
+    assert continuation.safety_snapshot.workspace_identity == WORKSPACE
+    assert continuation.safety_snapshot.available_tool_names == ("Bash", "Read")
+
+
+def test_running_header_is_terminal_repair_failed(app: RuntimeApplication) -> None:
+    ledger = LedgerBuilder(spine(1))
+    app.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))
+    ledger.user()
+    ledger.terminal("failed")
+    app.append_events("r1", ledger.events)
+    plan = app.plan_continuation("s1", "r1")
+    assert "terminal_repair_failed" in plan.rejection_reasons
+
+
+def test_dangling_tool_call_parks_as_unreadable_ledger(app: RuntimeApplication) -> None:
+    def body(ledger: LedgerBuilder) -> None:
+        ledger.user()
+        ledger.call("c1", "Bash")
+
+    failed_run(app, spine(1), body=body)
+    plan = app.plan_continuation("s1")
+    assert plan.disposition == "park"
+    assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
+
+
+def test_host_facts_reach_the_gates(db_path: Path) -> None:
+    inspector = StaticHostInspector(
+        observation(
+            workspace_identity="workspace:v1:00000000-0000-4000-8000-000000000000",
+            background_operations_settled=False,
+            available_tool_names=("Read",),
+        )
+    )
+    with open_app(db_path, inspector=inspector) as app:
+        app.open_session("s1", "/workspace")
+        failed_run(app, spine(1))
+        plan = app.plan_continuation("s1", current_cwd="/elsewhere")
+    assert plan.rejection_reasons == (
+        "workspace_cwd_mismatch",
+        "workspace_identity_mismatch",
+        "background_operation_pending",
+        "tool_catalog_mismatch",
+    )
+
+
+def test_relocatable_policy_accepts_a_moved_workspace(app: RuntimeApplication) -> None:
+    failed_run(app, spine(1))
+    plan = app.plan_continuation(
+        "s1", current_cwd="/moved", settings=PlannerSettings(cwd_policy="relocatable")
+    )
+    assert plan.disposition == "continue"
+    assert [d.code for d in plan.diagnostics] == ["workspace_location_changed"]
+
+
+def _target(app: RuntimeApplication) -> LedgerBuilder:
+    app.create_run(
+        run_header(
+            spine(2),
+            parentRunId="r1",
+            parentTurnId="t1",
+            workspaceIdentity=WORKSPACE,
+            continuationSource={
+                "sourceInvocationId": "i1",
+                "sourceRunId": "r1",
+                "sourceTurnId": "t1",
+                "sourceRuntimeEventHighWater": 4,
+            },
+        )
+    )
+    return LedgerBuilder(spine(2), prefix="r2-")
+
+
+def _start(ledger: LedgerBuilder) -> dict[str, Any]:
+    start = ledger.spine.envelope("r2-start", 5000, "system", "system")
+    start["actions"] = {"stateDelta": {"continuationStart": True}}
+    return ledger.add(start)
+
+
+def test_existing_continuation_is_classified(app: RuntimeApplication) -> None:
+    """Spec §4.6: created-not-started -> repair required; started without terminal ->
+    started_indeterminate; terminal without matching header -> repair required; terminal
+    with matching header -> already_exists."""
+    failed_run(app, spine(1))
+    target = _target(app)
+
+    def reasons() -> tuple[str, ...]:
+        plan = app.plan_continuation("s1", "r1")
+        assert plan.diagnostics[0].detail == {"continuationRunId": "r2"}
+        return tuple(plan.rejection_reasons)
+
+    assert reasons() == ("continuation_claim_repair_required",)
+    app.append_event("r2", _start(target))
+    assert reasons() == ("continuation_started_indeterminate",)
+    app.append_event("r2", target.terminal("failed"))
+    assert reasons() == ("continuation_claim_repair_required",)
+    app.update_run_header("r2", {"status": "failed", "failureClass": "provider_error"})
+    assert reasons() == ("continuation_already_exists",)
+
+
+# -- lineage ---------------------------------------------------------------------------------
+
+
+def test_chain_replays_each_kept_prefix_once_with_one_user_message(app: RuntimeApplication) -> None:
+    root = failed_run(app, spine(1), created_at=1000)
+    previous, high_water = spine(1), len(root.events)
+    chain = [root]
+    for n in range(2, 6):
+        ledger = continuation_of(app, previous, spine(n), high_water, created_at=1000 * n)
+        chain.append(ledger)
+        previous, high_water = spine(n), len(ledger.events)
+    plan = app.plan_continuation("s1")
+    assert plan.disposition == "continue", plan.diagnostics
+    assert plan.continuation is not None
+    context = [e.id for e in plan.continuation.runtime_context]
+    users = [e for e in plan.continuation.runtime_context if e.role == "user"]
+    assert [e.id for e in users] == ["r1-1"]  # exactly one copy of the original user message
+    expected: list[str] = [e["id"] for e in chain[0].events]
+    for ledger in chain[1:]:  # each segment once, its interrupted model text trimmed
+        expected += [e["id"] for e in ledger.events if e.get("content", {}).get("kind") != "text"]
+    assert context == expected
+
+
+def test_cycle_missing_ancestor_and_identity(app: RuntimeApplication) -> None:
+    failed_run(app, spine(1))
+    # r2 continues r3 and r3 continues r2: a cycle
+    continuation_of(app, spine(3), spine(2), 4, created_at=2000)
+    continuation_of(app, spine(2), spine(3), 5, created_at=3000)
+    assert app.plan_continuation("s1", "r3").rejection_reasons == ("runtime_lineage_cycle",)
+    continuation_of(app, Spine("s1", "i9", "r9", "t9"), spine(4), 4, created_at=4000)
+    assert app.plan_continuation("s1", "r4").rejection_reasons == ("runtime_lineage_missing",)
+    continuation_of(app, spine(1), spine(5), 99, created_at=5000)  # beyond r1's high-water
+    assert app.plan_continuation("s1", "r5").rejection_reasons == ("runtime_identity_mismatch",)
+
+
+@pytest.mark.parametrize(("runs", "parks"), [(64, False), (65, True)])
+def test_lineage_depth(app: RuntimeApplication, runs: int, parks: bool) -> None:
+    root = failed_run(app, spine(1))
+    previous, high_water = spine(1), len(root.events)
+    for n in range(2, runs + 1):
+        ledger = continuation_of(app, previous, spine(n), high_water, created_at=1000 + n)
+        previous, high_water = spine(n), len(ledger.events)
+    plan = app.plan_continuation("s1", f"r{runs}")
+    if parks:
+        assert plan.rejection_reasons == ("runtime_lineage_depth_exceeded",)
+    else:
+        assert plan.disposition == "continue", plan.diagnostics
+
+
+# -- digests ---------------------------------------------------------------------------------
+
+
+def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> None:
+    """Spec §5.2: source [user "go", terminal failed] committed through the store."""
+    vector = Spine("s1", "i1", "r1", "t1")
+    app.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
+    user = vector.envelope("user", 1, "user", "user")
+    user["content"] = {"kind": "text", "text": "go"}
+    term = vector.envelope("term", 1, "system", "system")
+    term.update({"status": "failed", "actions": {"endInvocation": True}})
+    app.append_events("r1", [user, term])
+    events = app.read_run_events("r1")
+    identity = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}
+    segment = build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
+    assert segment["prefixDigest"] == (
+        "sha256:0233d312baaacc040de803edaf225e284b75dac57bf5812640c96255f1dadf0c"
+    )
+    replay = build_composite_replay([events])
+    assert (
+        replay.manifest_digest
+        == manifest_digest([segment])
+        == ("sha256:1cc9ef1e56462052c17dfa2a88417e69540af89138444cf9d4ac508200e71a04")
+    )
+    assert replay.provider_replay_digest == (
+        "sha256:b4e2ce82a65d97773350b596b375266bc5e72602b040426e6f590204835a9cac"
+    )
