@@ -11,6 +11,7 @@ Extension points for a host's own application service (subclass it):
 * ``clock`` — milliseconds since the epoch; default wall clock. Inject a fixed clock in tests.
 * ``id_factory`` — fresh ids for facts the runtime authors itself; default uuid4 hex.
 * ``host_inspector`` — the host's safety facts for continuation planning (Phase 1).
+* ``telemetry`` — lifecycle events (identities and codes only); default: standard logging.
 * :meth:`on_events_committed` — called after a successful append (e.g. to wake a UI).
 
 The store location comes from the environment (``env=`` or ``os.environ``): the defaults are
@@ -25,7 +26,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
@@ -33,6 +34,11 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Mapper, Transcoder
 
+from maka_es.application.continuation_executor import (
+    ContinuationExecutor,
+    ContinuationOutcome,
+    ContinuationRevalidationError,
+)
 from maka_es.application.continuation_planner import (
     FEATURE_FLAG,
     ContinuationPlanner,
@@ -41,11 +47,18 @@ from maka_es.application.continuation_planner import (
     park,
 )
 from maka_es.application.host import HostInspector
+from maka_es.application.provider import Provider
+from maka_es.application.startup_recovery import StartupRecovery, StartupRecoveryReport
+from maka_es.application.telemetry import Telemetry
+from maka_es.domain.claim import ContinuationClaim, project_claim
 from maka_es.domain.events import RuntimeEvent, as_runtime_event
 from maka_es.domain.facts import (
+    ContinuationClaimed,
     InvocationBound,
+    RunCreated,
     SessionOpened,
     StoredFact,
+    claim_stream_id,
     invocation_stream_id,
     run_stream_id,
     session_stream_id,
@@ -128,10 +141,12 @@ class RuntimeApplication(Application[UUID]):
         clock: Clock | None = None,
         id_factory: IdFactory | None = None,
         host_inspector: HostInspector | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.id_factory: IdFactory = id_factory or uuid4_hex
         self.host_inspector = host_inspector
+        self.telemetry = telemetry if telemetry is not None else Telemetry()
         # Commands are pure until save; the lock keeps one instance's read-validate-save
         # sequences from interleaving on the shared aggregate cache.
         self._command_lock = threading.RLock()
@@ -560,8 +575,140 @@ class RuntimeApplication(Application[UUID]):
         try:
             session = self.get_session(session_id)
         except MakaError:
-            return park("resume_candidate_missing", f"session {session_id} does not exist")
-        return planner.plan(session_id, current_cwd or session.cwd, source_run_id)
+            plan = park("resume_candidate_missing", f"session {session_id} does not exist")
+        else:
+            plan = planner.plan(session_id, current_cwd or session.cwd, source_run_id)
+        if plan.continuation is not None:
+            self.telemetry.plan_approved(
+                session_id=session_id,
+                source_run_id=plan.continuation.source_run_id,
+                target_run_id=plan.continuation.run_id,
+            )
+        else:
+            self.telemetry.plan_parked(
+                session_id=session_id,
+                source_run_id=source_run_id or "",
+                rejection_reasons=plan.rejection_reasons,
+            )
+        return plan
+
+    def execute_continuation(
+        self,
+        plan: ContinuationPlan,
+        provider: Provider,
+        *,
+        current_cwd: str | None = None,
+        settings: PlannerSettings | None = None,
+        system_prompt: str | None = None,
+    ) -> ContinuationOutcome:
+        """Revalidate, claim the source boundary (one save), then call the provider.
+
+        Raises :class:`ContinuationRevalidationError` (stable ``code``) before anything is
+        written when the plan is stale or the boundary was claimed by someone else.
+        """
+        continuation = plan.continuation
+        if continuation is None:
+            raise ContinuationRevalidationError(
+                "only a plan with disposition 'continue' can be executed",
+                code="continuation_not_approved",
+            )
+        header = self.get_run_header(continuation.source_run_id)
+        session = self.get_session(header.session_id)
+        executor = ContinuationExecutor(
+            self,
+            self.host_inspector,
+            self.telemetry,
+            cwd_policy=(settings or PlannerSettings()).cwd_policy,
+            system_prompt=system_prompt,
+        )
+        with self._command_lock:
+            return executor.execute(
+                plan,
+                provider,
+                session_id=header.session_id,
+                current_cwd=current_cwd or session.cwd,
+            )
+
+    # -- helpers for the continuation executor ------------------------------------------------
+
+    def claim_exists(self, claim_id: str) -> bool:
+        return self._stream_exists(claim_stream_id(claim_id))
+
+    def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        try:
+            claim: ContinuationClaim = self.repository.get(
+                claim_stream_id(claim_id), projector_func=project_claim
+            )
+        except AggregateNotFoundError:
+            return None
+        return claim
+
+    def run_exists(self, run_id: str) -> bool:
+        return self._stream_exists(run_stream_id(run_id))
+
+    def session_registration(self, session_id: str, run_id: str, at: float) -> StoredFact:
+        """The fact registering ``run_id`` on its session (to save with other facts)."""
+        return self._load_session(session_id).register_run(run_id, at)
+
+    def _facts_with_topic(self, topic: str) -> Iterator[StoredFact]:
+        start = 1
+        while True:
+            page = self.recorder.select_notifications(start=start, limit=500, topics=[topic])
+            for notification in page:
+                fact = self.mapper.to_domain_event(notification)
+                assert isinstance(fact, StoredFact)
+                yield fact
+            if len(page) < 500:
+                return
+            start = page[-1].id + 1
+
+    def all_run_ids(self) -> list[str]:
+        """Every run id, in creation order (scans the notification log by topic)."""
+        return [
+            str(fact.header["runId"])
+            for fact in self._facts_with_topic(RunCreated.TOPIC)
+            if isinstance(fact, RunCreated)
+        ]
+
+    def all_claims(self) -> list[ContinuationClaim]:
+        """Every continuation claim, in claim order."""
+        return [
+            ContinuationClaim(fact)
+            for fact in self._facts_with_topic(ContinuationClaimed.TOPIC)
+            if isinstance(fact, ContinuationClaimed)
+        ]
+
+    def create_claimed_run(self, header: RunHeader, start: RuntimeEvent) -> None:
+        """Create a claimed continuation's target run with its start fact (claim repair)."""
+        assert header.invocation_id is not None
+        with self._command_lock:
+            facts = [
+                *Run.create_continuation(header, start, created_at=header.created_at),
+                InvocationBound(
+                    originator_id=invocation_stream_id(header.invocation_id),
+                    originator_version=1,
+                    invocation_id=header.invocation_id,
+                    session_id=header.session_id,
+                    run_id=header.run_id,
+                    turn_id=header.turn_id,
+                ),
+                self.session_registration(header.session_id, header.run_id, header.created_at),
+            ]
+            try:
+                self.save(*facts)
+            except IntegrityError as exc:
+                self._evict(*{fact.originator_id for fact in facts})
+                raise self._create_run_conflict(header) from exc
+
+    def recover(
+        self, *, tool_runtime: Any = None, run_ids: list[str] | None = None
+    ) -> StartupRecoveryReport:
+        """Startup recovery (spec §4.8): see ``maka_es.application.startup_recovery``."""
+        return StartupRecovery(self, tool_runtime).run(run_ids)
+
+    def evict_streams(self, *stream_ids: UUID) -> None:
+        """Forget cached aggregates (after a failed save that involved them)."""
+        self._evict(*stream_ids)
 
     def _session_run_headers(self, session_id: str) -> list[RunHeader]:
         return self.list_runs(session_id)

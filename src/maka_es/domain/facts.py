@@ -32,6 +32,10 @@ def invocation_stream_id(invocation_id: str) -> uuid.UUID:
     return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/invocation/{invocation_id}")
 
 
+def claim_stream_id(claim_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{claim_id}")
+
+
 class StoredFact(BaseModel):
     """Base of every stored fact: frozen, exact, with the eventsourcing identity fields."""
 
@@ -122,6 +126,30 @@ class ToolMetadataRecorded(StoredFact):
     metadata: dict[str, JsonValue]
 
 
+class RunSealed(StoredFact):
+    """The run is a continuation source: no new immutable events, ever. Saved at the source's
+    expected version in the claim's transaction, so a source that changed after planning makes
+    the whole claim fail (fencing by the store's version uniqueness)."""
+
+    TOPIC = "maka_es.run.sealed.v1"
+
+    claim_id: str
+    sealed_at: float
+
+
+class ContinuationClaimed(StoredFact):
+    """Version 1 of a claim stream whose id derives from the source boundary: the store lets
+    exactly one writer create it."""
+
+    TOPIC = "maka_es.claim.claimed.v1"
+
+    claim_id: str
+    boundary: dict[str, JsonValue]
+    target: dict[str, JsonValue]
+    start_event_id: str
+    claimed_at: float
+
+
 FACT_TYPES: dict[str, type[StoredFact]] = {
     cls.TOPIC: cls
     for cls in (
@@ -132,6 +160,8 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         RuntimeEventRecorded,
         RunHeaderUpdated,
         ToolMetadataRecorded,
+        RunSealed,
+        ContinuationClaimed,
     )
 }
 

@@ -27,6 +27,7 @@ from maka_es.domain.events import (
 from maka_es.domain.facts import (
     RunCreated,
     RunHeaderUpdated,
+    RunSealed,
     RuntimeEventRecorded,
     StoredFact,
     ToolMetadataRecorded,
@@ -143,6 +144,7 @@ class Run:
         "_journal",
         "_payloads",
         "_resolver",
+        "_sealed_by",
         "_terminal_seq",
         "header",
         "id",
@@ -158,6 +160,7 @@ class Run:
         self._event_index: dict[str, int] = {}
         self._terminal_seq: int | None = None
         self._resolver = ResolverState()
+        self._sealed_by: str | None = None
         self._journal = ToolJournal()
 
     # -- queries ---------------------------------------------------------------------------------
@@ -183,6 +186,11 @@ class Run:
     @property
     def terminal_event(self) -> RuntimeEvent | None:
         return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+
+    @property
+    def sealed_by(self) -> str | None:
+        """The continuation claim that sealed this run, if any."""
+        return self._sealed_by
 
     def resolution(self) -> Resolution:
         """The RecoveryResolver's verdict over the committed ledger (kept incrementally)."""
@@ -300,6 +308,12 @@ class Run:
                     f"event {event.id} is partial; streaming chunks are never committed facts",
                     detail={"eventId": event.id},
                 )
+            if self._sealed_by is not None:
+                raise RunSealedError(
+                    f"run {self.run_id} is the source of continuation claim {self._sealed_by}; "
+                    f"{event.id} refused",
+                    detail={"eventId": event.id, "claimId": self._sealed_by},
+                )
             if terminal_seen:
                 if event.is_terminal:
                     raise TerminalConflictError(
@@ -399,6 +413,41 @@ class Run:
             patch=dict(patch),
             updated_at=updated_at,
         )
+
+    # -- continuation commands ----------------------------------------------------------------
+
+    def decide_seal(self, claim_id: str, *, sealed_at: float) -> RunSealed:
+        """Seal this run as a continuation source, at its current version: if the run changed
+        after it was read, the claim's save conflicts and nothing of the claim is written."""
+        if self._sealed_by is not None:
+            raise RunSealedError(
+                f"run {self.run_id} is already the source of claim {self._sealed_by}",
+                detail={"claimId": self._sealed_by},
+            )
+        return RunSealed(
+            originator_id=self.id,
+            originator_version=self.version + 1,
+            claim_id=claim_id,
+            sealed_at=sealed_at,
+        )
+
+    @staticmethod
+    def create_continuation(
+        header: RunHeader, start: RuntimeEvent, *, created_at: float
+    ) -> tuple[StoredFact, ...]:
+        """The target Run of a continuation: created with its continuation-start fact as event
+        1 (the generic path refuses start facts; this is their only writer)."""
+        if start.actions is None or start.actions.continuation_start is None:
+            raise ReservedFactError(
+                f"event {start.id} is not a continuation-start fact",
+                detail={"eventId": start.id},
+            )
+        created = Run.create(header, created_at)
+        run = project_run(None, [created])
+        assert run is not None
+        decision = run._event_facts([start], created_at)
+        run._check_tool_ledger(decision.appended)
+        return (created, *decision.facts)
 
     # -- tool journal commands (T1, T2, recovery bundle) -------------------------------------------
 
@@ -631,6 +680,8 @@ class Run:
             self._journal.apply(event)
             if event.is_terminal and self._terminal_seq is None:
                 self._terminal_seq = fact.event_seq
+        elif isinstance(fact, RunSealed):
+            self._sealed_by = fact.claim_id
         elif isinstance(fact, ToolMetadataRecorded):
             self._journal.apply_metadata(fact.operation_id, fact.metadata)
         elif isinstance(fact, RunHeaderUpdated):

@@ -1,0 +1,197 @@
+"""The provider seam: request shape (replay context only), validated turns, scripted double."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from maka_es.application.provider import (
+    InvalidProviderOutputError,
+    Provider,
+    ProviderRequest,
+    ProviderScriptExhaustedError,
+    ProviderTurn,
+    ScriptedProvider,
+)
+from maka_es.domain.events import RuntimeEvent
+from maka_es.errors import InvalidRuntimeEventError, MakaError
+from maka_es.projections.provider_export import (
+    ProviderExportError,
+    to_anthropic_messages,
+    to_openai_chat_messages,
+)
+from tests.projections.builders import call, response, terminal, user
+
+
+def context() -> tuple[RuntimeEvent, ...]:
+    return (
+        user("user-1", "run the tests"),
+        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
+        response("result-1", "tool-1", "Bash", {"exitCode": 0}),
+        terminal("terminal-1", "failed"),
+    )
+
+
+def request(**overrides: Any) -> ProviderRequest:
+    fields: dict[str, Any] = {
+        "session_id": "session-1",
+        "run_id": "run-2",
+        "invocation_id": "invocation-2",
+        "turn_id": "turn-2",
+        "replay_context": context(),
+        "system_prompt": "You are careful.",
+        "tool_names": ("Bash", "Write"),
+    }
+    fields.update(overrides)
+    return ProviderRequest(**fields)
+
+
+# --- ProviderRequest --------------------------------------------------------------------------
+
+
+def test_request_has_no_room_for_new_user_input() -> None:
+    """A continuation request is the replay context plus host-rebuilt config, nothing else."""
+    assert [f.name for f in dataclasses.fields(ProviderRequest)] == [
+        "session_id",
+        "run_id",
+        "invocation_id",
+        "turn_id",
+        "replay_context",
+        "system_prompt",
+        "tool_names",
+    ]
+
+
+def test_request_is_frozen_and_normalises_its_inputs() -> None:
+    wire_context: Any = [e.to_wire() for e in context()]
+    req = request(replay_context=wire_context, tool_names=["Bash"])
+    assert req.replay_context == context()
+    assert all(isinstance(e, RuntimeEvent) for e in req.replay_context)
+    assert req.tool_names == ("Bash",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        req.run_id = "other"  # type: ignore[misc]
+    defaults = ProviderRequest("s", "r", "i", "t", ())
+    assert (defaults.system_prompt, defaults.tool_names) == (None, ())
+
+
+def test_request_refuses_an_invalid_event() -> None:
+    broken: Any = [{**user().to_wire(), "partial": "no"}]
+    with pytest.raises(InvalidRuntimeEventError):
+        request(replay_context=broken)
+
+
+def test_request_message_views_delegate_to_the_exporters() -> None:
+    req = request()
+    assert req.openai_messages() == to_openai_chat_messages(context())
+    assert req.anthropic_messages() == to_anthropic_messages(context())
+    users = [m for m in req.openai_messages() if m["role"] == "user"]
+    assert users == [{"role": "user", "content": "run the tests"}]  # the original, once
+
+
+def test_request_views_refuse_a_dangling_call() -> None:
+    req = request(replay_context=(user(), call("call-1", "tool-1")))
+    with pytest.raises(ProviderExportError):
+        req.openai_messages()
+    with pytest.raises(ProviderExportError):
+        req.anthropic_messages()
+
+
+# --- ProviderTurn -----------------------------------------------------------------------------
+
+
+def test_turn_validates_and_copies_text_and_thinking_outputs() -> None:
+    text: dict[str, Any] = {"kind": "text", "text": "Tests pass."}
+    thought: dict[str, Any] = {"kind": "thinking", "text": "check", "signature": "sig"}
+    turn = ProviderTurn(outputs=(thought, text))
+    assert turn.outputs == (thought, text)
+    assert turn.stop_reason == "end_turn"
+    text["text"] = "mutated afterwards"
+    assert turn.outputs[1] == {"kind": "text", "text": "Tests pass."}
+    assert ProviderTurn().outputs == ()
+    assert ProviderTurn(outputs=(), stop_reason="max_tokens").stop_reason == "max_tokens"
+
+
+@pytest.mark.parametrize(
+    ("output", "field"),
+    [
+        ({"kind": "text"}, "text"),
+        ({"kind": "text", "text": 3}, "text"),
+        ({"kind": "text", "text": "x", "extra": 1}, "extra"),
+        ({"kind": "text", "text": "x", "displayText": None}, "displayText"),
+        ({"kind": "thinking", "text": "x", "signature": 5}, "signature"),
+    ],
+)
+def test_turn_refuses_malformed_content(output: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidProviderOutputError) as caught:
+        ProviderTurn(outputs=({"kind": "text", "text": "fine"}, output))
+    assert caught.value.code == "provider_output_invalid"
+    assert caught.value.detail["index"] == 1
+    assert caught.value.detail["field"] == field
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"kind": "function_call", "id": "tool-2", "name": "Bash", "args": {}},
+        {"kind": "error", "message": "boom"},
+        {"text": "no kind"},
+        "plain string",
+    ],
+)
+def test_turn_refuses_anything_but_text_and_thinking(output: Any) -> None:
+    with pytest.raises(InvalidProviderOutputError) as caught:
+        ProviderTurn(outputs=(output,))
+    assert caught.value.detail["index"] == 0
+    assert isinstance(caught.value, MakaError)
+
+
+# --- ScriptedProvider -------------------------------------------------------------------------
+
+
+def test_scripted_provider_answers_in_order_and_records_requests() -> None:
+    first = ProviderTurn(outputs=({"kind": "text", "text": "one"},))
+    second = ProviderTurn(outputs=({"kind": "text", "text": "two"},), stop_reason="stop")
+    provider = ScriptedProvider([first, second])
+    assert isinstance(provider, Provider)
+    assert provider.remaining == 2
+    req_a, req_b = request(run_id="run-a"), request(run_id="run-b")
+    assert provider.complete(req_a) is first
+    assert provider.complete(req_b) is second
+    assert provider.requests == [req_a, req_b]
+    assert provider.remaining == 0
+
+
+def test_scripted_provider_replays_errors_and_still_records_the_request() -> None:
+    boom = TimeoutError("provider timed out")
+    after = ProviderTurn(outputs=({"kind": "text", "text": "recovered"},))
+    provider = ScriptedProvider([boom, after])
+    req = request()
+    with pytest.raises(TimeoutError) as caught:
+        provider.complete(req)
+    assert caught.value is boom
+    assert provider.complete(req) is after
+    assert provider.requests == [req, req]
+
+
+def test_scripted_provider_refuses_calls_beyond_its_script() -> None:
+    def script() -> Iterator[ProviderTurn]:
+        yield ProviderTurn()
+
+    provider = ScriptedProvider(script())
+    provider.complete(request())
+    with pytest.raises(ProviderScriptExhaustedError) as caught:
+        provider.complete(request())
+    assert caught.value.code == "provider_script_exhausted"
+    assert caught.value.detail == {"calls": 2, "scripted": 1}
+    assert len(provider.requests) == 2
+    with pytest.raises(ProviderScriptExhaustedError):
+        ScriptedProvider([]).complete(request())
+
+
+def test_scripted_provider_refuses_a_malformed_script() -> None:
+    bad: Any = [ProviderTurn(), {"kind": "text", "text": "not a turn"}]
+    with pytest.raises(TypeError, match="scripted item 1"):
+        ScriptedProvider(bad)

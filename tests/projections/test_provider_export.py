@@ -1,0 +1,532 @@
+"""Provider message export (OpenAI chat completions, Anthropic Messages) of a replay context.
+
+Exact outputs on hand-built histories, refusal of every unpaired or interleaved tool exchange,
+and a Hypothesis property: for any paired history, every exported tool call is answered by
+exactly one result, right after it, and the first message is the user's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from maka_es.domain.codec import canonical_json
+from maka_es.domain.events import RuntimeEvent
+from maka_es.errors import MakaError
+from maka_es.projections import ContinuationFacts, build_continuation_plan
+from maka_es.projections.provider_export import (
+    ProviderExportError,
+    ProviderMessage,
+    to_anthropic_messages,
+    to_openai_chat_messages,
+)
+from tests.projections.builders import call, dispatch, event, response, terminal, text, user
+
+Exporter = Callable[[list[Any]], list[ProviderMessage]]
+EXPORTERS: list[Exporter] = [to_openai_chat_messages, to_anthropic_messages]
+
+
+def thinking(event_id: str, body: str, signature: str | None = None) -> RuntimeEvent:
+    content: dict[str, Any] = {"kind": "thinking", "text": body}
+    if signature is not None:
+        content["signature"] = signature
+    return event(event_id, role="model", author="agent", content=content)
+
+
+def fact(event_id: str) -> RuntimeEvent:
+    """A content-less system fact (continuation start, Original P1 form)."""
+    return event(
+        event_id,
+        actions={
+            "stateDelta": {"continuationStart": True},
+            "runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"},
+        },
+    )
+
+
+def history() -> list[RuntimeEvent]:
+    """User, a step (thinking, text, two parallel calls), dispatch facts, results out of order
+    (one an error), a final text, plus everything the model never sees."""
+    return [
+        fact("start-1"),
+        user("user-1", "fix the port"),
+        text("sys-1", "system", "a UI note"),
+        thinking("think-1", "need the config", signature="sig-1"),
+        text("model-1", "model", "Reading both files."),
+        text("model-partial", "model", "Readi", partial=True),
+        call("call-a", "tool-a", "Read", {"path": "b.json", "limit": 2}),
+        call("call-b", "tool-b", "Bash", {"command": "cat a.json"}),
+        dispatch("dispatch-a", "op-a", "tool-a", "Read", {"path": "b.json", "limit": 2}),
+        text("hidden-1", "model", "code mode chatter", modelVisibility="hidden"),
+        response("result-b", "tool-b", "Bash", {"exitCode": 1, "stderr": "no"}, is_error=True),
+        response("result-a", "tool-a", "Read", "port: 3000"),
+        text("model-empty", "model", ""),
+        text("model-2", "model", "The port is 3000."),
+        terminal("terminal-1", "completed"),
+    ]
+
+
+def test_openai_exact_messages() -> None:
+    assert to_openai_chat_messages(history()) == [
+        {"role": "user", "content": "fix the port"},
+        {
+            "role": "assistant",
+            "content": "Reading both files.",
+            "tool_calls": [
+                {
+                    "id": "tool-a",
+                    "type": "function",
+                    "function": {"name": "Read", "arguments": '{"limit":2,"path":"b.json"}'},
+                },
+                {
+                    "id": "tool-b",
+                    "type": "function",
+                    "function": {"name": "Bash", "arguments": '{"command":"cat a.json"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "tool-b", "content": '{"exitCode":1,"stderr":"no"}'},
+        {"role": "tool", "tool_call_id": "tool-a", "content": "port: 3000"},
+        {"role": "assistant", "content": "The port is 3000."},
+    ]
+
+
+def test_anthropic_exact_messages() -> None:
+    assert to_anthropic_messages(history()) == [
+        {"role": "user", "content": [{"type": "text", "text": "fix the port"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "need the config", "signature": "sig-1"},
+                {"type": "text", "text": "Reading both files."},
+                {
+                    "type": "tool_use",
+                    "id": "tool-a",
+                    "name": "Read",
+                    "input": {"path": "b.json", "limit": 2},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "tool-b",
+                    "name": "Bash",
+                    "input": {"command": "cat a.json"},
+                },
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "tool-b",
+                    "content": '{"exitCode":1,"stderr":"no"}',
+                    "is_error": True,
+                },
+                {"type": "tool_result", "tool_use_id": "tool-a", "content": "port: 3000"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "The port is 3000."}]},
+    ]
+
+
+def test_calls_without_text_and_several_texts_in_one_step() -> None:
+    events = [
+        user(),
+        call("c1", "tool-1", "Bash", {"command": "ls"}),
+        response("r1", "tool-1", "Bash", "a b"),
+        text("m1", "model", "First."),
+        text("m2", "model", "Second."),
+    ]
+    assert to_openai_chat_messages(events) == [
+        {"role": "user", "content": "run it"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "tool-1",
+                    "type": "function",
+                    "function": {"name": "Bash", "arguments": '{"command":"ls"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "tool-1", "content": "a b"},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "First."}, {"type": "text", "text": "Second."}],
+        },
+    ]
+    assert to_anthropic_messages(events)[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "First."}, {"type": "text", "text": "Second."}],
+    }
+
+
+def test_text_after_calls_in_the_same_step_travels_with_them() -> None:
+    events = [user(), call("c1"), text("m1", "model", "Running it."), response("r1")]
+    assert to_openai_chat_messages(events)[1]["content"] == "Running it."
+    assert [b["type"] for b in to_anthropic_messages(events)[1]["content"]] == ["tool_use", "text"]
+
+
+def test_thinking_signed_unsigned_and_thinking_only_steps() -> None:
+    events = [
+        user("user-1", "hi"),
+        thinking("t1", "unsigned thoughts"),
+        user("user-2", "still there?"),
+        thinking("t2", "signed thoughts", signature="sig"),
+        text("m1", "model", "Yes."),
+    ]
+    # chat completions accepts no reasoning input: all thinking goes, the thinking-only step too
+    assert to_openai_chat_messages(events) == [
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": "still there?"},
+        {"role": "assistant", "content": "Yes."},
+    ]
+    # unsigned thinking is refused by the API: dropped; the two user turns then merge
+    assert to_anthropic_messages(events) == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "still there?"}],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "signed thoughts", "signature": "sig"},
+                {"type": "text", "text": "Yes."},
+            ],
+        },
+    ]
+
+
+def test_steering_user_text_during_a_tool_follows_the_results() -> None:
+    steering = event(
+        "steer-1",
+        role="user",
+        author="user",
+        content={"kind": "text", "text": "use port 4000", "steering": True},
+    )
+    envelope = (
+        "The user sent a message while you were working:\n<user_query>\nuse port 4000\n"
+        "</user_query>"
+    )
+    events = [user(), call("c1", "tool-1"), steering, response("r1", "tool-1", "Bash", "ok")]
+    assert to_openai_chat_messages(events)[2:] == [
+        {"role": "tool", "tool_call_id": "tool-1", "content": "ok"},
+        {"role": "user", "content": envelope},
+    ]
+    assert to_anthropic_messages(events)[2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "tool-1", "content": "ok"},
+            {"type": "text", "text": envelope},
+        ],
+    }
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_content_less_facts_only_history_is_empty(exporter: Exporter) -> None:
+    assert exporter([fact("start-1"), terminal("terminal-1")]) == []
+    assert exporter([]) == []
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_wire_dicts_are_accepted_and_results_are_copies(exporter: Exporter) -> None:
+    events = [
+        user(),
+        call("c1", "tool-1", "Bash", {"command": "ls", "env": {"A": "1"}}),
+        response("r1", "tool-1"),
+    ]
+    assert exporter([e.to_wire() for e in events]) == exporter(events)
+    exported = to_anthropic_messages(events)
+    exported[1]["content"][0]["input"]["env"]["A"] = "changed"
+    assert events[1].to_wire()["content"]["args"] == {"command": "ls", "env": {"A": "1"}}
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+REFUSALS: dict[str, tuple[list[RuntimeEvent], str, str]] = {
+    "call without result": ([user(), call("c1", "tool-1")], "unmatched_tool_call", "tool-1"),
+    "result without call": ([user(), response("r1", "tool-1")], "unmatched_tool_result", "tool-1"),
+    "second result": (
+        [user(), call("c1"), response("r1"), response("r2")],
+        "unmatched_tool_result",
+        "call-1",
+    ),
+    "result names another tool": (
+        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Write")],
+        "tool_id_mismatch",
+        "tool-1",
+    ),
+    "call id reused": (
+        [user(), call("c1", "tool-1"), response("r1", "tool-1"), call("c2", "tool-1")],
+        "duplicate_tool_call",
+        "tool-1",
+    ),
+    "model speaks before every result": (
+        [
+            user(),
+            call("c1", "tool-1"),
+            call("c2", "tool-2"),
+            response("r1", "tool-1"),
+            text("m1", "model", "done"),
+            response("r2", "tool-2"),
+        ],
+        "tool_exchange_interleaved",
+        "tool-2",
+    ),
+    "new call before every result": (
+        [
+            user(),
+            call("c1", "tool-1"),
+            call("c2", "tool-2"),
+            response("r1", "tool-1"),
+            call("c3", "tool-3"),
+        ],
+        "tool_exchange_interleaved",
+        "tool-2",
+    ),
+    "hidden result leaves the call dangling": (
+        [user(), call("c1", "tool-1"), response("r1", "tool-1", hidden=True)],
+        "unmatched_tool_call",
+        "tool-1",
+    ),
+    "partial result does not count": (
+        [user(), call("c1", "tool-1"), response("r1", "tool-1", partial=True)],
+        "unmatched_tool_call",
+        "tool-1",
+    ),
+    "hidden call leaves the result orphaned": (
+        [user(), call("c1", "tool-1", hidden=True), response("r1", "tool-1")],
+        "unmatched_tool_result",
+        "tool-1",
+    ),
+    "deferred user text does not hide a dangling call": (
+        [user(), call("c1", "tool-1"), user("user-2", "and then?")],
+        "unmatched_tool_call",
+        "tool-1",
+    ),
+}
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_unpaired_or_interleaved_exchanges_are_refused(exporter: Exporter, case: str) -> None:
+    events, reason, tool_call_id = REFUSALS[case]
+    with pytest.raises(ProviderExportError) as caught:
+        exporter(events)
+    error = caught.value
+    assert isinstance(error, MakaError)
+    assert error.code == "provider_export_invalid"
+    assert error.reason == reason
+    assert error.detail["reason"] == reason
+    assert error.detail["toolCallId"] == tool_call_id
+    assert "eventId" in error.detail
+
+
+@pytest.mark.parametrize("args", [None, [1, 2], "ls"])
+def test_anthropic_refuses_non_object_tool_input(args: Any) -> None:
+    events = [
+        user(),
+        event(
+            "c1",
+            role="model",
+            author="agent",
+            content={"kind": "function_call", "id": "tool-1", "name": "Bash", "args": args},
+        ),
+        response("r1", "tool-1"),
+    ]
+    with pytest.raises(ProviderExportError) as caught:
+        to_anthropic_messages(events)
+    assert caught.value.detail == {
+        "reason": "tool_input_not_object",
+        "toolCallId": "tool-1",
+        "eventId": "c1",
+    }
+    # chat completions carries arguments as a JSON string, whatever their shape
+    exported = to_openai_chat_messages(events)[1]["tool_calls"][0]["function"]["arguments"]
+    assert exported == canonical_json(args)
+
+
+# --- a continuation's runtime context ---------------------------------------------------------
+
+
+def test_continuation_runtime_context_exports_without_a_new_user_message() -> None:
+    events = [
+        user("user-1", "run the tests"),
+        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
+        response("result-1", "tool-1", "Bash", {"exitCode": 0}, is_error=False),
+        terminal("terminal-1", "failed"),
+    ]
+    facts = ContinuationFacts.model_validate(
+        {
+            "ledgerReadable": True,
+            "terminalRepairSucceeded": True,
+            "sourceCwd": "/workspace/repo",
+            "currentCwd": "/workspace/repo",
+            "sourceWorkspaceIdentity": "workspace-1",
+            "currentWorkspaceIdentity": "workspace-1",
+            "backgroundOperationsSettled": True,
+            "availableToolNames": ["Bash"],
+            "continuationIdentity": {
+                "invocationId": "invocation-2",
+                "runId": "run-2",
+                "turnId": "turn-2",
+            },
+        }
+    )
+    plan = build_continuation_plan(events, facts)
+    assert plan.continuation is not None
+    context = plan.continuation.runtime_context
+    openai = to_openai_chat_messages(context)
+    assert [m["role"] for m in openai] == ["user", "assistant", "tool"]
+    assert [m for m in openai if m["role"] == "user"] == [
+        {"role": "user", "content": "run the tests"}
+    ]
+    anthropic = to_anthropic_messages(context)
+    assert [m["role"] for m in anthropic] == ["user", "assistant", "user"]
+    assert anthropic[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "tool-1", "content": '{"exitCode":0}'}
+    ]
+
+
+# --- property: paired histories export paired ------------------------------------------------
+
+JSON_LEAVES = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+ARGS = st.dictionaries(st.sampled_from(["path", "command", "n"]), JSON_VALUES, max_size=3)
+
+
+class _History:
+    def __init__(self) -> None:
+        self.events: list[RuntimeEvent] = []
+        self.calls = 0
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}-{len(self.events) + 1}"
+
+    def noise(self, draw: st.DrawFn) -> None:
+        """Maybe a fact the model never sees (system, terminal, hidden, partial, empty)."""
+        choice = draw(st.integers(0, 6))
+        event_id = self.next_id("noise")
+        if choice == 1:
+            self.events.append(fact(event_id))
+        elif choice == 2:
+            self.events.append(terminal(event_id, "completed"))
+        elif choice == 3:
+            self.events.append(text(event_id, "model", "hidden", modelVisibility="hidden"))
+        elif choice == 4:
+            self.events.append(text(event_id, "model", "parti", partial=True))
+        elif choice == 5:
+            self.events.append(text(event_id, "model", ""))
+
+
+@st.composite
+def paired_histories(draw: st.DrawFn) -> tuple[list[RuntimeEvent], int]:
+    """A user text, then steps of optional thinking / text / parallel calls, each call answered
+    exactly once (results in any order, maybe with errors), with invisible facts anywhere."""
+    h = _History()
+    h.noise(draw)
+    h.events.append(user(h.next_id("user"), draw(st.text(min_size=1, max_size=8))))
+    for step in range(draw(st.integers(0, 4))):
+        h.noise(draw)
+        if draw(st.booleans()):
+            signature = draw(st.none() | st.just("sig"))
+            h.events.append(thinking(h.next_id("think"), "hmm", signature))
+        if draw(st.booleans()):
+            h.events.append(
+                text(h.next_id("model"), "model", draw(st.text(min_size=1, max_size=8)))
+            )
+        names = draw(st.lists(st.sampled_from(["Bash", "Read", "Write"]), max_size=3))
+        ids = [f"tool-{step}-{n}" for n in range(len(names))]
+        for call_id, name in zip(ids, names, strict=True):
+            h.events.append(call(h.next_id("call"), call_id, name, draw(ARGS)))
+            h.noise(draw)
+        h.calls += len(ids)
+        for n in draw(st.permutations(range(len(ids)))):
+            h.noise(draw)
+            result = draw(JSON_VALUES)
+            is_error = draw(st.none() | st.booleans())
+            h.events.append(
+                response(h.next_id("result"), ids[n], names[n], result, is_error=is_error)
+            )
+        if draw(st.booleans()):
+            h.events.append(user(h.next_id("user"), "more"))
+    h.noise(draw)
+    return h.events, h.calls
+
+
+def _check_openai(messages: list[ProviderMessage], calls: int) -> None:
+    assert messages[0]["role"] == "user"
+    call_ids = [c["id"] for m in messages for c in m.get("tool_calls", [])]
+    result_ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert len(call_ids) == calls
+    assert Counter(call_ids) == Counter(result_ids)
+    assert all(n == 1 for n in Counter(call_ids).values())
+    for i, message in enumerate(messages):
+        step_ids = [c["id"] for c in message.get("tool_calls", [])]
+        following = messages[i + 1 : i + 1 + len(step_ids)]
+        assert sorted(m.get("tool_call_id", "") for m in following) == sorted(step_ids)
+
+
+def _check_anthropic(messages: list[ProviderMessage], calls: int) -> None:
+    assert messages[0]["role"] == "user"
+    roles = [m["role"] for m in messages]
+    assert all(a != b for a, b in pairwise(roles))
+
+    def ids(message: ProviderMessage, kind: str, key: str) -> list[str]:
+        return [b[key] for b in message["content"] if b["type"] == kind]
+
+    uses = [i for m in messages for i in ids(m, "tool_use", "id")]
+    results = [i for m in messages for i in ids(m, "tool_result", "tool_use_id")]
+    assert len(uses) == calls
+    assert Counter(uses) == Counter(results)
+    assert all(n == 1 for n in Counter(uses).values())
+    for i, message in enumerate(messages):
+        step_uses = ids(message, "tool_use", "id")
+        if step_uses:
+            answer = messages[i + 1]
+            assert sorted(ids(answer, "tool_result", "tool_use_id")) == sorted(step_uses)
+            kinds = [b["type"] for b in answer["content"]]
+            assert kinds == sorted(kinds, key=lambda k: k != "tool_result")  # results first
+
+
+@given(paired_histories())
+def test_paired_histories_export_every_call_with_exactly_one_result(
+    generated: tuple[list[RuntimeEvent], int],
+) -> None:
+    events, calls = generated
+    _check_openai(to_openai_chat_messages(events), calls)
+    _check_anthropic(to_anthropic_messages(events), calls)
+
+
+@given(paired_histories(), st.data())
+def test_dropping_any_call_or_result_is_refused(
+    generated: tuple[list[RuntimeEvent], int], data: st.DataObject
+) -> None:
+    events, _ = generated
+    tool_events = [n for n, e in enumerate(events) if e.function_call or e.function_response]
+    if not tool_events:
+        return
+    drop = data.draw(st.sampled_from(tool_events))
+    mutilated = events[:drop] + events[drop + 1 :]
+    for exporter in (to_openai_chat_messages, to_anthropic_messages):
+        with pytest.raises(ProviderExportError) as caught:
+            exporter(mutilated)
+        expected = (
+            {"unmatched_tool_result"}
+            if events[drop].function_call
+            else {"unmatched_tool_call", "tool_exchange_interleaved"}
+        )
+        assert caught.value.reason in expected
