@@ -117,10 +117,10 @@ class ContinuationExecutor:
             raise _refuse(
                 "source_identity_changed", f"source run cannot be read: {exc.code}"
             ) from None
-        if (header.session_id, header.turn_id, header.invocation_id) != (
+        if (header.session_id, header.run_id, header.turn_id) != (
             session_id,
+            continuation.source_run_id,
             continuation.source_turn_id,
-            continuation.source_invocation_id,
         ):
             raise _refuse("source_identity_changed", "source run identity differs from the plan")
         events = list(source.events)

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
@@ -48,8 +48,12 @@ from maka_es.application.continuation_planner import (
 )
 from maka_es.application.host import HostInspector
 from maka_es.application.provider import Provider
+from maka_es.application.recovery_status import RecoveryStatusProjector
 from maka_es.application.startup_recovery import StartupRecovery, StartupRecoveryReport
 from maka_es.application.telemetry import Telemetry
+
+if TYPE_CHECKING:  # tools depend on this module; only the type is needed here
+    from maka_es.application.tools import ToolRuntime
 from maka_es.domain.claim import ContinuationClaim, project_claim
 from maka_es.domain.events import RuntimeEvent, as_runtime_event
 from maka_es.domain.facts import (
@@ -147,6 +151,7 @@ class RuntimeApplication(Application[UUID]):
         self.id_factory: IdFactory = id_factory or uuid4_hex
         self.host_inspector = host_inspector
         self.telemetry = telemetry if telemetry is not None else Telemetry()
+        self._recovery_status: RecoveryStatusProjector | None = None
         # Commands are pure until save; the lock keeps one instance's read-validate-save
         # sequences from interleaving on the shared aggregate cache.
         self._command_lock = threading.RLock()
@@ -700,11 +705,33 @@ class RuntimeApplication(Application[UUID]):
                 self._evict(*{fact.originator_id for fact in facts})
                 raise self._create_run_conflict(header) from exc
 
-    def recover(
-        self, *, tool_runtime: Any = None, run_ids: list[str] | None = None
-    ) -> StartupRecoveryReport:
-        """Startup recovery (spec §4.8): see ``maka_es.application.startup_recovery``."""
-        return StartupRecovery(self, tool_runtime).run(run_ids)
+    @property
+    def recovery_status(self) -> RecoveryStatusProjector:
+        """The persisted read model of every run's recovery status (created on first use)."""
+        if self._recovery_status is None:
+            self._recovery_status = RecoveryStatusProjector(self)
+        return self._recovery_status
+
+    def recover(self, *, tool_runtime: ToolRuntime | None = None) -> StartupRecoveryReport:
+        """Startup recovery (spec §4.8): see ``maka_es.application.startup_recovery``.
+
+        Only the runs the recovery-status read model marks as needing attention are touched;
+        the read model is caught up first and again afterwards.
+        """
+        attention = self.recovery_status.needing_attention()
+        run_ids = [row.run_id for row in attention if row.header_status != "missing"]
+        claim_ids = sorted(
+            {row.claim_id for row in attention if row.claim_state == "unstarted" and row.claim_id}
+        )
+        report = StartupRecovery(self, tool_runtime).run(run_ids, claim_ids)
+        self.recovery_status.catch_up()
+        return report
+
+    def close(self) -> None:
+        if self._recovery_status is not None:
+            self._recovery_status.close()
+            self._recovery_status = None
+        super().close()
 
     def evict_streams(self, *stream_ids: UUID) -> None:
         """Forget cached aggregates (after a failed save that involved them)."""

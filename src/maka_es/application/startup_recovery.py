@@ -110,9 +110,12 @@ class StartupRecovery:
         self.app = app
         self.tool_runtime = tool_runtime
 
-    def run(self, run_ids: list[str] | None = None) -> StartupRecoveryReport:
+    def run(
+        self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
+    ) -> StartupRecoveryReport:
+        """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim)."""
         repairs: list[Repair] = []
-        repairs.extend(self._repair_claims())
+        repairs.extend(self._repair_claims(claim_ids))
         for run_id in run_ids if run_ids is not None else self.app.all_run_ids():
             repair = self._repair_run(run_id)
             if repair is not None:
@@ -121,9 +124,13 @@ class StartupRecovery:
 
     # -- claims -----------------------------------------------------------------------------------
 
-    def _repair_claims(self) -> list[Repair]:
+    def _repair_claims(self, claim_ids: list[str] | None) -> list[Repair]:
         repairs: list[Repair] = []
-        for claim in self.app.all_claims():
+        if claim_ids is None:
+            claims = list(self.app.all_claims())
+        else:
+            claims = [c for c in (self.app.get_claim(i) for i in claim_ids) if c is not None]
+        for claim in claims:
             target_run_id = claim.target_run_id
             if self.app.run_exists(target_run_id):
                 events = self.app.read_run_events(target_run_id)
