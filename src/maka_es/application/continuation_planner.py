@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_es.application.host import HostInspector, HostObservation
+from maka_es.domain.claim import ContinuationClaim, claim_id_for
 from maka_es.domain.codec import CodecInputError, build_segment
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import ContinuationSourceV2, RunHeader, header_matches_terminal
@@ -71,10 +72,12 @@ class RunReader:
         header: Callable[[str], RunHeader],
         events: Callable[[str], list[RuntimeEvent]],
         runs_of_session: Callable[[str], list[RunHeader]],
+        claim: Callable[[str], ContinuationClaim | None] = lambda claim_id: None,
     ) -> None:
         self.header = header
         self.events = events
         self.runs_of_session = runs_of_session
+        self.claim = claim
 
 
 def _edge_identity(source: Any) -> tuple[str, str, str]:
@@ -335,7 +338,9 @@ class ContinuationPlanner:
             replay: CompositeReplay = build_composite_replay(lineage.segments)
         except CodecInputError as exc:
             return park("runtime_ledger_unreadable", f"lineage is not one immutable chain: {exc}")
-        existing = self._existing_continuation(session_id, header.run_id, len(events))
+        existing = self._claimed(events) or self._existing_continuation(
+            session_id, header.run_id, len(events)
+        )
         if existing is not None:
             return existing
         identity = ContinuationIdentity(
@@ -356,6 +361,28 @@ class ContinuationPlanner:
             source_header=header,
         )
         return build_continuation_plan(events, facts, replay=replay)
+
+    def _claimed(self, events: Sequence[RuntimeEvent]) -> ContinuationPlan | None:
+        """Spec §4.3 step 5: a durable claim on this very boundary. A claim whose target run
+        does not exist (or was never started) needs repair; otherwise the target is classified
+        like any existing continuation."""
+        claim_id = boundary_claim_id(events)
+        try:
+            claim = self.reader.claim(claim_id)
+        except MakaError:
+            return park("continuation_authority_unavailable", f"claim {claim_id} cannot be read")
+        if claim is None:
+            return None
+        target = claim.target_run_id
+        try:
+            self.reader.header(target)
+        except MakaError:
+            return park(
+                "continuation_claim_repair_required",
+                f"boundary is claimed by {claim_id} but its target run {target} does not exist",
+                {"continuationRunId": target, "claimId": claim_id},
+            )
+        return None  # the target run exists: _existing_continuation classifies it
 
     def _existing_continuation(
         self, session_id: str, source_run_id: str, high_water: int
@@ -401,6 +428,19 @@ class ContinuationPlanner:
                 detail,
             )
         return None
+
+
+def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
+    """The claim id of the boundary at the end of ``events`` (one run's committed prefix)."""
+    first = events[0]
+    identity = {
+        "sessionId": first.session_id,
+        "invocationId": first.invocation_id,
+        "runId": first.run_id,
+        "turnId": first.turn_id,
+    }
+    segment = build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
+    return claim_id_for(first.session_id, first.run_id, len(events), str(segment["prefixDigest"]))
 
 
 def is_continuation_start(event: RuntimeEvent) -> bool:

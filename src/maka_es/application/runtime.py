@@ -569,7 +569,9 @@ class RuntimeApplication(Application[UUID]):
         ``source_run_id`` defaults to the newest failed/cancelled session-inline run;
         ``current_cwd`` defaults to the session's cwd. Reads only; never writes.
         """
-        reader = RunReader(self.get_run_header, self.read_run_events, self._session_run_headers)
+        reader = RunReader(
+            self.get_run_header, self.read_run_events, self._session_run_headers, self.get_claim
+        )
         planner = ContinuationPlanner(
             reader,
             self.host_inspector,

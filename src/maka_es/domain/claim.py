@@ -25,6 +25,12 @@ from maka_es.domain.run_header import RunHeader
 from maka_es.errors import StoreCorruptionError
 
 
+def claim_id_for(session_id: str, run_id: str, high_water: int, prefix_digest: str) -> str:
+    """``claim_<32 hex>`` of sha256 over the boundary's identity, position and prefix digest."""
+    material = canonical_json([session_id, run_id, high_water, prefix_digest])
+    return "claim_" + hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class SourceBoundary:
     """The committed boundary a continuation starts from, with its digests (spec §5.2)."""
@@ -41,10 +47,7 @@ class SourceBoundary:
     @property
     def claim_id(self) -> str:
         """Deterministic claim id: every claimer of this boundary computes the same one."""
-        material = canonical_json(
-            [self.session_id, self.run_id, self.high_water, self.prefix_digest]
-        )
-        return "claim_" + hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
+        return claim_id_for(self.session_id, self.run_id, self.high_water, self.prefix_digest)
 
     def to_wire(self) -> dict[str, Any]:
         return {
