@@ -25,6 +25,13 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 
+from maka_es.application.continuation_planner import (
+    LineagePark,
+    RunReader,
+    check_v2_replay,
+    prefix_segment,
+    read_lineage,
+)
 from maka_es.application.host import HostInspector, HostObservation
 from maka_es.application.provider import Provider, ProviderRequest
 from maka_es.application.telemetry import Telemetry, error_class_of
@@ -35,15 +42,12 @@ from maka_es.domain.claim import (
     continuation_header,
     continuation_start_event,
 )
-from maka_es.domain.codec import build_segment
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.facts import (
-    InvocationBound,
     claim_stream_id,
-    invocation_stream_id,
     run_stream_id,
 )
-from maka_es.domain.run import Run
+from maka_es.domain.run import Run, bind_invocation
 from maka_es.domain.run_header import RunHeader, run_status_for_terminal_event
 from maka_es.errors import MakaError
 from maka_es.infrastructure import failpoints
@@ -169,12 +173,6 @@ class ContinuationExecutor:
     def _boundary(
         self, header: RunHeader, events: Sequence[RuntimeEvent], continuation: RuntimeContinuation
     ) -> SourceBoundary:
-        from maka_es.application.continuation_planner import (
-            LineagePark,
-            RunReader,
-            check_v2_replay,
-            read_lineage,
-        )
 
         app = self.app
         reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs)
@@ -193,13 +191,7 @@ class ContinuationExecutor:
         ):
             raise _refuse("source_replay_changed", "the replay context differs from the plan")
         first = events[0]
-        identity = {
-            "sessionId": first.session_id,
-            "invocationId": first.invocation_id,
-            "runId": first.run_id,
-            "turnId": first.turn_id,
-        }
-        segment = build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
+        segment = prefix_segment(events)
         return SourceBoundary(
             session_id=first.session_id,
             invocation_id=first.invocation_id,
@@ -348,14 +340,7 @@ class ContinuationExecutor:
             ContinuationClaim.create(boundary, target, start.id, claimed_at),
             source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
             *Run.create_continuation(target_header, start, created_at=claimed_at),
-            InvocationBound(
-                originator_id=invocation_stream_id(target.invocation_id),
-                originator_version=1,
-                invocation_id=target.invocation_id,
-                session_id=boundary.session_id,
-                run_id=target.run_id,
-                turn_id=target.turn_id,
-            ),
+            bind_invocation(target_header),
             app.session_registration(boundary.session_id, target.run_id, claimed_at),
         ]
         try:

@@ -165,14 +165,7 @@ def _check_v2_edge(
 ) -> None:
     """A V2 edge is bound to its start fact and to the ancestor's prefix digest."""
     first = ancestor_prefix[0]
-    identity = {
-        "sessionId": first.session_id,
-        "invocationId": first.invocation_id,
-        "runId": first.run_id,
-        "turnId": first.turn_id,
-    }
-    rows = [(i + 1, e.to_wire()) for i, e in enumerate(ancestor_prefix)]
-    digest = build_segment(identity, rows)["prefixDigest"]
+    digest = prefix_segment(ancestor_prefix)["prefixDigest"]
     if digest != edge.source_prefix_digest:
         raise LineagePark(
             "source_prefix_digest_mismatch",
@@ -430,8 +423,9 @@ class ContinuationPlanner:
         return None
 
 
-def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
-    """The claim id of the boundary at the end of ``events`` (one run's committed prefix)."""
+def prefix_segment(events: Sequence[RuntimeEvent]) -> dict[str, Any]:
+    """The boundary segment (identity, position, prefix digest) of one run's committed prefix;
+    ``events[i]`` has ``eventSeq`` ``i + 1``."""
     first = events[0]
     identity = {
         "sessionId": first.session_id,
@@ -439,8 +433,14 @@ def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
         "runId": first.run_id,
         "turnId": first.turn_id,
     }
-    segment = build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
-    return claim_id_for(first.session_id, first.run_id, len(events), str(segment["prefixDigest"]))
+    return build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
+
+
+def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
+    """The claim id of the boundary at the end of ``events`` (one run's committed prefix)."""
+    first = events[0]
+    digest = str(prefix_segment(events)["prefixDigest"])
+    return claim_id_for(first.session_id, first.run_id, len(events), digest)
 
 
 def is_continuation_start(event: RuntimeEvent) -> bool:

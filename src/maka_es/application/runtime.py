@@ -58,7 +58,6 @@ from maka_es.domain.claim import ContinuationClaim, project_claim
 from maka_es.domain.events import RuntimeEvent, as_runtime_event
 from maka_es.domain.facts import (
     ContinuationClaimed,
-    InvocationBound,
     RunCreated,
     SessionOpened,
     StoredFact,
@@ -68,7 +67,7 @@ from maka_es.domain.facts import (
     session_stream_id,
 )
 from maka_es.domain.resolution import Resolution
-from maka_es.domain.run import Run, ToolCommandDecision, project_run
+from maka_es.domain.run import Run, ToolCommandDecision, bind_invocation, project_run
 from maka_es.domain.run_header import RunHeader
 from maka_es.domain.session import Session, project_session
 from maka_es.domain.tool_operation import ToolOperationState
@@ -290,14 +289,7 @@ class RuntimeApplication(Application[UUID]):
             created_at = self.clock()
             created = Run.create(parsed, created_at)
             assert parsed.invocation_id is not None  # Run.create refuses headers without it
-            binding = InvocationBound(
-                originator_id=invocation_stream_id(parsed.invocation_id),
-                originator_version=1,
-                invocation_id=parsed.invocation_id,
-                session_id=parsed.session_id,
-                run_id=parsed.run_id,
-                turn_id=parsed.turn_id,
-            )
+            binding = bind_invocation(parsed)
             registered = session.register_run(parsed.run_id, created_at)
             try:
                 self.save(created, binding, registered)
@@ -373,16 +365,7 @@ class RuntimeApplication(Application[UUID]):
                     run.decide_header_update(_terminal_patch(parsed), updated_at=created_at)
                 )
             assert live.invocation_id is not None
-            facts.append(
-                InvocationBound(
-                    originator_id=invocation_stream_id(live.invocation_id),
-                    originator_version=1,
-                    invocation_id=live.invocation_id,
-                    session_id=live.session_id,
-                    run_id=live.run_id,
-                    turn_id=live.turn_id,
-                )
-            )
+            facts.append(bind_invocation(live))
             facts.append(session.register_run(parsed.run_id, created_at))
             try:
                 self.save(*facts)
@@ -691,14 +674,7 @@ class RuntimeApplication(Application[UUID]):
         with self._command_lock:
             facts = [
                 *Run.create_continuation(header, start, created_at=header.created_at),
-                InvocationBound(
-                    originator_id=invocation_stream_id(header.invocation_id),
-                    originator_version=1,
-                    invocation_id=header.invocation_id,
-                    session_id=header.session_id,
-                    run_id=header.run_id,
-                    turn_id=header.turn_id,
-                ),
+                bind_invocation(header),
                 self.session_registration(header.session_id, header.run_id, header.created_at),
             ]
             try:

@@ -25,12 +25,14 @@ from maka_es.domain.events import (
     RuntimeEvent,
 )
 from maka_es.domain.facts import (
+    InvocationBound,
     RunCreated,
     RunHeaderUpdated,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
     ToolMetadataRecorded,
+    invocation_stream_id,
     run_stream_id,
 )
 from maka_es.domain.lanes import classify_lane
@@ -112,6 +114,23 @@ def build_dispatch_event(call: RuntimeEvent, operation_id: str, recovery_mode: s
     if call.origin is not None:
         wire["origin"] = call.origin
     return RuntimeEvent.model_validate(wire)
+
+
+def bind_invocation(header: RunHeader) -> InvocationBound:
+    """Version 1 of the invocation's stream: one run per invocation, enforced by the store.
+    Saved with every fact that creates a run."""
+    if header.invocation_id is None:
+        raise InvalidRunHeaderError(
+            "a run created through the store needs its invocationId", field="invocationId"
+        )
+    return InvocationBound(
+        originator_id=invocation_stream_id(header.invocation_id),
+        originator_version=1,
+        invocation_id=header.invocation_id,
+        session_id=header.session_id,
+        run_id=header.run_id,
+        turn_id=header.turn_id,
+    )
 
 
 def _reserved_reason(event: RuntimeEvent) -> str | None:
