@@ -8,6 +8,15 @@ transaction of the last step (rows inserted, COMMIT not reached) and blocks ther
 ``failpoint: {name, nth}`` it prints ``INSIDE`` at the nth hit of any named failpoint (inside a
 save, after T1, after a probe tool's side effect, before or after T2) and blocks there.
 
+Continuations: the application is opened with the optional scenario section ``app``
+(``{env, id_prefix, observation}``: extra environment such as the feature flag, a deterministic
+id prefix for ``id_factory``, a :class:`HostObservation` for a ``StaticHostInspector``). Because
+the parent harness forwards only ``steps``, an ``{"op": "app", ...}`` step does the same: it
+(re)opens the application with that configuration (as the first step, before anything else).
+The ``continue`` step plans ``plan_continuation(session_id)`` (or takes a ready ``plan``) and
+executes it with a provider answering one text item, which first appends one line to
+``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
+
 A ``finally`` block writes ``marker``: after SIGKILL that file must NOT exist, which proves the
 process really died abruptly rather than unwinding.
 
@@ -16,15 +25,26 @@ Not covered by coverage gates: a SIGKILLed process writes no coverage data.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from maka_es.application.continuation_executor import ContinuationOutcome
+from maka_es.application.host import HostObservation, StaticHostInspector
+from maka_es.application.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.application.runtime import RuntimeApplication
 from maka_es.application.tools import ToolRuntime
+from maka_es.errors import MakaError
 from maka_es.infrastructure import failpoints
+from maka_es.projections.continuation import ContinuationPlan
 from maka_es.testing.probe_tools import probe_tools
+
+#: The child's fixed clock (ms): deterministic timestamps across parent and child.
+CHILD_CLOCK_MS = 1_000.0
 
 
 def _say(word: str) -> None:
@@ -55,6 +75,64 @@ def _arm_nth(name: str, nth: int) -> None:
     failpoints.arm(name, action)
 
 
+def open_app(db: str, config: Mapping[str, Any] | None = None) -> RuntimeApplication:
+    """The application a child (or the parent, to look afterwards) opens on ``db``.
+
+    ``config`` is the scenario's ``app`` section: ``env`` (extra environment, e.g.
+    ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` or ``SQLITE_LOCK_TIMEOUT``), ``id_prefix`` (ids
+    ``<prefix>1``, ``<prefix>2``, ... for ``id_factory``) and ``observation`` (a
+    :class:`HostObservation` as a dict, served by a :class:`StaticHostInspector`).
+    """
+    config = config or {}
+    kwargs: dict[str, Any] = {"clock": lambda: CHILD_CLOCK_MS}
+    if config.get("env"):
+        kwargs["env"] = {str(k): str(v) for k, v in dict(config["env"]).items()}
+    if config.get("id_prefix") is not None:
+        prefix = str(config["id_prefix"])
+        counter = itertools.count(1)
+        kwargs["id_factory"] = lambda: f"{prefix}{next(counter)}"
+    if config.get("observation") is not None:
+        observation = HostObservation.model_validate(config["observation"])
+        kwargs["host_inspector"] = StaticHostInspector(observation)
+    return RuntimeApplication.open_sqlite(db, **kwargs)
+
+
+class RecordingProvider:
+    """A :class:`ScriptedProvider` with one turn that first records the call durably.
+
+    Each call appends ``<pid> <run_id>`` to ``calls_file`` and fsyncs it *before* answering,
+    so after a SIGKILL the file says exactly whether (and by whom) the provider was called.
+    """
+
+    def __init__(self, calls_file: str | None, outputs: list[dict[str, Any]] | None = None) -> None:
+        self.calls_file = calls_file
+        answer = outputs if outputs is not None else [{"kind": "text", "text": "continued"}]
+        self.scripted = ScriptedProvider([ProviderTurn(outputs=tuple(answer))])
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        if self.calls_file is not None:
+            with open(self.calls_file, "a", encoding="utf-8") as calls:
+                calls.write(f"{os.getpid()} {request.run_id}\n")
+                calls.flush()
+                os.fsync(calls.fileno())
+        return self.scripted.complete(request)
+
+
+def run_continuation(app: RuntimeApplication, step: Mapping[str, Any]) -> ContinuationOutcome:
+    """The ``continue`` step: plan (unless ``plan`` is given as JSON) and execute."""
+    if step.get("plan") is not None:
+        plan = ContinuationPlan.model_validate(step["plan"])
+    else:
+        plan = app.plan_continuation(step["session_id"], step.get("source_run_id"))
+    if plan.continuation is None:
+        raise MakaError(
+            f"the continuation plan parked: {list(plan.rejection_reasons)}",
+            code="continuation_plan_parked",
+        )
+    provider = RecordingProvider(step.get("calls_file"), step.get("outputs"))
+    return app.execute_continuation(plan, provider)
+
+
 def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
     op = step["op"]
     if op == "open_session":
@@ -78,6 +156,8 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
         ToolRuntime(app, probe_tools(Path(step["root"]))).execute(step["run_id"], step["call"])
     elif op == "recover":
         ToolRuntime(app, probe_tools(Path(step["root"]))).recover(step["run_id"])
+    elif op == "continue":
+        run_continuation(app, step)
     elif op == "bundle":
         app.commit_tool_recovery_bundle(
             step["run_id"],
@@ -94,14 +174,21 @@ def main() -> int:
     scenario = json.loads(sys.stdin.readline())
     marker = Path(scenario["marker"])
     try:
-        app = RuntimeApplication.open_sqlite(scenario["db"], clock=lambda: 1_000.0)
         steps: list[dict[str, Any]] = scenario["steps"]
+        # a leading "app" step configures the first open instead of reopening
+        config = steps[0] if steps and steps[0]["op"] == "app" else scenario.get("app")
+        app = open_app(scenario["db"], config)
         armed = scenario.get("failpoint")
         for index, step in enumerate(steps):
             if armed and index == int(armed.get("step", 0)):
                 _arm_nth(armed["name"], int(armed.get("nth", 1)))
             if scenario.get("arm_inside_save") and index == len(steps) - 1:
                 failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _inside)
+            if step["op"] == "app":
+                if index > 0:
+                    app.close()
+                    app = open_app(scenario["db"], step)
+                continue
             _step(app, step)
         _say("READY")
         _block_forever()

@@ -1,0 +1,224 @@
+"""Several real processes execute the SAME continuation plan at the same moment (spec §4.4
+idempotency, §4.7 step 5): the source boundary is claimed exactly once.
+
+Per round (fresh SQLite file): the parent commits a failed source run, plans the continuation
+with deterministic ids and hands the plan's JSON to every worker
+(``maka_es.testing.race_child``). Each worker opens its own application, says READY and waits;
+the parent releases all of them at once by writing ``GO`` to every stdin (no sleeping). Each
+worker executes the plan with a provider that appends one fsync'd line to a shared calls file
+and reports its outcome.
+
+Exactly one worker completes; every loser is refused with a revalidation code before it wrote
+anything. Which code it gets depends only on *when* it looked, because revalidation reads the
+store in several read transactions while the winner commits:
+
+* ``continuation_claim_conflict``: it lost the claim save on the store's uniqueness (most
+  losers), or revalidation saw the claim or a run continuing the boundary;
+* ``continuation_run_active``: it looked while the winner's target run was live (spec §4.7
+  step 1, "another active run in the session");
+* ``target_run_conflict``: the winner committed between the loser's claim check and its
+  target-run check; every worker executes the same plan, so the target id is the winner's
+  (spec §4.7 step 5, "target run id already exists").
+
+``continuation_already_exists`` (the planner's word for the same state) is accepted too. The
+provider was called once, and the store holds one claim, one seal and one target run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from maka_es.projections.continuation import ContinuationPlan
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.testing.crash_child import open_app
+
+pytestmark = pytest.mark.crash
+
+WORKERS = 4
+#: ``MAKA_RACE_ROUNDS`` raises the count for a soak run (800 rounds passed while developing)
+ROUNDS = int(os.environ.get("MAKA_RACE_ROUNDS", "20"))
+TIMEOUT = 60.0
+WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
+SPINE = Spine("s1", "i1", "r1", "t1")
+APP: dict[str, Any] = {
+    "env": {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+    "observation": {
+        "workspaceIdentity": WORKSPACE,
+        "workspacePath": "/workspace",
+        "backgroundOperationsSettled": True,
+        "availableToolNames": ["Bash", "Read"],
+    },
+}
+LOSER_CODES = {
+    "continuation_claim_conflict",
+    "continuation_already_exists",
+    "continuation_run_active",
+    "target_run_conflict",
+}
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[str]
+    stdin: IO[str]
+    log: Path
+    lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
+
+    def send(self, line: str) -> None:
+        self.stdin.write(line + "\n")
+        self.stdin.flush()
+
+    def receive(self) -> str:
+        try:
+            line = self.lines.get(timeout=TIMEOUT)
+        except queue.Empty:
+            raise AssertionError(f"worker {self.process.pid} said nothing for {TIMEOUT}s") from None
+        if line is None:
+            raise AssertionError(
+                f"worker {self.process.pid} exited ({self.process.poll()}): {self.log.read_text()}"
+            )
+        return line
+
+
+def _pump(stdout: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stdout:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Worker]]:
+    logs = tmp_path_factory.mktemp("race-workers")
+    started: list[tuple[Worker, IO[str]]] = []
+    try:
+        for n in range(WORKERS):
+            log = logs / f"worker-{n}.stderr"
+            stderr = log.open("w")
+            process = subprocess.Popen(
+                [sys.executable, "-m", "maka_es.testing.race_child"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                text=True,
+            )
+            assert process.stdin is not None
+            assert process.stdout is not None
+            worker = Worker(process, process.stdin, log)
+            threading.Thread(target=_pump, args=(process.stdout, worker.lines), daemon=True).start()
+            started.append((worker, stderr))
+        yield [worker for worker, _ in started]
+    finally:
+        for worker, _ in started:
+            worker.stdin.close()
+        for worker, stream in started:
+            try:
+                worker.process.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait()
+            stream.close()
+
+
+def _prepare(db: Path, id_prefix: str) -> dict[str, Any]:
+    """Commit the failed source run and plan its continuation; returns the plan as JSON."""
+    ledger = LedgerBuilder(SPINE, prefix="r1-")
+    ledger.user("fix the port")
+    ledger.call("c1", "Bash", {"command": "ls"})
+    ledger.response("c1", "Bash")
+    ledger.terminal("failed")
+    with open_app(str(db), {**APP, "id_prefix": id_prefix}) as app:
+        app.open_session("s1", "/workspace")
+        app.create_run(run_header(SPINE, workspaceIdentity=WORKSPACE))
+        app.append_events("r1", ledger.events)
+        app.update_run_header(
+            "r1", {"status": "failed", "updatedAt": 1001, "failureClass": "provider_error"}
+        )
+        plan = app.plan_continuation("s1")
+    assert plan.disposition == "continue", plan.rejection_reasons
+    dumped: dict[str, Any] = plan.model_dump(mode="json", by_alias=True)
+    wire: dict[str, Any] = json.loads(json.dumps(dumped))
+    # the plan crosses the process boundary as JSON and must come back identical
+    assert ContinuationPlan.model_validate(wire) == plan
+    return wire
+
+
+def _race(workers: list[Worker], scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    line = json.dumps(scenario)
+    for worker in workers:
+        worker.send(line)
+    for worker in workers:
+        assert worker.receive() == "READY"
+    for worker in workers:  # release all of them at once
+        worker.send("GO")
+    return [json.loads(worker.receive()) for worker in workers]
+
+
+def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
+    tmp_path: Path, workers: list[Worker]
+) -> None:
+    loser_codes: Counter[str] = Counter()
+    for round_ in range(ROUNDS):
+        where = f"round {round_}"
+        root = tmp_path / f"round-{round_}"
+        root.mkdir()
+        db = root / "runtime.sqlite"
+        calls = root / "provider-calls.txt"
+        id_prefix = f"round{round_}-"
+        plan = _prepare(db, id_prefix)
+        target_run = plan["continuation"]["runId"]
+        assert target_run == f"{id_prefix}2"
+
+        results = _race(
+            workers, {"db": str(db), "app": APP, "plan": plan, "calls_file": str(calls)}
+        )
+
+        winners = [
+            (worker, result)
+            for worker, result in zip(workers, results, strict=True)
+            if "status" in result
+        ]
+        losers = [result for result in results if "status" not in result]
+        assert [result for _, result in winners] == [
+            {"status": "completed", "targetRunId": target_run}
+        ], (where, results)
+        unexpected = [result for result in losers if result["code"] not in LOSER_CODES]
+        assert not unexpected, (where, results)
+        loser_codes.update(str(result["code"]) for result in losers)
+
+        # the provider ran exactly once, in the winner's process
+        winner_pid = winners[0][0].process.pid
+        assert calls.read_text().splitlines() == [f"{winner_pid} {target_run}"], where
+
+        with open_app(str(db), {**APP, "id_prefix": "check-"}) as app:
+            claims = app.all_claims()
+            assert len(claims) == 1, where
+            assert claims[0].target_run_id == target_run
+            assert app._load_run("r1").sealed_by == claims[0].claim_id, where
+            assert app.all_run_ids() == ["r1", target_run], where
+            runs = app.list_runs("s1")
+            assert [h.run_id for h in runs] == ["r1", target_run], where
+            continuations = [h.run_id for h in runs if h.continuation_source is not None]
+            assert continuations == [target_run], where
+            assert app.get_run_header(target_run).status == "completed"
+            events = app.read_run_events(target_run)
+            assert [e.id for e in events] == [
+                f"{target_run}-start",
+                f"{target_run}-out-1",
+                f"{target_run}-terminal",
+            ], where
+            assert app.plan_continuation("s1").rejection_reasons == ("continuation_already_exists",)
+    assert sum(loser_codes.values()) == ROUNDS * (WORKERS - 1)
+    print(f"loser codes over {ROUNDS} rounds: {dict(loser_codes)}")
