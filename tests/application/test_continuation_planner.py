@@ -14,7 +14,7 @@ import pytest
 from maka_es.application.continuation_planner import PlannerSettings
 from maka_es.application.host import HostObservation, StaticHostInspector
 from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.codec import build_segment, manifest_digest
+from maka_es.domain.boundary import build_segment, manifest_digest
 from maka_es.projections.continuation_replay import build_composite_replay
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot

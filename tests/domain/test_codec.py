@@ -16,24 +16,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from maka_es.domain.boundary import (
+    build_segment,
+    manifest_digest,
+    prefix_digest,
+    prefix_event_wire,
+    provider_replay_digest,
+)
 from maka_es.domain.codec import (
     MAX_JSON_DEPTH,
     CodecInputError,
     JsonValue,
-    build_segment,
     canonical_args_hash,
     canonical_json,
-    format_text_with_inline_refs,
     is_sha256_digest,
     js_number,
-    manifest_digest,
     operation_id_for,
-    prefix_digest,
-    prefix_event_wire,
-    provider_replay_digest,
-    provider_replay_item,
     sha256_digest,
 )
+from maka_es.domain.replay_items import format_text_with_inline_refs, provider_replay_item
 from maka_es.errors import MakaError, NonStrictJsonError
 
 # --------------------------------------------------------------------------------------------

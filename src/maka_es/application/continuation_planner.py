@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_es.application.host import HostInspector, HostObservation
+from maka_es.domain.boundary import build_segment
 from maka_es.domain.claim import ContinuationClaim, claim_id_for
-from maka_es.domain.codec import CodecInputError, build_segment
+from maka_es.domain.codec import CodecInputError
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import ContinuationSourceV2, RunHeader, header_matches_terminal
 from maka_es.errors import MakaError

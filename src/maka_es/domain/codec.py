@@ -1,4 +1,7 @@
-"""Canonical JSON, identities and digests that must be byte-identical to the reference runtime.
+"""Canonical JSON and the tool identities that must be byte-identical to the reference runtime.
+
+Boundary digests live in ``boundary`` and provider replay items in ``replay_items``; both build
+on the canonical JSON defined here.
 
 Why this module exists: the reference (TypeScript) runtime persists *bytes* — stable JSON of
 RuntimeEvents, SHA-256 identities of tool arguments, operation ids and boundary digests — and a
@@ -14,7 +17,6 @@ import hashlib
 import json.encoder
 import math
 import re
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -23,25 +25,16 @@ from maka_es.errors import MakaError, NonStrictJsonError
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
-    "PROVIDER_REPLAY_PROJECTION_VERSION",
-    "ToolOutputProjection",
     "CodecInputError",
     "JsonValue",
-    "build_segment",
     "canonical_args_hash",
+    "as_wire",
     "canonical_json",
-    "format_text_with_inline_refs",
     "is_sha256_digest",
     "js_number",
     "js_string",
-    "manifest_digest",
     "operation_id_for",
-    "prefix_digest",
-    "prefix_event_wire",
-    "provider_replay_digest",
-    "provider_replay_item",
     "sha256_digest",
-    "validate_segment",
 ]
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -52,8 +45,6 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 MAX_JSON_DEPTH: Final = 512
 """Deepest container nesting accepted (a top-level list/dict is depth 1)."""
-
-PROVIDER_REPLAY_PROJECTION_VERSION: Final = 1
 
 _EXACT_INT_LIMIT: Final = 2**53
 _ARRAY_INDEX_LIMIT: Final = 2**32 - 1  # ECMAScript "array index": 0 <= n < 2**32 - 1
@@ -67,14 +58,6 @@ _MAX_UNWRAPS: Final = 4  # ``to_wire()`` returning another ``to_wire`` object, a
 # well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
 # ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
 _encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
-
-_PREFIX_DOMAIN: Final = b"maka.runtime-prefix.v1"
-_MANIFEST_DOMAIN: Final = b"maka.runtime-boundary-manifest.v1"
-_IDENTITY_KEYS: Final = ("sessionId", "invocationId", "runId", "turnId")
-_SEGMENT_KEYS: Final = frozenset({"protocol", "identity", "position", "prefixDigest"})
-_POSITION_KEYS: Final = frozenset({"lastEventSeq", "eventCount", "lastEventId"})
-_ATTACHMENT_RESOURCE_PREFIX: Final = "maka://runtime/attachments"
-_ARTIFACT_ENTITY_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class CodecInputError(MakaError, ValueError):
@@ -473,445 +456,8 @@ def operation_id_for(invocation_id: str, provider_tool_call_id: str) -> str:
     return "toolop_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-# --------------------------------------------------------------------------------------------
-# Immutable prefix / boundary digests
-# --------------------------------------------------------------------------------------------
-
-
-def _u64be(value: int) -> bytes:
-    if value < 0 or value > MAX_SAFE_INTEGER:
-        raise CodecInputError("boundary length is not a safe integer", code="prefix_invalid")
-    return struct.pack(">Q", value)
-
-
-def _length_prefixed(data: bytes) -> bytes:
-    return _u64be(len(data)) + data
-
-
-def _as_wire(value: object) -> object:
+def as_wire(value: object) -> object:
     to_wire = getattr(value, "to_wire", None)
     if callable(to_wire) and not isinstance(value, Mapping):
         return to_wire()
     return value
-
-
-def _checked_identity(identity: object, code: str) -> dict[str, str]:
-    if not isinstance(identity, Mapping) or set(identity) != set(_IDENTITY_KEYS):
-        raise CodecInputError(
-            "prefix identity must have exactly sessionId, invocationId, runId, turnId", code=code
-        )
-    checked: dict[str, str] = {}
-    for key in _IDENTITY_KEYS:
-        item = identity[key]
-        if not isinstance(item, str) or not item:
-            raise CodecInputError(f"prefix identity {key} must be a non-empty string", code=code)
-        checked[key] = item
-    return checked
-
-
-def prefix_event_wire(event: Mapping[str, object]) -> Mapping[str, object]:
-    """The event as it is hashed into ``maka.runtime-prefix.v1``.
-
-    Why: the reference decoder reads a released Automation turn origin
-    ``{"kind": "automation", "automationId": ...}`` as ``{"kind": "legacy_automation", ...}``,
-    but prefix digests were frozen over the bytes released writers produced. So a text
-    event whose ``content.origin.kind`` is ``legacy_automation`` is hashed with the origin
-    written back as ``{"kind": "automation", "automationId": ...}``. Every other event (including
-    one already carrying ``kind: "automation"``) is returned unchanged. Never mutates the input.
-    """
-    content = event.get("content")
-    if not isinstance(content, Mapping) or content.get("kind") != "text":
-        return event
-    origin = content.get("origin")
-    if not isinstance(origin, Mapping) or origin.get("kind") != "legacy_automation":
-        return event
-    released_origin = {"kind": "automation", "automationId": origin.get("automationId")}
-    return {**event, "content": {**content, "origin": released_origin}}
-
-
-def _checked_rows(
-    identity: Mapping[str, str], rows: Sequence[tuple[int, object]]
-) -> list[tuple[int, Mapping[str, object]]]:
-    checked: list[tuple[int, Mapping[str, object]]] = []
-    for index, row in enumerate(rows):
-        seq, raw_event = row
-        expected = index + 1
-        if type(seq) is not int or seq != expected:
-            raise CodecInputError(
-                f"immutable RuntimeEvent event_seq gap: expected {expected}, received {seq!r}",
-                code="prefix_invalid",
-                detail={"expected": expected},
-            )
-        event = _as_wire(raw_event)
-        if not isinstance(event, Mapping):
-            raise CodecInputError(
-                f"prefix row {expected} is not a RuntimeEvent wire object", code="prefix_invalid"
-            )
-        event_id = event.get("id")
-        if event.get("partial") is True:
-            raise CodecInputError(
-                f"immutable RuntimeEvent prefix contains partial snapshot {event_id}",
-                code="prefix_invalid",
-                detail={"eventId": event_id},
-            )
-        if any(event.get(key) != identity[key] for key in _IDENTITY_KEYS):
-            raise CodecInputError(
-                f"immutable RuntimeEvent identity mismatch for {event_id}",
-                code="prefix_invalid",
-                detail={"eventId": event_id},
-            )
-        checked.append((seq, event))
-    return checked
-
-
-def _digest_rows(identity: dict[str, str], rows: list[tuple[int, Mapping[str, object]]]) -> str:
-    hasher = hashlib.sha256()
-    hasher.update(_length_prefixed(_PREFIX_DOMAIN))
-    hasher.update(_length_prefixed(canonical_json(identity).encode("utf-8")))
-    for seq, event in rows:
-        hasher.update(_u64be(seq))
-        hasher.update(_length_prefixed(canonical_json(prefix_event_wire(event)).encode("utf-8")))
-    return "sha256:" + hasher.hexdigest()
-
-
-def prefix_digest(
-    identity: Mapping[str, str], rows: Sequence[tuple[int, Mapping[str, object]]]
-) -> str:
-    """``maka.runtime-prefix.v1`` digest of an immutable run prefix.
-
-    SHA-256 over ``u64be(len)‖domain``, ``u64be(len)‖stableJSON(identity)``, then per row
-    ``u64be(eventSeq)‖u64be(len)‖stable event JSON`` (see :func:`prefix_event_wire`). Rows are
-    ``(eventSeq, wire event)`` and must be the contiguous sequence ``1..n``, non-partial and of
-    exactly ``identity``; events must already be in canonical wire form (the RuntimeEvent
-    decoder's job). Raises :class:`CodecInputError` (``prefix_invalid``) otherwise.
-    """
-    checked_identity = _checked_identity(identity, "prefix_invalid")
-    return _digest_rows(checked_identity, _checked_rows(checked_identity, rows))
-
-
-def build_segment(
-    identity: Mapping[str, str], rows: Sequence[tuple[int, Mapping[str, object]]]
-) -> dict[str, JsonValue]:
-    """``runtime_prefix_segment_v1`` for a non-empty immutable prefix (what a boundary cursor
-    and its manifest digest are built from)."""
-    checked_identity = _checked_identity(identity, "prefix_invalid")
-    checked_rows = _checked_rows(checked_identity, rows)
-    if not checked_rows:
-        raise CodecInputError("immutable RuntimeEvent prefix is empty", code="prefix_invalid")
-    last_seq, last_event = checked_rows[-1]
-    last_id = last_event.get("id")
-    if not isinstance(last_id, str) or not last_id:
-        raise CodecInputError("last prefix event has no id", code="prefix_invalid")
-    return {
-        "protocol": "runtime_prefix_segment_v1",
-        "identity": dict(checked_identity),
-        "position": {
-            "lastEventSeq": last_seq,
-            "eventCount": len(checked_rows),
-            "lastEventId": last_id,
-        },
-        "prefixDigest": _digest_rows(checked_identity, checked_rows),
-    }
-
-
-def validate_segment(segment: object) -> dict[str, JsonValue]:
-    """Decode a ``runtime_prefix_segment_v1`` with its exact key sets; returns a plain copy."""
-    if (
-        not isinstance(segment, Mapping)
-        or set(segment) != _SEGMENT_KEYS
-        or segment.get("protocol") != "runtime_prefix_segment_v1"
-    ):
-        raise CodecInputError("invalid RuntimeEvent prefix segment", code="boundary_invalid")
-    identity = _checked_identity(segment["identity"], "boundary_invalid")
-    position = segment["position"]
-    if (
-        not isinstance(position, Mapping)
-        or set(position) != _POSITION_KEYS
-        or type(position["lastEventSeq"]) is not int
-        or not 0 < position["lastEventSeq"] <= MAX_SAFE_INTEGER
-        or type(position["eventCount"]) is not int
-        or position["eventCount"] != position["lastEventSeq"]
-        or not isinstance(position["lastEventId"], str)
-        or not position["lastEventId"]
-    ):
-        raise CodecInputError("invalid RuntimeEvent prefix position", code="boundary_invalid")
-    digest = segment["prefixDigest"]
-    if not is_sha256_digest(digest):
-        raise CodecInputError("invalid RuntimeEvent boundary digest", code="boundary_invalid")
-    return {
-        "protocol": "runtime_prefix_segment_v1",
-        "identity": dict(identity),
-        "position": {
-            "lastEventSeq": position["lastEventSeq"],
-            "eventCount": position["eventCount"],
-            "lastEventId": position["lastEventId"],
-        },
-        "prefixDigest": digest,
-    }
-
-
-def manifest_digest(segments: Sequence[Mapping[str, object]]) -> str:
-    """``maka.runtime-boundary-manifest.v1`` digest of ordered (oldest → source) segments.
-
-    SHA-256 of ``u64be(len)‖domain‖u64be(len)‖stableJSON({protocol:
-    'runtime_boundary_cursor_v1', segments})``. Segments must share one session and use
-    distinct run, invocation and turn ids (``boundary_invalid`` otherwise).
-    """
-    if not segments:
-        raise CodecInputError(
-            "runtime boundary needs at least one segment", code="boundary_invalid"
-        )
-    decoded = [validate_segment(s) for s in segments]
-    identities = [_checked_identity(s["identity"], "boundary_invalid") for s in decoded]
-    session_id = identities[0]["sessionId"]
-    seen: dict[str, set[str]] = {"runId": set(), "invocationId": set(), "turnId": set()}
-    for ident in identities:
-        if ident["sessionId"] != session_id:
-            raise CodecInputError(
-                "runtime boundary segments must belong to the same session", code="boundary_invalid"
-            )
-        for key in ("runId", "invocationId", "turnId"):
-            if ident[key] in seen[key]:
-                raise CodecInputError(
-                    f"runtime boundary lineage contains a duplicate {key}", code="boundary_invalid"
-                )
-            seen[key].add(ident[key])
-    body = canonical_json({"protocol": "runtime_boundary_cursor_v1", "segments": decoded})
-    return sha256_digest(_length_prefixed(_MANIFEST_DOMAIN) + _length_prefixed(body.encode()))
-
-
-def provider_replay_digest(
-    items: Sequence[Mapping[str, object]],
-    *,
-    provider_projection_version: int = PROVIDER_REPLAY_PROJECTION_VERSION,
-) -> str:
-    """SHA-256 (no framing) of ``stableJSON({protocol: 'provider_replay_plan_v1',
-    providerProjectionVersion, items})`` — binds a continuation to the exact provider history
-    it will replay."""
-    body = canonical_json(
-        {
-            "protocol": "provider_replay_plan_v1",
-            "providerProjectionVersion": provider_projection_version,
-            "items": list(items),
-        }
-    )
-    return sha256_digest(body.encode("utf-8"))
-
-
-# --------------------------------------------------------------------------------------------
-# Provider replay items (per event)
-# --------------------------------------------------------------------------------------------
-
-
-def _steering_envelope(text: str) -> str:
-    return (
-        "The user sent a message while you were working:\n<user_query>\n" + text + "\n</user_query>"
-    )
-
-
-def _format_quotes(quotes: Sequence[object]) -> str:
-    blocks: list[str] = []
-    for quote in quotes:
-        q = quote if isinstance(quote, Mapping) else {}
-        label = q.get("label")
-        label_attr = "" if label is None else ' label="' + str(label).replace('"', "'") + '"'
-        blocks.append(f"<quoted_excerpt{label_attr}>\n{q.get('text')}\n</quoted_excerpt>")
-    return "\n".join(blocks)
-
-
-def _format_attachments(attachments: Sequence[object]) -> str:
-    blocks: list[str] = []
-    for attachment in attachments:
-        a = attachment if isinstance(attachment, Mapping) else {}
-        ref = a.get("ref")
-        ref = ref if isinstance(ref, Mapping) else {}
-        kind = ref.get("kind")
-        relative = ref.get("relativePath")
-        resource: str | None = None
-        if (
-            kind == "session_file"
-            and isinstance(relative, str)
-            and _ARTIFACT_ENTITY_ID_RE.fullmatch(relative)
-        ):
-            resource = f"{_ATTACHMENT_RESOURCE_PREFIX}/{relative}"
-        if resource is not None:
-            access = (
-                f"Read argument: {canonical_json({'ref': resource})}\n"
-                "This is a Session resource, not a workspace file. Use the ref above; "
-                "never use the display name as a path."
-            )
-        elif kind == "workspace_file":
-            access = f"Read argument: {canonical_json({'path': relative})}"
-        elif kind == "external_file":
-            access = f"Read argument: {canonical_json({'path': ref.get('absolutePath')})}"
-        else:
-            access = "The attachment content is unavailable to Read."
-        blocks.append(
-            "\n".join(
-                [
-                    "<attachment>",
-                    access,
-                    f"name: {canonical_json(a.get('name'))}",
-                    f"mime_type: {canonical_json(a.get('mimeType'))}",
-                    "</attachment>",
-                ]
-            )
-        )
-    return "\n".join(blocks)
-
-
-def format_text_with_inline_refs(content: Mapping[str, object]) -> str:
-    """Model-facing text of a text content: the text, then quote and attachment blocks.
-
-    Why: replay items carry the exact text the reference sends to the provider, so the
-    provider replay digest depends on this folding being byte-identical.
-    """
-    text = content.get("text")
-    if not isinstance(text, str):
-        raise CodecInputError("text content has no text", code="provider_replay_invalid")
-    blocks: list[str] = []
-    quotes = content.get("quotes")
-    if isinstance(quotes, list) and quotes:
-        blocks.append(_format_quotes(quotes))
-    attachments = content.get("attachments")
-    if isinstance(attachments, list) and attachments:
-        blocks.append(_format_attachments(attachments))
-    if not blocks:
-        return text
-    return "\n\n".join([text, *blocks])
-
-
-def _truthy_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-ToolOutputProjection: TypeAlias = Callable[[str, object], object]
-
-
-def provider_replay_item(
-    event_wire: Mapping[str, object],
-    *,
-    include_system: bool = False,
-    project_tool_output: ToolOutputProjection | None = None,
-) -> dict[str, object] | None:
-    """The provider replay item (projection version 1) one RuntimeEvent contributes, or None.
-
-    Item shapes (optional keys only when the source has them):
-
-    * text: ``{kind:'text', role:'user'|'assistant'|'system', content, attachments?,
-      providerOptions?, steering?:{eventId}, stepId? (assistant only: refs.providerEventId or
-      refs.storedMessageId), eventId, ts}`` — ``content`` is the text with quotes/attachments
-      folded in, wrapped in the steering envelope for ``steering: true`` user text;
-    * thinking: ``{kind:'thinking', text, signature?, providerOptions?, stepId?, eventId, ts}``;
-    * tool call: ``{kind:'tool_call', toolCallId, toolName, input, providerOptions?,
-      providerExecuted?, stepId? (refs.stepId), eventId, ts}``;
-    * tool result: ``{kind:'tool_result', toolCallId, toolName, output, isError,
-      providerExecuted?, eventId, ts}``.
-
-    Returns None for partial, model-hidden, content-less, empty-text, error-content, system
-    (unless ``include_system``) and wrong-role events. Plan-level rules — call/result pairing,
-    dropping unmatched calls, skipping signed thinking in legacy tool turns, suffix trimming —
-    belong to the replay planner, not here. ``project_tool_output(toolName, output)`` applies
-    the reference's tool-specific model projections of results (Bash / Write / Edit /
-    FormatJson summaries); without it the stored result (or ``providerOutput`` for
-    provider-executed tools) is used verbatim.
-    """
-    event = _as_wire(event_wire)
-    if not isinstance(event, Mapping):
-        raise CodecInputError("not a RuntimeEvent wire object", code="provider_replay_invalid")
-    if event.get("partial") is True or event.get("modelVisibility") == "hidden":
-        return None
-    content = event.get("content")
-    if not isinstance(content, Mapping):
-        return None
-    kind = content.get("kind")
-    if kind == "text":
-        text = content.get("text")
-        if not isinstance(text, str) or not text:
-            return None
-    elif kind not in ("thinking", "function_call", "function_response"):
-        return None
-    role = event.get("role")
-    if role == "system" and not include_system:
-        return None
-    event_id = event.get("id")
-    ts = event.get("ts")
-    refs = event.get("refs")
-    refs = refs if isinstance(refs, Mapping) else {}
-    item: dict[str, object]
-    if kind == "text":
-        replay_role = {"user": "user", "model": "assistant", "system": "system"}.get(str(role))
-        if replay_role is None:
-            return None
-        steering = content.get("steering") is True and replay_role == "user"
-        body = format_text_with_inline_refs(content)
-        item = {
-            "kind": "text",
-            "role": replay_role,
-            "content": _steering_envelope(body) if steering else body,
-        }
-        if steering:
-            item["steering"] = {"eventId": event_id}
-        if content.get("attachments") is not None:
-            item["attachments"] = content["attachments"]
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        if replay_role == "assistant":
-            step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
-                refs.get("storedMessageId")
-            )
-            if step_id:
-                item["stepId"] = step_id
-    elif kind == "thinking":
-        if role != "model":
-            return None
-        item = {"kind": "thinking", "text": content.get("text")}
-        signature = _truthy_str(content.get("signature"))
-        if signature:
-            item["signature"] = signature
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
-            refs.get("storedMessageId")
-        )
-        if step_id:
-            item["stepId"] = step_id
-    elif kind == "function_call":
-        if role != "model":
-            return None
-        item = {
-            "kind": "tool_call",
-            "toolCallId": content.get("id"),
-            "toolName": content.get("name"),
-            "input": content.get("args"),
-        }
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        if "providerExecuted" in content:
-            item["providerExecuted"] = content["providerExecuted"]
-        step_id = _truthy_str(refs.get("stepId"))
-        if step_id:
-            item["stepId"] = step_id
-    else:  # function_response
-        if role != "tool":
-            return None
-        name = content.get("name")
-        output = (
-            content["providerOutput"]
-            if content.get("providerExecuted") and "providerOutput" in content
-            else content.get("result")
-        )
-        if project_tool_output is not None and isinstance(name, str):
-            output = project_tool_output(name, output)
-        item = {
-            "kind": "tool_result",
-            "toolCallId": content.get("id"),
-            "toolName": name,
-            "output": output,
-            "isError": content.get("isError") is True,
-        }
-        if "providerExecuted" in content:
-            item["providerExecuted"] = content["providerExecuted"]
-    item["eventId"] = event_id
-    item["ts"] = ts
-    return item

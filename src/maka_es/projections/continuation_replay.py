@@ -22,15 +22,13 @@ from typing import Any, Literal, cast
 
 from pydantic import JsonValue, field_serializer
 
-from maka_es.domain.codec import (
+from maka_es.domain.boundary import (
     PROVIDER_REPLAY_PROJECTION_VERSION,
-    CodecInputError,
-    ToolOutputProjection,
     build_segment,
     manifest_digest,
     provider_replay_digest,
-    provider_replay_item,
 )
+from maka_es.domain.codec import CodecInputError
 from maka_es.domain.events import (
     ErrorContent,
     FunctionCallContent,
@@ -39,6 +37,7 @@ from maka_es.domain.events import (
     TextContent,
     ThinkingContent,
 )
+from maka_es.domain.replay_items import ToolOutputProjection, provider_replay_item
 from maka_es.domain.report import ReportModel, RuntimeEventInput, decode_events
 from maka_es.projections.resolver import resolve_tool_operations
 

@@ -39,7 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from maka_es.domain.codec import canonical_json, provider_replay_item
+from maka_es.domain.codec import canonical_json
+from maka_es.domain.replay_items import provider_replay_item
 from maka_es.domain.report import RuntimeEventInput, decode_events
 from maka_es.errors import MakaError
 
