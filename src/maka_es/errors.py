@@ -194,6 +194,13 @@ class RecoveryBundleRejectedError(StoreRefusal):
     default_code = "recovery_bundle_rejected"
 
 
+class StoreUnavailableError(StoreRefusal):
+    """The store could not take the write (read-only, locked, out of space): nothing of it was
+    written. Not a verdict about the facts; the same command may succeed later."""
+
+    default_code = "store_unavailable"
+
+
 class StoreCorruptionError(MakaError):
     """Stored data cannot be decoded: fail closed, never guess."""
 

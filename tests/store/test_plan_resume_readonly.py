@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from maka_es.application.runtime import RuntimeApplication
+from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
@@ -31,8 +32,9 @@ def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
         assert plan.disposition == "blocked"
         assert list(plan.rejection_reasons) == ["dangling_tool_state"]
         assert reader.plan_resume("r1", expected_high_water=2) == plan
-        with pytest.raises(Exception, match="readonly"):
+        with pytest.raises(StoreUnavailableError, match="readonly") as info:
             reader.append_event("r1", ledger.model_text())
+        assert info.value.code == "store_unavailable"
         assert store_snapshot(reader) == before
 
 

@@ -186,7 +186,7 @@ def test_stale_writer_loses_and_is_reloaded_not_reused(db_path: Path) -> None:
         fresh = stale.decide_append(other.decoded(), committed_at=1.0)
         second.append_event("r1", ledger.model_text())
         with pytest.raises(ConcurrentWriteError) as info:
-            first._save_facts(
+            first.commit_facts(
                 fresh.facts,
                 conflict=lambda: ConcurrentWriteError("stale", detail={"runId": "r1"}),
             )

@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError
-
 from maka_es.application.continuation_planner import (
     LineagePark,
     RunReader,
@@ -43,10 +41,6 @@ from maka_es.domain.claim import (
     continuation_start_event,
 )
 from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.facts import (
-    claim_stream_id,
-    run_stream_id,
-)
 from maka_es.domain.run import Run, bind_invocation
 from maka_es.domain.run_header import RunHeader, run_status_for_terminal_event
 from maka_es.errors import MakaError
@@ -343,23 +337,19 @@ class ContinuationExecutor:
             bind_invocation(target_header),
             app.session_registration(boundary.session_id, target.run_id, claimed_at),
         ]
-        try:
-            app.save(*facts)
-        except IntegrityError:
-            app.evict_streams(
-                claim_stream_id(boundary.claim_id),
-                run_stream_id(boundary.run_id),
-                run_stream_id(target.run_id),
-            )
-            if app.run_exists(target.run_id) and not app.claim_exists(boundary.claim_id):
-                raise _refuse(
-                    "target_run_conflict", f"target run {target.run_id} already exists"
-                ) from None
-            raise _refuse(
-                "continuation_claim_conflict",
-                f"another resumer claimed {boundary.claim_id} first",
-                claimId=boundary.claim_id,
-            ) from None
+        app.commit_facts(facts, conflict=lambda: self._claim_conflict(boundary, target))
+
+    def _claim_conflict(
+        self, boundary: SourceBoundary, target: ContinuationTarget
+    ) -> ContinuationRevalidationError:
+        """Who won? A taken target run id without our claim, or (most often) another claimer."""
+        if self.app.run_exists(target.run_id) and not self.app.claim_exists(boundary.claim_id):
+            return _refuse("target_run_conflict", f"target run {target.run_id} already exists")
+        return _refuse(
+            "continuation_claim_conflict",
+            f"another resumer claimed {boundary.claim_id} first",
+            claimId=boundary.claim_id,
+        )
 
     def _output_event(
         self, target: ContinuationTarget, boundary: SourceBoundary, n: int, content: Any

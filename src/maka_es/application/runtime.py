@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Mapper, Transcoder
+from eventsourcing.persistence import IntegrityError, Mapper, PersistenceError, Transcoder
 
 from maka_es.application.continuation_executor import (
     ContinuationExecutor,
@@ -79,6 +79,7 @@ from maka_es.errors import (
     RunNotFoundError,
     SessionAlreadyExistsError,
     SessionNotFoundError,
+    StoreUnavailableError,
 )
 from maka_es.infrastructure.mapper import FactMapper, JsonTranscoder
 from maka_es.projections import ResumePlan, build_resume_plan
@@ -224,14 +225,27 @@ class RuntimeApplication(Application[UUID]):
                 with contextlib.suppress(KeyError):
                     cache.get(stream_id, evict=True)
 
-    def _save_facts(
+    def commit_facts(
         self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]
     ) -> None:
+        """Save ``facts`` in ONE transaction (every command's single write).
+
+        A uniqueness violation means another writer got there first: the involved streams are
+        evicted from the cache (never reused) and ``conflict()`` classifies the refusal. Any
+        other persistence failure (read-only file, locked database, disk full) is a typed
+        ``StoreUnavailableError``; in both cases nothing of the transaction was written.
+        """
         try:
             self.save(*facts)
         except IntegrityError as exc:
             self._evict(*{fact.originator_id for fact in facts})
             raise conflict() from exc
+        except PersistenceError as exc:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise StoreUnavailableError(
+                f"the store refused the write: {type(exc).__name__}: {exc}",
+                detail={"errorClass": type(exc).__name__},
+            ) from exc
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -241,7 +255,7 @@ class RuntimeApplication(Application[UUID]):
         """Open a new session. Opening an existing one is refused (ids are identities)."""
         with self._command_lock:
             fact = Session.open(session_id, cwd, workspace_identity, self.clock())
-            self._save_facts(
+            self.commit_facts(
                 [fact],
                 conflict=lambda: SessionAlreadyExistsError(
                     f"session {session_id} already exists", detail={"sessionId": session_id}
@@ -291,11 +305,9 @@ class RuntimeApplication(Application[UUID]):
             assert parsed.invocation_id is not None  # Run.create refuses headers without it
             binding = bind_invocation(parsed)
             registered = session.register_run(parsed.run_id, created_at)
-            try:
-                self.save(created, binding, registered)
-            except IntegrityError as exc:
-                self._evict(created.originator_id, binding.originator_id, session.id)
-                raise self._create_run_conflict(parsed) from exc
+            self.commit_facts(
+                [created, binding, registered], conflict=lambda: self._create_run_conflict(parsed)
+            )
             return parsed
 
     def _create_run_conflict(self, header: RunHeader) -> Exception:
@@ -367,11 +379,7 @@ class RuntimeApplication(Application[UUID]):
             assert live.invocation_id is not None
             facts.append(bind_invocation(live))
             facts.append(session.register_run(parsed.run_id, created_at))
-            try:
-                self.save(*facts)
-            except IntegrityError as exc:
-                self._evict(*{fact.originator_id for fact in facts})
-                raise self._create_run_conflict(parsed) from exc
+            self.commit_facts(facts, conflict=lambda: self._create_run_conflict(parsed))
             return AppendResult(len(decision.appended), decision.retried, run.high_water)
 
     def get_run_header(self, run_id: str) -> RunHeader:
@@ -402,7 +410,7 @@ class RuntimeApplication(Application[UUID]):
                 decoded, committed_at=self.clock(), expected_high_water=expected_high_water
             )
             if decision.facts:
-                self._save_facts(
+                self.commit_facts(
                     decision.facts,
                     conflict=lambda: ConcurrentWriteError(
                         f"run {run_id} was appended to concurrently; re-read and retry",
@@ -429,7 +437,7 @@ class RuntimeApplication(Application[UUID]):
         with self._command_lock:
             run = self._load_run(run_id)
             fact = run.decide_header_update(patch, updated_at=self.clock())
-            self._save_facts(
+            self.commit_facts(
                 [fact],
                 conflict=lambda: ConcurrentWriteError(
                     f"run {run_id} changed concurrently; re-read and retry",
@@ -445,7 +453,7 @@ class RuntimeApplication(Application[UUID]):
             run = self._load_run(run_id)
             decision = decide(run)
             if decision.facts:
-                self._save_facts(
+                self.commit_facts(
                     decision.facts,
                     conflict=lambda: ConcurrentWriteError(
                         f"run {run_id} was written concurrently; re-read and retry",
@@ -677,11 +685,7 @@ class RuntimeApplication(Application[UUID]):
                 bind_invocation(header),
                 self.session_registration(header.session_id, header.run_id, header.created_at),
             ]
-            try:
-                self.save(*facts)
-            except IntegrityError as exc:
-                self._evict(*{fact.originator_id for fact in facts})
-                raise self._create_run_conflict(header) from exc
+            self.commit_facts(facts, conflict=lambda: self._create_run_conflict(header))
 
     @property
     def recovery_status(self) -> RecoveryStatusProjector:
@@ -710,10 +714,6 @@ class RuntimeApplication(Application[UUID]):
             self._recovery_status.close()
             self._recovery_status = None
         super().close()
-
-    def evict_streams(self, *stream_ids: UUID) -> None:
-        """Forget cached aggregates (after a failed save that involved them)."""
-        self._evict(*stream_ids)
 
     def _session_run_headers(self, session_id: str) -> list[RunHeader]:
         return self.list_runs(session_id)
