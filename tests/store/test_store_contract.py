@@ -226,3 +226,26 @@ def test_concurrent_writers_at_one_version_exactly_one_wins(db_path: Path) -> No
     assert set(outcomes) <= {"won", "concurrent_write", "runtime_offset_mismatch"}
     with RuntimeApplication.open_sqlite(str(db_path)) as check:
         assert check.run_high_water("r1") == 1
+
+
+def test_end_run_commits_the_terminal_fact_before_the_derived_header(
+    any_app: RuntimeApplication,
+) -> None:
+    _open_run(any_app)
+    ledger = LedgerBuilder()
+    ledger.user()
+    any_app.append_events("r1", ledger.events)
+    before = store_snapshot(any_app)
+    with pytest.raises(TerminalConflictError) as info:
+        any_app.end_run("r1", ledger.model_text("not an ending"))
+    assert info.value.code == "terminal_conflict"
+    assert store_snapshot(any_app) == before
+    terminal = ledger.terminal("aborted")
+    terminal["actions"]["stateDelta"] = {"abortSource": "user"}
+    header = any_app.end_run("r1", terminal)
+    assert (header.status, header.abort_source, header.completed_at) == (
+        "cancelled",
+        "user",
+        terminal["ts"],
+    )
+    assert any_app.read_run_events("r1")[-1].id == terminal["id"]

@@ -42,7 +42,7 @@ from maka_es.domain.claim import (
 )
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run import Run, bind_invocation
-from maka_es.domain.run_header import RunHeader, run_status_for_terminal_event
+from maka_es.domain.run_header import RunHeader, run_status_for_terminal_event, terminal_event
 from maka_es.errors import MakaError
 from maka_es.infrastructure import failpoints
 from maka_es.projections.continuation import (
@@ -58,8 +58,8 @@ from maka_es.projections.continuation_replay import build_composite_replay
 AFTER_CLAIM_COMMITTED = "continuation.after_continuation_claim_committed"
 AFTER_RUN_CREATED = "continuation.after_run_created"
 AFTER_START_COMMITTED = "continuation.after_continuation_start_committed"
-AFTER_TERMINAL_EVENT = "continuation.after_terminal_event_committed"
-AFTER_TERMINAL_HEADER = "continuation.after_terminal_header_committed"
+AFTER_TERMINAL_EVENT = failpoints.AFTER_TERMINAL_EVENT
+AFTER_TERMINAL_HEADER = failpoints.AFTER_TERMINAL_HEADER
 
 
 class ContinuationRevalidationError(MakaError):
@@ -272,7 +272,7 @@ class ContinuationExecutor:
         target = ContinuationTarget(
             continuation.invocation_id, continuation.run_id, continuation.turn_id
         )
-        self._claim(header, source, boundary, target, observation)
+        target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
         self.telemetry.execution_started(
@@ -289,14 +289,12 @@ class ContinuationExecutor:
         )
         try:
             turn = provider.complete(request)
-            outputs = [
-                self._output_event(target, boundary, n, o) for n, o in enumerate(turn.outputs)
-            ]
+            outputs = [self._output_event(target_header, n, o) for n, o in enumerate(turn.outputs)]
             if outputs:
                 self.app.append_events(target.run_id, outputs)
         except Exception as exc:
             error_class = error_class_of(exc)
-            self._finish(target, boundary, "failed", error_class)
+            self._finish(target_header, "failed", error_class)
             self.telemetry.execution_failed(
                 session_id=session_id,
                 source_run_id=boundary.run_id,
@@ -304,7 +302,7 @@ class ContinuationExecutor:
                 error=exc,
             )
             return ContinuationOutcome(target.run_id, "failed", error_class, 0)
-        self._finish(target, boundary, "completed", None)
+        self._finish(target_header, "completed", None)
         self.telemetry.execution_completed(
             session_id=session_id, source_run_id=boundary.run_id, target_run_id=target.run_id
         )
@@ -317,7 +315,8 @@ class ContinuationExecutor:
         boundary: SourceBoundary,
         target: ContinuationTarget,
         observation: HostObservation,
-    ) -> None:
+    ) -> RunHeader:
+        """ONE save: claim, source seal, target run + start fact, invocation, registration."""
         app = self.app
         claimed_at = app.clock()
         target_header = continuation_header(
@@ -338,6 +337,7 @@ class ContinuationExecutor:
             app.session_registration(boundary.session_id, target.run_id, claimed_at),
         ]
         app.commit_facts(facts, conflict=lambda: self._claim_conflict(boundary, target))
+        return target_header
 
     def _claim_conflict(
         self, boundary: SourceBoundary, target: ContinuationTarget
@@ -351,15 +351,10 @@ class ContinuationExecutor:
             claimId=boundary.claim_id,
         )
 
-    def _output_event(
-        self, target: ContinuationTarget, boundary: SourceBoundary, n: int, content: Any
-    ) -> dict[str, Any]:
+    def _output_event(self, target_header: RunHeader, n: int, content: Any) -> dict[str, Any]:
         return {
-            "id": f"{target.run_id}-out-{n + 1}",
-            "sessionId": boundary.session_id,
-            "invocationId": target.invocation_id,
-            "runId": target.run_id,
-            "turnId": target.turn_id,
+            "id": f"{target_header.run_id}-out-{n + 1}",
+            **target_header.spine,
             "ts": self.app.clock(),
             "partial": False,
             "role": "model",
@@ -367,40 +362,15 @@ class ContinuationExecutor:
             "content": dict(content),
         }
 
-    def _finish(
-        self,
-        target: ContinuationTarget,
-        boundary: SourceBoundary,
-        status: str,
-        error_class: str | None,
-    ) -> None:
-        """Terminal event first, then the header (never a terminal header without it)."""
-        app = self.app
-        now = app.clock()
-        terminal: dict[str, Any] = {
-            "id": f"{target.run_id}-terminal",
-            "sessionId": boundary.session_id,
-            "invocationId": target.invocation_id,
-            "runId": target.run_id,
-            "turnId": target.turn_id,
-            "ts": now,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "status": status,
-            "actions": {"endInvocation": True},
-        }
-        patch: dict[str, Any] = {"status": status, "updatedAt": now, "completedAt": now}
-        if error_class is not None:
-            terminal["content"] = {
-                "kind": "error",
-                "code": error_class,
-                "reason": error_class,
-                "message": error_class,
-            }
-            terminal["actions"]["stateDelta"] = {"failureClass": error_class}
-            patch["failureClass"] = error_class
-        app.append_event(target.run_id, terminal)
-        failpoints.hit(AFTER_TERMINAL_EVENT)
-        app.update_run_header(target.run_id, patch)
-        failpoints.hit(AFTER_TERMINAL_HEADER)
+    def _finish(self, target_header: RunHeader, status: str, error_class: str | None) -> None:
+        """The target's terminal fact, then its header (``end_run`` keeps that order)."""
+        self.app.end_run(
+            target_header.run_id,
+            terminal_event(
+                target_header.spine,
+                event_id=f"{target_header.run_id}-terminal",
+                ts=self.app.clock(),
+                status=status,
+                failure_class=error_class,
+            ),
+        )

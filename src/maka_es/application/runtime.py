@@ -68,7 +68,7 @@ from maka_es.domain.facts import (
 )
 from maka_es.domain.resolution import Resolution
 from maka_es.domain.run import Run, ToolCommandDecision, bind_invocation, project_run
-from maka_es.domain.run_header import RunHeader
+from maka_es.domain.run_header import RunHeader, terminal_header_patch
 from maka_es.domain.session import Session, project_session
 from maka_es.domain.tool_operation import ToolOperationState
 from maka_es.errors import (
@@ -80,7 +80,9 @@ from maka_es.errors import (
     SessionAlreadyExistsError,
     SessionNotFoundError,
     StoreUnavailableError,
+    TerminalConflictError,
 )
+from maka_es.infrastructure import failpoints
 from maka_es.infrastructure.mapper import FactMapper, JsonTranscoder
 from maka_es.projections import ResumePlan, build_resume_plan
 from maka_es.projections.continuation import ContinuationPlan
@@ -521,6 +523,24 @@ class RuntimeApplication(Application[UUID]):
     def resolve_run(self, run_id: str) -> Resolution:
         """The RecoveryResolver's verdict over the run's committed ledger."""
         return self._load_run(run_id).resolution()
+
+    def end_run(self, run_id: str, terminal: RuntimeEvent | Mapping[str, Any]) -> RunHeader:
+        """End a run: the terminal event is made durable FIRST, then the header derived from
+        it (spec §2 ordering). If the process dies in between, startup recovery repairs the
+        header from the event; a terminal header without its event never exists."""
+        event = as_runtime_event(terminal)
+        header = self.get_run_header(run_id)
+        patch = terminal_header_patch(header, event)
+        if patch is None or not event.is_terminal:
+            raise TerminalConflictError(
+                f"event {event.id} is not a terminal fact with a run status",
+                detail={"eventId": event.id},
+            )
+        self.append_event(run_id, event)
+        failpoints.hit(failpoints.AFTER_TERMINAL_EVENT)
+        ended = self.update_run_header(run_id, patch)
+        failpoints.hit(failpoints.AFTER_TERMINAL_HEADER)
+        return ended
 
     def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
         """The run's committed RuntimeEvents, in commit order."""

@@ -40,9 +40,8 @@ from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import (
     RunHeader,
     header_matches_terminal,
-    run_status_for_terminal_event,
-    terminal_abort_source,
-    terminal_failure_class,
+    terminal_event,
+    terminal_header_patch,
 )
 from maka_es.errors import MakaError
 
@@ -170,23 +169,16 @@ class StartupRecovery:
             claimed_at=claim.claimed_at,
         )
         app.create_claimed_run(header, start)
-        terminal = self._failed_terminal(
-            start,
-            repair_id("terminal", claim.claim_id),
-            max(start.ts + 1, claim.claimed_at + 1),
-            ABANDONED,
-            ABANDONED,
-            None,
-        )
-        app.append_event(target.run_id, terminal)
-        app.update_run_header(
+        app.end_run(
             target.run_id,
-            {
-                "status": "failed",
-                "failureClass": ABANDONED,
-                "updatedAt": terminal["ts"],
-                "completedAt": terminal["ts"],
-            },
+            terminal_event(
+                header.spine,
+                event_id=repair_id("terminal", claim.claim_id),
+                ts=max(start.ts + 1, claim.claimed_at + 1),
+                status="failed",
+                failure_class=ABANDONED,
+                state_delta={"recovered": True, "recoveryReason": ABANDONED},
+            ),
         )
         return Repair(target.run_id, "claim_repaired", {"claimId": claim.claim_id})
 
@@ -213,91 +205,28 @@ class StartupRecovery:
                 self.tool_runtime.recover(run_id)
             events = app.read_run_events(run_id)
         reason, last_type = recovery_reason(events)
-        spine = events[0] if events else None
-        terminal = self._failed_terminal(
-            spine,
-            f"{run_id}-recovered-terminal",
-            app.clock(),
-            "app_restarted",
-            reason,
-            last_type,
-            header=header,
-        )
-        app.append_event(run_id, terminal)
-        app.update_run_header(
+        delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
+        if last_type is not None:
+            delta["lastEventType"] = last_type
+        app.end_run(
             run_id,
-            {
-                "status": "failed",
-                "failureClass": "app_restarted",
-                "updatedAt": terminal["ts"],
-                "completedAt": terminal["ts"],
-            },
+            terminal_event(
+                header.spine,
+                event_id=f"{run_id}-recovered-terminal",
+                ts=app.clock(),
+                status="failed",
+                failure_class="app_restarted",
+                state_delta=delta,
+            ),
         )
         return Repair(run_id, "terminal_recovered", {"recoveryReason": reason})
 
     def _repair_header(self, header: RunHeader, terminal: RuntimeEvent) -> Repair:
-        status = run_status_for_terminal_event(terminal)
-        patch: dict[str, Any] = {
-            "status": status,
-            "updatedAt": terminal.ts,
-            "completedAt": terminal.ts,
-        }
-        if status == "failed":
-            patch["failureClass"] = terminal_failure_class(terminal, header) or "unknown"
-        elif status == "cancelled":
-            patch["abortSource"] = terminal_abort_source(terminal, header) or "unknown"
-        candidate = RunHeader.model_validate({**header.to_wire(), **patch})
-        if status is None or not header_matches_terminal(candidate, terminal):
+        """The header follows the durable terminal fact; nothing new is written to the ledger."""
+        patch = terminal_header_patch(header, terminal)
+        if patch is None or not header_matches_terminal(
+            RunHeader.model_validate({**header.to_wire(), **patch}), terminal
+        ):
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
         self.app.update_run_header(header.run_id, patch)
-        return Repair(header.run_id, "header_repaired", {"status": status})
-
-    def _failed_terminal(
-        self,
-        spine: RuntimeEvent | None,
-        event_id: str,
-        ts: float,
-        failure_class: str,
-        reason: str,
-        last_type: str | None,
-        header: RunHeader | None = None,
-    ) -> dict[str, Any]:
-        if spine is not None:
-            identity = {
-                "sessionId": spine.session_id,
-                "invocationId": spine.invocation_id,
-                "runId": spine.run_id,
-                "turnId": spine.turn_id,
-            }
-        else:
-            assert header is not None
-            assert header.invocation_id is not None
-            identity = {
-                "sessionId": header.session_id,
-                "invocationId": header.invocation_id,
-                "runId": header.run_id,
-                "turnId": header.turn_id,
-            }
-        delta: dict[str, Any] = {
-            "recovered": True,
-            "recoveryReason": reason,
-            "failureClass": failure_class,
-        }
-        if last_type is not None:
-            delta["lastEventType"] = last_type
-        return {
-            "id": event_id,
-            **identity,
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "status": "failed",
-            "content": {
-                "kind": "error",
-                "code": failure_class,
-                "reason": failure_class,
-                "message": failure_class,
-            },
-            "actions": {"endInvocation": True, "stateDelta": delta},
-        }
+        return Repair(header.run_id, "header_repaired", {"status": patch["status"]})

@@ -266,10 +266,7 @@ class ToolRuntime:
             body["isError"] = True
         response: dict[str, Any] = {
             "id": event_id,
-            "sessionId": call.session_id,
-            "invocationId": call.invocation_id,
-            "runId": call.run_id,
-            "turnId": call.turn_id,
+            **call.spine,
             "ts": self.app.clock(),
             "partial": False,
             "role": "tool",
@@ -389,10 +386,7 @@ class ToolRuntime:
         assert content is not None
         return {
             "id": event_id,
-            "sessionId": call.session_id,
-            "invocationId": call.invocation_id,
-            "runId": call.run_id,
-            "turnId": call.turn_id,
+            **call.spine,
             "ts": self.app.clock(),
             "partial": False,
             "role": "system",

@@ -470,6 +470,17 @@ class RuntimeEvent(RuntimeWireModel):
         return (self.session_id, self.invocation_id, self.run_id, self.turn_id)
 
     @property
+    def spine(self) -> dict[str, str]:
+        """The identity keys every event of the same run carries (wire names): the starting
+        point of any fact the runtime writes into this run."""
+        return {
+            "sessionId": self.session_id,
+            "invocationId": self.invocation_id,
+            "runId": self.run_id,
+            "turnId": self.turn_id,
+        }
+
+    @property
     def function_call(self) -> FunctionCallContent | None:
         return self.content if isinstance(self.content, FunctionCallContent) else None
 

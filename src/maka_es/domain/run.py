@@ -91,10 +91,7 @@ def build_dispatch_event(call: RuntimeEvent, operation_id: str, recovery_mode: s
     assert content is not None
     wire: dict[str, Any] = {
         "id": f"{operation_id}_dispatch",
-        "sessionId": call.session_id,
-        "invocationId": call.invocation_id,
-        "runId": call.run_id,
-        "turnId": call.turn_id,
+        **call.spine,
         "ts": call.ts,
         "partial": False,
         "role": "system",

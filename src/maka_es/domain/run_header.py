@@ -8,6 +8,7 @@ depend on the header alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, StrictStr, field_validator, model_validator
@@ -161,6 +162,18 @@ class RunHeader(HeaderWireModel):
         return self.status in TERMINAL_RUN_STATUSES
 
     @property
+    def spine(self) -> dict[str, str]:
+        """``sessionId, invocationId, runId, turnId`` of the run's events (wire names)."""
+        if self.invocation_id is None:
+            raise InvalidRunHeaderError("the header has no invocationId", field="invocationId")
+        return {
+            "sessionId": self.session_id,
+            "invocationId": self.invocation_id,
+            "runId": self.run_id,
+            "turnId": self.turn_id,
+        }
+
+    @property
     def is_session_inline(self) -> bool:
         """Spec §2: no parent, or a continuation (``continuationSource``) that is not an agent."""
         return self.parent_run_id is None or (
@@ -230,3 +243,55 @@ def header_matches_terminal(header: RunHeader, event: RuntimeEvent) -> bool:
         fact_source = terminal_abort_source(event, header)
         return fact_source is not None and header.abort_source == fact_source
     return True
+
+
+def terminal_header_patch(header: RunHeader, event: RuntimeEvent) -> dict[str, Any] | None:
+    """The header patch a terminal fact implies (spec §2): its status, ``updatedAt`` and
+    ``completedAt`` = the fact's ``ts``, the failure class (failed; default ``unknown``) or the
+    abort source (cancelled; default ``unknown``). ``None`` if the event implies no status."""
+    status = run_status_for_terminal_event(event)
+    if status is None:
+        return None
+    patch: dict[str, Any] = {"status": status, "updatedAt": event.ts, "completedAt": event.ts}
+    if status == "failed":
+        patch["failureClass"] = terminal_failure_class(event, header) or "unknown"
+    elif status == "cancelled":
+        patch["abortSource"] = terminal_abort_source(event, header) or "unknown"
+    return patch
+
+
+def terminal_event(
+    spine: Mapping[str, Any],
+    *,
+    event_id: str,
+    ts: float,
+    status: str,
+    failure_class: str | None = None,
+    state_delta: Mapping[str, Any] | None = None,
+) -> RuntimeEvent:
+    """A terminal fact for the run of ``spine`` (``sessionId, invocationId, runId, turnId``).
+    A failed one carries its failure class both as error content and as
+    ``stateDelta.failureClass``, so the header derived from it matches it."""
+    actions: dict[str, Any] = {"endInvocation": True}
+    delta = dict(state_delta or {})
+    wire: dict[str, Any] = {
+        "id": event_id,
+        **{key: spine[key] for key in ("sessionId", "invocationId", "runId", "turnId")},
+        "ts": ts,
+        "partial": False,
+        "role": "system",
+        "author": "system",
+        "status": status,
+    }
+    if failure_class is not None:
+        wire["content"] = {
+            "kind": "error",
+            "code": failure_class,
+            "reason": failure_class,
+            "message": failure_class,
+        }
+        delta["failureClass"] = failure_class
+    if delta:
+        actions["stateDelta"] = delta
+    wire["actions"] = actions
+    return RuntimeEvent.model_validate(wire)

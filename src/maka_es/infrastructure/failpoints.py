@@ -14,6 +14,11 @@ from threading import Lock
 #: Inside the SQLite transaction, after this save's rows were inserted, before COMMIT.
 INSIDE_SAVE_BEFORE_COMMIT = "store.save.inside_transaction"
 
+#: A run's terminal event is durable, its header not yet terminal.
+AFTER_TERMINAL_EVENT = "run.after_terminal_event_committed"
+#: The run's terminal header is durable too.
+AFTER_TERMINAL_HEADER = "run.after_terminal_header_committed"
+
 _armed: dict[str, Callable[[str], None]] = {}
 _lock = Lock()
 
