@@ -16,7 +16,7 @@ from typing import Any
 from maka_es.application.host import HostInspector, HostObservation
 from maka_es.domain.boundary import build_segment
 from maka_es.domain.claim import ContinuationClaim, claim_id_for
-from maka_es.domain.codec import CodecInputError
+from maka_es.domain.codec import CodecInputError, js_sort_key
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import ContinuationSourceV2, RunHeader, header_matches_terminal
 from maka_es.errors import MakaError
@@ -253,7 +253,7 @@ class ContinuationPlanner:
         ]
         if not candidates:
             return None
-        return max(candidates, key=lambda h: (h.created_at, h.run_id.encode("utf-16-be")))
+        return max(candidates, key=lambda h: (h.created_at, js_sort_key(h.run_id)))
 
     def plan(
         self,

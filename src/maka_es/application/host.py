@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
+from maka_es.domain.codec import js_sort_key
 from maka_es.domain.report import ReportModel
 from maka_es.infrastructure.workspace_marker import resolve_workspace_identity
 
@@ -49,11 +50,6 @@ __all__ = [
 ]
 
 
-def _js_order(name: str) -> bytes:
-    """JavaScript's default ``sort`` order (UTF-16 code units), as the reference host sorts."""
-    return name.encode("utf-16-be", "surrogatepass")
-
-
 class HostObservation(ReportModel):
     """What the host observed about the session's environment, right now.
 
@@ -70,7 +66,7 @@ class HostObservation(ReportModel):
     @field_validator("available_tool_names", mode="after")
     @classmethod
     def _dedup_sorted(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(sorted(set(names), key=_js_order))
+        return tuple(sorted(set(names), key=js_sort_key))
 
 
 @runtime_checkable

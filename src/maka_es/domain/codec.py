@@ -32,6 +32,7 @@ __all__ = [
     "canonical_json",
     "is_sha256_digest",
     "js_number",
+    "js_sort_key",
     "js_string",
     "operation_id_for",
     "sha256_digest",
@@ -170,8 +171,10 @@ def _is_array_index(key: str) -> bool:
     return _ARRAY_INDEX_RE.fullmatch(key) is not None and int(key) < _ARRAY_INDEX_LIMIT
 
 
-def _utf16_key(key: str) -> bytes:
-    return key.encode("utf-16-be", "surrogatepass")
+def js_sort_key(text: str) -> bytes:
+    """Sort key of JavaScript's default string order (``Array.prototype.sort``: UTF-16 code
+    units). Every place that must order strings like the reference runtime uses it."""
+    return text.encode("utf-16-be", "surrogatepass")
 
 
 def _js_key_order(keys: list[str]) -> list[str]:
@@ -191,7 +194,7 @@ def _js_key_order(keys: list[str]) -> list[str]:
     else:
         rest = keys
     if any(k and max(k) >= _ASTRAL_MIN for k in rest):
-        rest = sorted(rest, key=_utf16_key)
+        rest = sorted(rest, key=js_sort_key)
     else:
         rest = sorted(rest)
     return index_keys + rest if index_keys else rest

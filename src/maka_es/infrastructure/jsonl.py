@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from maka_es.domain.codec import canonical_json
+from maka_es.domain.codec import canonical_json, js_sort_key
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import RunHeader
 from maka_es.domain.wire import loads_js
@@ -87,11 +87,6 @@ def validate_safe_id(value: object, what: str = "id") -> str:
             f"unsafe {what}: longer than {_MAX_ID_BYTES} bytes", code="unsafe_id"
         )
     return value
-
-
-def _js_order(text: str) -> bytes:
-    """Sort key giving JavaScript's default string order (UTF-16 code units)."""
-    return text.encode("utf-16-be", "surrogatepass")
 
 
 #: Strict JSON with JavaScript number semantics; one parser for every reader of ledger bytes.
@@ -169,7 +164,7 @@ def _child_ids(directory: Path) -> list[str]:
             continue
         if entry.is_dir():
             ids.append(entry.name)
-    return sorted(ids, key=_js_order)
+    return sorted(ids, key=js_sort_key)
 
 
 # --- parsing a ledger file --------------------------------------------------------------------
@@ -425,7 +420,7 @@ class JsonlLedger:
         keyed: list[tuple[float, bytes, int, bytes, RuntimeEvent]] = []
         for run_id in self._session_runs(session_id):
             for index, event in enumerate(self.read_events(session_id, run_id)):
-                keyed.append((event.ts, _js_order(run_id), index, _js_order(event.id), event))
+                keyed.append((event.ts, js_sort_key(run_id), index, js_sort_key(event.id), event))
         keyed.sort(key=lambda item: item[:4])
         return [item[4] for item in keyed]
 

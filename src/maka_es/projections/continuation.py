@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, StrictBool, StrictStr, field_serializer
 
+from maka_es.domain.codec import js_sort_key
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.report import ReportModel, RuntimeEventInput, decode_events
 from maka_es.domain.run_header import (
@@ -191,7 +192,7 @@ def normalize_cwd(value: str) -> str:
 
 def _js_sorted(values: set[str]) -> tuple[str, ...]:
     """Sorted like JavaScript's default ``Array.prototype.sort`` (UTF-16 code units)."""
-    return tuple(sorted(values, key=lambda s: s.encode("utf-16-be", "surrogatepass")))
+    return tuple(sorted(values, key=js_sort_key))
 
 
 def terminal_boundary_consistent(
