@@ -27,6 +27,7 @@ from maka_es.application.continuation_planner import (
     LineagePark,
     RunReader,
     check_v2_replay,
+    continuations_of,
     prefix_segment,
     read_lineage,
 )
@@ -107,7 +108,8 @@ class ContinuationExecutor:
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run, SourceBoundary, HostObservation]:
         app = self.app
-        self._refuse_active_runs(session_id, continuation.source_run_id)
+        runs: list[RunHeader] = app.list_runs(session_id)
+        self._refuse_active_runs(runs, continuation.source_run_id)
         try:
             header: RunHeader = app.get_run_header(continuation.source_run_id)
             source: Run = app._load_run(continuation.source_run_id)
@@ -152,11 +154,11 @@ class ContinuationExecutor:
             raise _refuse("source_ledger_identity_changed", "a source event has another identity")
         boundary = self._boundary(header, events, continuation)
         observation = self._reinspect(session_id, current_cwd, continuation)
-        self._refuse_existing_claims(session_id, boundary, continuation)
+        self._refuse_existing_claims(runs, boundary, continuation)
         return header, source, boundary, observation
 
-    def _refuse_active_runs(self, session_id: str, source_run_id: str) -> None:
-        for run in self.app.list_runs(session_id):
+    def _refuse_active_runs(self, runs: Sequence[RunHeader], source_run_id: str) -> None:
+        for run in runs:
             if not run.is_terminal and run.run_id != source_run_id:
                 raise _refuse(
                     "continuation_run_active",
@@ -226,7 +228,10 @@ class ContinuationExecutor:
         return observation
 
     def _refuse_existing_claims(
-        self, session_id: str, boundary: SourceBoundary, continuation: RuntimeContinuation
+        self,
+        runs: Sequence[RunHeader],
+        boundary: SourceBoundary,
+        continuation: RuntimeContinuation,
     ) -> None:
         app = self.app
         if app.claim_exists(boundary.claim_id):
@@ -235,18 +240,12 @@ class ContinuationExecutor:
                 f"boundary {boundary.claim_id} is already claimed",
                 claimId=boundary.claim_id,
             )
-        for run in app.list_runs(session_id):
-            source = run.continuation_source
-            if (
-                source is not None
-                and source.source_run_id == boundary.run_id
-                and source.source_runtime_event_high_water == boundary.high_water
-            ):
-                raise _refuse(
-                    "continuation_claim_conflict",
-                    f"run {run.run_id} already continues this boundary",
-                    continuationRunId=run.run_id,
-                )
+        for run in continuations_of(runs, boundary.run_id, boundary.high_water):
+            raise _refuse(
+                "continuation_claim_conflict",
+                f"run {run.run_id} already continues this boundary",
+                continuationRunId=run.run_id,
+            )
         if app.run_exists(continuation.run_id):
             raise _refuse(
                 "target_run_conflict",

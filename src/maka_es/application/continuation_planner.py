@@ -9,7 +9,7 @@ planning is not a lease, and two planners may plan the same boundary (execution 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -382,14 +382,9 @@ class ContinuationPlanner:
         self, session_id: str, source_run_id: str, high_water: int
     ) -> ContinuationPlan | None:
         """Classify a run that already claims this boundary (spec §4.6, read-only)."""
-        for run in self.reader.runs_of_session(session_id):
-            source = run.continuation_source
-            if (
-                source is None
-                or source.source_run_id != source_run_id
-                or source.source_runtime_event_high_water != high_water
-            ):
-                continue
+        for run in continuations_of(
+            self.reader.runs_of_session(session_id), source_run_id, high_water
+        ):
             detail = {"continuationRunId": run.run_id}
             try:
                 target_events = self.reader.events(run.run_id)
@@ -422,6 +417,19 @@ class ContinuationPlanner:
                 detail,
             )
         return None
+
+
+def continuations_of(
+    runs: Iterable[RunHeader], source_run_id: str, high_water: int
+) -> list[RunHeader]:
+    """Runs whose ``continuationSource`` names exactly this boundary (source run, high-water)."""
+    return [
+        run
+        for run in runs
+        if run.continuation_source is not None
+        and run.continuation_source.source_run_id == source_run_id
+        and run.continuation_source.source_runtime_event_high_water == high_water
+    ]
 
 
 def prefix_segment(events: Sequence[RuntimeEvent]) -> dict[str, Any]:

@@ -277,19 +277,11 @@ class RuntimeApplication(Application[UUID]):
 
     def list_sessions(self) -> list[str]:
         """Session ids in the order they were opened (from the notification log)."""
-        ids: list[str] = []
-        start = 1
-        while True:
-            page = self.recorder.select_notifications(
-                start=start, limit=500, topics=[SessionOpened.TOPIC]
-            )
-            for notification in page:
-                fact = self.mapper.to_domain_event(notification)
-                if isinstance(fact, SessionOpened):
-                    ids.append(fact.session_id)
-            if len(page) < 500:
-                return ids
-            start = page[-1].id + 1
+        return [
+            fact.session_id
+            for fact in self._facts_with_topic(SessionOpened.TOPIC)
+            if isinstance(fact, SessionOpened)
+        ]
 
     # -- runs -------------------------------------------------------------------------------------
 
@@ -669,6 +661,7 @@ class RuntimeApplication(Application[UUID]):
         return self._load_session(session_id).register_run(run_id, at)
 
     def _facts_with_topic(self, topic: str) -> Iterator[StoredFact]:
+        """Every stored fact of one topic, in notification order (a paged log scan)."""
         start = 1
         while True:
             page = self.recorder.select_notifications(start=start, limit=500, topics=[topic])
