@@ -480,3 +480,22 @@ def test_claim_ids_are_derived_from_the_boundary() -> None:
     assert first.claim_id != later.claim_id
     assert first.claim_id.startswith("claim_")
     assert len(first.claim_id) == len("claim_") + 32
+
+
+def test_a_parked_plan_reports_its_candidate_to_telemetry(env: Env) -> None:
+    """Spec §4.11: ``plan_parked`` names the candidate run when there is one, '' otherwise."""
+    env.app.plan_continuation("s1")  # no candidate yet
+    spine = Spine()
+    ledger = LedgerBuilder(spine, prefix="r1-")
+    env.app.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
+    ledger.user()
+    ledger.call("c1", "Bash")  # dangling: the plan parks
+    ledger.terminal("failed")
+    env.app.append_events("r1", ledger.events)
+    env.app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    env.app.plan_continuation("s1")
+    parked = [e.to_wire() for e in env.sink.events if e.type == "plan_parked"]
+    assert [(p["sourceRunId"], p["rejectionReasons"]) for p in parked] == [
+        ("", ["resume_candidate_missing"]),
+        ("r1", ["runtime_ledger_unreadable"]),
+    ]

@@ -20,7 +20,7 @@ from maka_es.application.tools import (
     ToolRuntime,
 )
 from maka_es.domain.codec import operation_id_for
-from maka_es.errors import MakaError, RunSealedError
+from maka_es.errors import InvalidRuntimeEventError, MakaError, RunSealedError
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
@@ -281,3 +281,13 @@ def test_write_tool_refuses_paths_outside_the_workspace(
     assert result.result["text"].startswith("preflight_failed: ValueError")
     assert not (tmp_path / "escape.txt").exists()
     assert sqlite_app.tool_operations("r1") == ()
+
+
+def test_a_non_call_event_is_a_typed_refusal(
+    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+) -> None:
+    before = store_snapshot(sqlite_app)
+    with pytest.raises(InvalidRuntimeEventError) as info:
+        _runtime(sqlite_app, Recorder(sqlite_app)).execute("r1", ledger.model_text())
+    assert info.value.field == "content.kind"
+    assert store_snapshot(sqlite_app) == before

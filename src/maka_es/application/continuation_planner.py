@@ -255,6 +255,13 @@ class ContinuationPlanner:
             return None
         return max(candidates, key=lambda h: (h.created_at, js_sort_key(h.run_id)))
 
+    def candidate_or_none(self, session_id: str) -> RunHeader | None:
+        """The candidate, or ``None`` when there is none or the session cannot be read."""
+        try:
+            return self.candidate(session_id)
+        except MakaError:
+            return None
+
     def plan(
         self,
         session_id: str,
@@ -265,10 +272,7 @@ class ContinuationPlanner:
         if not self.feature_enabled:
             return park("resume_feature_disabled", f"{FEATURE_FLAG} is not exactly '1'")
         if source_run_id is None:
-            try:
-                candidate = self.candidate(session_id)
-            except MakaError:
-                candidate = None
+            candidate = self.candidate_or_none(session_id)
             if candidate is None:
                 return park(
                     "resume_candidate_missing",

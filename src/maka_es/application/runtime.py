@@ -595,6 +595,10 @@ class RuntimeApplication(Application[UUID]):
                 target_run_id=plan.continuation.run_id,
             )
         else:
+            if source_run_id is None and plan.rejection_reasons != ("resume_feature_disabled",):
+                # spec §4.11: the candidate's id when there was one, '' otherwise
+                candidate = planner.candidate_or_none(session_id)
+                source_run_id = candidate.run_id if candidate is not None else None
             self.telemetry.plan_parked(
                 session_id=session_id,
                 source_run_id=source_run_id or "",

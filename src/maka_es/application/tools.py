@@ -34,7 +34,7 @@ from maka_es.application.runtime import RuntimeApplication
 from maka_es.domain.codec import canonical_json, sha256_digest
 from maka_es.domain.events import RuntimeEvent, ToolRecoveryMode, as_runtime_event
 from maka_es.domain.tool_operation import ToolOperationState
-from maka_es.errors import MakaError, NonStrictJsonError
+from maka_es.errors import InvalidRuntimeEventError, MakaError, NonStrictJsonError
 from maka_es.infrastructure import failpoints
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -188,7 +188,9 @@ class ToolRuntime:
         event = as_runtime_event(call)
         content = event.function_call
         if content is None:
-            raise ValueError(f"event {event.id} is not a function_call")
+            raise InvalidRuntimeEventError(
+                f"event {event.id} is not a function_call", field="content.kind"
+            )
         tool = self.tools.get(content.name)
         if tool is None:
             return self._refuse(run_id, event, "tool_unknown", f"no tool named {content.name}")
