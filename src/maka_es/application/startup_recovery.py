@@ -70,9 +70,6 @@ class Repair:
 class StartupRecoveryReport:
     repairs: tuple[Repair, ...]
 
-    def of_kind(self, kind: RepairKind) -> tuple[Repair, ...]:
-        return tuple(r for r in self.repairs if r.kind == kind)
-
     @property
     def changed_anything(self) -> bool:
         return any(r.kind not in {"left_live_start", "left_ambiguous"} for r in self.repairs)

@@ -141,9 +141,6 @@ class RecoveryAction:
 class RecoveryReport:
     actions: tuple[RecoveryAction, ...] = field(default_factory=tuple)
 
-    def by_action(self, action: str) -> tuple[RecoveryAction, ...]:
-        return tuple(a for a in self.actions if a.action == action)
-
 
 def _error_result(code: str, message: str) -> dict[str, Any]:
     return {"kind": "text", "text": f"{code}: {message}"}

@@ -44,14 +44,6 @@ TERMINAL_EVENT_STATUSES: frozenset[str] = frozenset({"completed", "failed", "abo
 ToolRecoveryMode = Literal[
     "replay_safe", "idempotent", "reconcile", "reattach", "outcome_unknown", "never_auto_retry"
 ]
-TOOL_RECOVERY_MODES: tuple[str, ...] = (
-    "replay_safe",
-    "idempotent",
-    "reconcile",
-    "reattach",
-    "outcome_unknown",
-    "never_auto_retry",
-)
 TOOL_BOUNDARY_PROTOCOL_V1 = "t1_after_preflight_v1"
 
 

@@ -164,12 +164,3 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         ContinuationClaimed,
     )
 }
-
-
-def register_fact_type(cls: type[StoredFact]) -> type[StoredFact]:
-    """Register a fact class under its ``TOPIC`` (used by later modules, e.g. claims)."""
-    existing = FACT_TYPES.get(cls.TOPIC)
-    if existing is not None and existing is not cls:
-        raise ValueError(f"topic {cls.TOPIC!r} already registered to {existing.__name__}")
-    FACT_TYPES[cls.TOPIC] = cls
-    return cls

@@ -196,10 +196,6 @@ class Run:
         return len(self._events)
 
     @property
-    def has_terminal_event(self) -> bool:
-        return self._terminal_seq is not None
-
-    @property
     def terminal_event(self) -> RuntimeEvent | None:
         return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
 
@@ -216,9 +212,6 @@ class Run:
     def resolver(self) -> ResolverState:
         """The incremental resolver state (read it; never feed it from outside)."""
         return self._resolver
-
-    def tool_operation(self, operation_id: str) -> ToolOperationState | None:
-        return self._journal.get(operation_id)
 
     @property
     def tool_operations(self) -> tuple[ToolOperationState, ...]:

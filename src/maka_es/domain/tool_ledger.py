@@ -270,24 +270,10 @@ class ResolverState:
             for undo in reversed(journal):
                 undo()
 
-    def decision_for_operation(self, operation_id: str) -> ToolDecision | None:
-        """The current decision of the operation bound to ``operation_id`` by a dispatch."""
-        operation = self._by_operation.get(operation_id)
-        return None if operation is None else self._decide(operation)
-
     def bundle_interpretation(self, operation_id: str) -> BundleInterpretation | None:
         """How the recovery facts of ``operation_id`` read now (``None``: no such operation)."""
         operation = self._by_operation.get(operation_id)
         return None if operation is None else self._interpret_bundle(operation)
-
-    def operation_events(
-        self, operation_id: str
-    ) -> tuple[RuntimeEvent | None, RuntimeEvent | None, RuntimeEvent | None] | None:
-        """``(call, dispatch, response)`` of the operation bound to ``operation_id``."""
-        operation = self._by_operation.get(operation_id)
-        if operation is None:
-            return None
-        return (operation.call_event, operation.dispatch_event, operation.response_event)
 
     def resolution(self) -> Resolution:
         """The resolver output for everything fed so far (spec §5.3)."""

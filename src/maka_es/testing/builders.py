@@ -7,7 +7,7 @@ shapes of spec §1.6 with deterministic ids and timestamps (no clock, no randomn
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from maka_es.domain.events import RuntimeEvent
@@ -115,10 +115,6 @@ class LedgerBuilder:
 
     def decoded(self) -> list[RuntimeEvent]:
         return [RuntimeEvent.model_validate(event) for event in self.events]
-
-    def fork(self, **spine_changes: Any) -> LedgerBuilder:
-        """A builder for another run (new spine), continuing the numbering."""
-        return LedgerBuilder(replace(self.spine, **spine_changes), self.prefix, self.base_ts, [])
 
 
 def run_header(spine: Spine | None = None, **overrides: Any) -> dict[str, Any]:

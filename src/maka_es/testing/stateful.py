@@ -100,13 +100,6 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
             self.committed.append(copy.deepcopy(event))
         return True
 
-    def _has_terminal(self) -> bool:
-        return any(
-            e.get("status") in {"completed", "failed", "aborted", "cancelled"}
-            or e.get("actions", {}).get("endInvocation") is True
-            for e in self.committed
-        )
-
     # -- legal facts ----------------------------------------------------------------------------
 
     @rule(marker=st.booleans(), text=st.sampled_from(["go", "fix it", "é"]))

@@ -60,7 +60,6 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
         self.ledger = LedgerBuilder()
         self.app.append_events("r1", [self.ledger.user(marker=True)])
         self.runs: Counter[tuple[str, str]] = Counter()  # (tool, operation id) -> executions
-        self.contexts: dict[str, set[str]] = {}
         self.effects: dict[str, set[str]] = {"Append": set(), "Idem": set()}
         self.acknowledged: list[ToolResult] = []
         self.crash_at: str | None = None
