@@ -211,7 +211,9 @@ class StoreCorruptionError(MakaError):
 
 
 class JsonlLedgerError(MakaError):
-    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail)."""
+    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail), or
+    another refusal of the JSONL ledger named by ``code`` (``ledger_symlink_refused``: a
+    symlink below the ledger root; ``ledger_path_invalid``: a layout entry of the wrong kind)."""
 
     default_code = "invalid_jsonl_line"
 
