@@ -211,7 +211,9 @@ class StoreCorruptionError(MakaError):
 
 
 class JsonlLedgerError(MakaError):
-    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail)."""
+    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail), or
+    another refusal of the JSONL ledger named by ``code`` (``ledger_symlink_refused``: a
+    symlink below the ledger root; ``ledger_path_invalid``: a layout entry of the wrong kind)."""
 
     default_code = "invalid_jsonl_line"
 
@@ -271,3 +273,16 @@ class WorkspaceIoFailedError(WorkspaceIdentityError):
     exclude file, a filesystem without hard links ...). No marker was published by us."""
 
     default_code = "workspace_io_failed"
+
+
+# --- workspace paths (the Write tool) ------------------------------------------------------
+
+
+class WorkspacePathRefusedError(MakaError, ValueError):
+    """A path a tool was given could reach outside its workspace, so nothing was read or
+    written there. ``code``: ``workspace_path_escape`` (absolute, or a ``..`` component),
+    ``workspace_symlink_refused`` (a symlink at the target or on the way to it),
+    ``workspace_path_invalid`` (names a directory, or crosses or names something that is
+    neither a directory nor a regular file)."""
+
+    default_code = "workspace_path_refused"

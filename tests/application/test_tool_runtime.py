@@ -278,7 +278,9 @@ def test_write_tool_refuses_paths_outside_the_workspace(
     result = runtime.execute("r1", call)  # the reconciler's preflight refuses before T1
     assert result.is_error
     assert not result.dispatched
-    assert result.result["text"].startswith("preflight_failed: ValueError")
+    assert result.result["text"].startswith(
+        "preflight_failed: WorkspacePathRefusedError: [workspace_path_escape]"
+    )
     assert not (tmp_path / "escape.txt").exists()
     assert sqlite_app.tool_operations("r1") == ()
 

@@ -1,4 +1,5 @@
-"""JSONL import into the event store (idempotent, atomic per run) and export back."""
+"""JSONL import into the event store (idempotent, atomic per run) and export back; a symlink
+under either root is refused before anything is imported or exported."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from maka_es.application.ledger_io import export_jsonl_run, import_jsonl_ledgers
 from maka_es.application.runtime import RuntimeApplication
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import RunHeader
-from maka_es.errors import MakaError
+from maka_es.errors import JsonlLedgerError, MakaError
 from maka_es.infrastructure.jsonl import JsonlLedger
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
 from maka_es.testing.store_probe import store_snapshot
 
 
@@ -79,3 +81,88 @@ def test_a_run_whose_header_contradicts_its_terminal_is_refused_whole(
             import_jsonl_ledgers(app, ledger)
         assert info.value.code == "terminal_conflict"
         assert store_snapshot(app) == before
+
+
+# --- hostile symlinks under the import / export root ---------------------------------------------
+
+
+def _outside_ledger(tmp_path_factory: pytest.TempPathFactory, spine: Spine) -> Outside:
+    """A valid one-run ledger in a separate directory: following a link to it would "work"."""
+    outside = make_outside(tmp_path_factory.mktemp("elsewhere") / "outside")
+    ledger = JsonlLedger(outside.path)
+    builder = LedgerBuilder(spine, prefix="outside")
+    builder.user("from outside the root")
+    ledger.write_header(RunHeader.model_validate(run_header(spine)))
+    ledger.append(RuntimeEvent.model_validate(builder.events[0]))
+    outside.pin()
+    return outside
+
+
+def test_import_refuses_a_symlinked_session_before_importing_anything(
+    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    ledger, _ = _legacy(tmp_path / "legacy")
+    spine = Spine(session_id="s2", run_id="r9", invocation_id="i9", turn_id="t9")
+    outside = _outside_ledger(tmp_path_factory, spine)
+    (tmp_path / "legacy/sessions/s2").symlink_to(outside.path / "sessions/s2")
+    before_outside, links = outside.snapshot(), symlinks_under(ledger.root)
+    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+        before = store_snapshot(app)
+        with pytest.raises(JsonlLedgerError) as info:
+            import_jsonl_ledgers(app, ledger)
+        assert (info.value.code, info.value.detail) == (
+            "ledger_symlink_refused",
+            {"path": "sessions/s2"},
+        )
+        assert store_snapshot(app) == before  # not even the good runs of s1 were imported
+        assert app.list_sessions() == []
+    assert outside.snapshot() == before_outside
+    assert symlinks_under(ledger.root) == links
+
+
+@pytest.mark.parametrize("name", ["run.json", "runtime-events.jsonl"])
+def test_import_refuses_a_symlinked_ledger_file_before_importing_anything(
+    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    ledger, _ = _legacy(tmp_path / "legacy")
+    spine = Spine(run_id="r2", invocation_id="i2", turn_id="t2")
+    outside = _outside_ledger(tmp_path_factory, spine)
+    planted = tmp_path / "legacy/sessions/s1/runs/r2" / name
+    planted.unlink()
+    planted.symlink_to(outside.path / "sessions/s1/runs/r2" / name)
+    before_outside, links = outside.snapshot(), symlinks_under(ledger.root)
+    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+        before = store_snapshot(app)
+        with pytest.raises(JsonlLedgerError) as info:
+            import_jsonl_ledgers(app, ledger)
+        assert (info.value.code, info.value.detail) == (
+            "ledger_symlink_refused",
+            {"path": f"sessions/s1/runs/r2/{name}"},
+        )
+        assert store_snapshot(app) == before  # r1, listed first, was not imported either
+    assert outside.snapshot() == before_outside
+    assert symlinks_under(ledger.root) == links
+
+
+@pytest.mark.parametrize("component", ["sessions/s1", "sessions/s1/runs/r1/runtime-events.jsonl"])
+def test_export_refuses_a_symlink_under_its_root(
+    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory, component: str
+) -> None:
+    ledger, _ = _legacy(tmp_path / "legacy")
+    outside = _outside_ledger(tmp_path_factory, Spine())
+    out = JsonlLedger(tmp_path / "export")
+    (out.root / component).parent.mkdir(parents=True)
+    (out.root / component).symlink_to(outside.path / component)
+    before_outside, links = outside.snapshot(), symlinks_under(out.root)
+    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+        import_jsonl_ledgers(app, ledger)
+        before = store_snapshot(app)
+        with pytest.raises(JsonlLedgerError) as info:
+            export_jsonl_run(app, out, "r1")
+        assert (info.value.code, info.value.detail) == (
+            "ledger_symlink_refused",
+            {"path": component},
+        )
+        assert store_snapshot(app) == before
+    assert outside.snapshot() == before_outside
+    assert symlinks_under(out.root) == links

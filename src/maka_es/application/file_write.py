@@ -11,6 +11,14 @@ of the content to be written (expected). After a crash, the reconciler reads the
 
 Writes are atomic (temp file, fsync, rename, fsync of the directory), so the file is always
 either the prior or the expected content, never a torn mix.
+
+Writes never leave the workspace: the path must be relative without ``..``, every directory
+below the workspace root is opened without following symlinks and the file is replaced through
+the descriptor of its directory (see ``infrastructure.confined_fs``), and the temporary file is
+created exclusively under a random name. A symlink at the target or on the way to it is refused
+with a typed :class:`~maka_es.errors.WorkspacePathRefusedError`; the reconciler's ``prepare``
+runs the same checks, so through ``ToolRuntime`` such a call is refused before T1. The
+workspace root itself may be a symlink: where it lives is the host's choice.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from maka_es.application.tools import ReconcileObservation, Tool, ToolContext, state_digest
+from maka_es.errors import MakaError, WorkspacePathRefusedError
+from maka_es.infrastructure.confined_fs import Violation, open_directory, read_file, replace_file
 
 FILE_WRITE_TOOL = "Write"
 
@@ -34,36 +44,77 @@ class FileWriteArgs(BaseModel):
     content: str
 
 
-def _resolve(root: Path, relative: str) -> Path:
-    target = (root / relative).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ValueError(f"path {relative!r} escapes the workspace")
-    return target
-
-
-def _read(path: Path) -> bytes | None:
+def _encodable(relative: str) -> bool:
+    """False for strings no file name can hold (NUL, a lone surrogate)."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+        os.fsencode(relative)
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in relative
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.maka-tmp-{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+def workspace_parts(relative: str) -> tuple[str, ...]:
+    """The components of a workspace-relative file path, refused when it could leave the
+    workspace (absolute, ``..``) or does not name a file (empty, ends in ``/`` or ``.``).
+
+    ``..`` is refused even where it would stay inside: below a symlinked directory it would
+    not mean "the parent I see", and a tool never needs it.
+    """
+    if not _encodable(relative):
+        raise WorkspacePathRefusedError(
+            f"path {relative!r} cannot name a file", code="workspace_path_invalid"
+        )
+    raw = relative.split("/")
+    if relative.startswith("/") or ".." in raw:
+        raise WorkspacePathRefusedError(
+            f"path {relative!r} escapes the workspace",
+            code="workspace_path_escape",
+            detail={"path": relative},
+        )
+    if raw[-1] in ("", "."):
+        raise WorkspacePathRefusedError(
+            f"path {relative!r} does not name a file",
+            code="workspace_path_invalid",
+            detail={"path": relative},
+        )
+    return tuple(part for part in raw if part not in ("", "."))
+
+
+def _refuse(violation: Violation) -> WorkspacePathRefusedError:
+    if violation.kind == "symlink":
+        return WorkspacePathRefusedError(
+            f"{violation.path} in the workspace is a symbolic link; refusing to follow it",
+            code="workspace_symlink_refused",
+            detail={"path": violation.path},
+        )
+    what = {
+        "not_directory": "is not a directory",
+        "not_regular_file": "is not a regular file",
+        "temp_exists": "already exists (a temporary file name must be fresh)",
+    }[violation.kind]
+    return WorkspacePathRefusedError(
+        f"{violation.path} in the workspace {what}",
+        code="workspace_path_invalid",
+        detail={"path": violation.path},
+    )
+
+
+def read_workspace_file(root: Path, relative: str) -> bytes | None:
+    """The bytes of the file at ``relative`` below ``root``; ``None`` when it does not exist."""
+    parts = workspace_parts(relative)
+    with open_directory(root, parts[:-1], _refuse, create=False) as directory:
+        if directory is None:
+            return None
+        return read_file(directory, parts[-1], "/".join(parts), _refuse)
+
+
+def write_workspace_file(root: Path, relative: str, data: bytes) -> None:
+    """Replace the file at ``relative`` below ``root`` with ``data`` atomically and durably,
+    creating missing directories below the root."""
+    parts = workspace_parts(relative)
+    with open_directory(root, parts[:-1], _refuse, create=True) as directory:
+        assert directory is not None
+        replace_file(directory, parts[-1], data, "/".join(parts), _refuse)
 
 
 class FileWriteReconciler:
@@ -73,17 +124,17 @@ class FileWriteReconciler:
         self.root = root
 
     def prepare(self, args: FileWriteArgs) -> Mapping[str, Any]:
-        path = _resolve(self.root, args.path)
+        prior = read_workspace_file(self.root, args.path)  # refuses hostile paths before T1
         return {
             "path": args.path,
-            "priorDigest": state_digest(_read(path)),
+            "priorDigest": state_digest(prior),
             "expectedDigest": state_digest(args.content.encode("utf-8")),
         }
 
     def observe(self, args: FileWriteArgs, metadata: Mapping[str, Any]) -> ReconcileObservation:
         try:
-            current = state_digest(_read(_resolve(self.root, args.path)))
-        except (OSError, ValueError) as exc:
+            current = state_digest(read_workspace_file(self.root, args.path))
+        except (OSError, ValueError, MakaError) as exc:
             return ReconcileObservation("unreadable", state_digest(type(exc).__name__.encode()))
         if current == metadata.get("expectedDigest"):
             size = len(args.content.encode("utf-8"))
@@ -99,7 +150,7 @@ def file_write_tool(root: Path, *, name: str = FILE_WRITE_TOOL) -> Tool[FileWrit
 
     def run(args: FileWriteArgs, context: ToolContext) -> dict[str, Any]:
         data = args.content.encode("utf-8")
-        atomic_write(_resolve(root, args.path), data)
+        write_workspace_file(root, args.path, data)
         return {"kind": "text", "text": f"wrote {len(data)} bytes to {args.path}"}
 
     return Tool(

@@ -3,6 +3,11 @@
 Why both directions: hosts migrating from the reference runtime's file store keep their history
 (import is idempotent, so it can run at every start), and any run in the store can be handed
 back to tools that read the reference layout, byte-compatibly (canonical JSON rows).
+
+Neither direction goes through a symlink below the ledger root (``ledger_symlink_refused``). On
+import such a link is refused, not read through and not skipped: the listing sees it before the
+first run is imported, so a refused import leaves the store as it was, and a run that is only a
+link away is never reported as imported or silently left out.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ class ImportReport:
 
 def import_jsonl_ledgers(app: RuntimeApplication, ledger: JsonlLedger) -> ImportReport:
     """Import every run found under the ledger root (sorted order). Each run is one save; a run
-    that fails its gates raises and the runs after it are not imported."""
+    that fails its gates raises and the runs after it are not imported. A symlink in the layout
+    is refused while listing, before any run is imported."""
     runs = appended = retried = 0
     for session_id, run_id in ledger.list_runs():
         header = ledger.read_header(session_id, run_id)

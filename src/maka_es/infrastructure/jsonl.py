@@ -17,9 +17,17 @@ What makes it crash-safe:
   corrupt row must never be guessed at.
 * Appending repairs the tail first: a complete but unterminated row gets its ``\\n``, a torn row
   is truncated away (and the truncation fsynced), an impossible tail refuses the append.
+  (These byte rules live in :mod:`maka_es.infrastructure.jsonl_rows`.)
 
 Not implemented: the mutable ``runtime-partials/`` snapshots, AgentRun operational events and
 message proofs. Partial events are refused instead of being written to the immutable ledger.
+
+Confinement: every path below ``root`` is walked without following symlinks (see
+``confined_fs``); a symlink in the layout (``sessions``, a session or run directory, ``runs``,
+``run.json``, ``runtime-events.jsonl``, a temp file) is refused with ``ledger_symlink_refused``
+by writers *and* readers, and an entry of the wrong kind (a FIFO for ``run.json``) with
+``ledger_path_invalid``. Listing refuses too instead of skipping such an entry, so an import
+fails closed before anything is imported. The root itself may be a symlink (the host's choice).
 
 Concurrency: appends to one run are serialised with an exclusive ``flock`` on the ledger file
 (POSIX), which also excludes other ledger instances and processes. Readers take no lock: a row
@@ -28,21 +36,36 @@ being written is indistinguishable from a torn tail and is simply not visible ye
 
 from __future__ import annotations
 
-import codecs
 import fcntl
 import os
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from maka_es.domain.codec import canonical_json, js_sort_key
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run_header import RunHeader
-from maka_es.domain.wire import loads_js
-from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError, JsonlLedgerError
+from maka_es.errors import InvalidRunHeaderError, JsonlLedgerError
+from maka_es.infrastructure.confined_fs import (
+    Violation,
+    child_directories,
+    ensure_replaceable,
+    entry_kind,
+    fsync_directory,
+    open_directory,
+    open_file,
+    open_subdirectory,
+    read_file,
+    replace_file,
+)
 from maka_es.infrastructure.json_prefix import JsonTextClass, classify_json_text
+from maka_es.infrastructure.jsonl_rows import (
+    append_row,
+    classify_tail_bytes,
+    identity_mismatch,
+    scan_ledger,
+    strict_json_loads,
+)
 
 __all__ = [
     "RUNTIME_EVENTS_FILE",
@@ -57,10 +80,10 @@ __all__ = [
 
 RUN_HEADER_FILE = "run.json"
 RUNTIME_EVENTS_FILE = "runtime-events.jsonl"
+_RUN_FILES = (RUN_HEADER_FILE, RUNTIME_EVENTS_FILE)
 
 #: Longest id accepted, in UTF-8 bytes: a path component must fit common filesystem limits.
 _MAX_ID_BYTES = 255
-_BLANK = b" \t\r"  # JSON whitespace other than the "\n" line separator
 
 
 # --- ids and small helpers --------------------------------------------------------------------
@@ -89,141 +112,70 @@ def validate_safe_id(value: object, what: str = "id") -> str:
     return value
 
 
-#: Strict JSON with JavaScript number semantics; one parser for every reader of ledger bytes.
-strict_json_loads = loads_js
-
-
-def classify_tail_bytes(raw: bytes) -> JsonTextClass:
-    """Classify the raw bytes of an unterminated last row.
-
-    A tear can split a multi-byte UTF-8 character. The undecodable *trailing* bytes are then
-    stood in for by a placeholder non-ASCII character: every non-ASCII character is valid in
-    exactly the same places (inside strings), so the answer is the one the completed character
-    would give. Invalid UTF-8 anywhere else is ``invalid``.
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+def _is_safe_id(name: str) -> bool:
     try:
-        text = decoder.decode(raw, final=False)
-    except UnicodeDecodeError:
-        return "invalid"
-    pending, _ = decoder.getstate()
-    return classify_json_text(text + "\ufffd" if pending else text)
+        validate_safe_id(name)
+    except JsonlLedgerError:
+        return False
+    return True
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """One ``write`` in the normal case; loops only if the kernel reports a short write."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    offset = 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
-
-
-def _identity_mismatch(header: RunHeader, event: RuntimeEvent) -> str | None:
-    """Why ``event`` does not belong to the run of ``header`` (None when it does)."""
-    pairs = [
-        ("sessionId", event.session_id, header.session_id),
-        ("runId", event.run_id, header.run_id),
-        ("turnId", event.turn_id, header.turn_id),
-    ]
-    if header.invocation_id is not None:
-        pairs.append(("invocationId", event.invocation_id, header.invocation_id))
-    for key, got, expected in pairs:
-        if got != expected:
-            return f"{key} {got!r} does not match the run header ({expected!r})"
-    return None
-
-
-def _child_ids(directory: Path) -> list[str]:
-    """Names of the sub-directories of ``directory`` that are safe ids, in JS string order."""
-    try:
-        entries = list(directory.iterdir())
-    except FileNotFoundError:
-        return []
-    ids: list[str] = []
-    for entry in entries:
-        try:
-            validate_safe_id(entry.name)
-        except JsonlLedgerError:
-            continue
-        if entry.is_dir():
-            ids.append(entry.name)
-    return sorted(ids, key=js_sort_key)
-
-
-# --- parsing a ledger file --------------------------------------------------------------------
-
-
-@dataclass
-class _Scan:
-    """A decoded ledger file: its committed events and where the next row must go."""
-
-    events: list[RuntimeEvent] = field(default_factory=list)
-    by_id: dict[str, tuple[int, RuntimeEvent]] = field(default_factory=dict)  # id -> (line, event)
-    torn_start: int | None = None  # byte offset of a tolerated torn last row
-
-
-def _line_error(run_id: str, line: int, reason: str) -> JsonlLedgerError:
+def _refuse(violation: Violation) -> JsonlLedgerError:
+    """The typed refusal for a path below the ledger root that is not what the layout says."""
+    if violation.kind == "symlink":
+        return JsonlLedgerError(
+            f"{violation.path} below the ledger root is a symbolic link; refusing to follow it",
+            code="ledger_symlink_refused",
+            detail={"path": violation.path},
+        )
+    what = {
+        "not_directory": "is not a directory",
+        "not_regular_file": "is not a regular file",
+        "temp_exists": "already exists (a temporary file name must be fresh)",
+    }[violation.kind]
     return JsonlLedgerError(
-        f"Invalid RuntimeEvent JSONL line {line} for run {run_id}: {reason}",
-        line=line,
-        detail={"runId": run_id, "reason": reason},
+        f"{violation.path} below the ledger root {what}",
+        code="ledger_path_invalid",
+        detail={"path": violation.path},
     )
 
 
-def _scan_ledger(data: bytes, header: RunHeader) -> _Scan:
-    """Apply the torn-row READ rule (spec §1.8) to the bytes of one ledger file."""
-    run_id = header.run_id
-    segments = data.split(b"\n")
-    ends_with_newline = data.endswith(b"\n")
-    last_nonblank = max((i for i, s in enumerate(segments) if s.strip(_BLANK)), default=-1)
-    scan = _Scan()
-    offset = 0
-    for index, raw in enumerate(segments):
-        start, offset = offset, offset + len(raw) + 1
-        if not raw.strip(_BLANK):
-            continue
-        line = index + 1
-        try:
-            value = strict_json_loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:  # incl. UnicodeDecodeError, JSONDecodeError
-            if (
-                index == last_nonblank
-                and not ends_with_newline
-                and classify_tail_bytes(raw) == "incomplete-prefix"
-            ):
-                scan.torn_start = start
-                break
-            raise _line_error(run_id, line, f"not strict JSON ({exc})") from None
-        try:
-            event = RuntimeEvent.model_validate(value)
-        except InvalidRuntimeEventError as exc:
-            raise _line_error(run_id, line, str(exc)) from None
-        mismatch = _identity_mismatch(header, event)
-        if mismatch is not None:
-            raise _line_error(run_id, line, mismatch)
-        first = scan.by_id.get(event.id)
-        if first is not None:
-            raise _line_error(run_id, line, f"duplicate event id {event.id!r} (line {first[0]})")
-        scan.by_id[event.id] = (line, event)
-        scan.events.append(event)
-    return scan
+# --- the ledger files -------------------------------------------------------------------------
+
+
+def _rel(parts: tuple[str, ...], name: str) -> str:
+    return "/".join((*parts, name))
+
+
+def _is_run(runs: int, run_id: str, rel: str) -> bool:
+    """Whether ``runs/<run_id>`` is a run (has a regular ``run.json``). A symlinked ledger file
+    there is refused, never followed or skipped."""
+    try:
+        directory = open_subdirectory(runs, run_id, rel, _refuse)
+    except FileNotFoundError:
+        return False  # removed since it was listed
+    try:
+        kinds = {name: entry_kind(directory, name) for name in _RUN_FILES}
+    finally:
+        os.close(directory)
+    for name, kind in kinds.items():
+        if kind == "symlink":
+            raise _refuse(Violation("symlink", f"{rel}/{name}"))
+    return kinds[RUN_HEADER_FILE] == "regular"
+
+
+@contextmanager
+def _locked(directory: int, rel: str) -> Iterator[int]:
+    """Open (or create) the ledger file in ``directory`` without following a symlink, and hold
+    an exclusive ``flock`` on it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+    fd = open_file(directory, RUNTIME_EVENTS_FILE, flags, rel, _refuse)
+    assert fd is not None  # O_CREAT: never absent
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # also releases the lock
 
 
 # --- the ledger -------------------------------------------------------------------------------
@@ -239,62 +191,48 @@ class JsonlLedger:
 
     def run_dir(self, session_id: str, run_id: str) -> Path:
         """Directory of one run; both ids are checked to be safe path components."""
+        return self.root.joinpath(*self._run_parts(session_id, run_id))
+
+    def _run_parts(self, session_id: str, run_id: str) -> tuple[str, ...]:
         validate_safe_id(session_id, "session id")
         validate_safe_id(run_id, "run id")
-        return self.root / "sessions" / session_id / "runs" / run_id
+        return ("sessions", session_id, "runs", run_id)
 
-    def _ensure_dir(self, path: Path) -> None:
-        """Create ``path`` below the root, fsyncing each parent whose entries changed, so a
-        new run directory survives a power loss together with the file written into it."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        current = self.root
-        for part in path.relative_to(self.root).parts:
-            child = current / part
-            try:
-                child.mkdir()
-            except FileExistsError:
-                pass
-            else:
-                _fsync_dir(current)
-            current = child
+    @contextmanager
+    def _run_directory(self, session_id: str, run_id: str, *, create: bool) -> Iterator[int | None]:
+        """Descriptor of the run directory, walked from the root without following symlinks.
 
-    def _atomic_write(self, path: Path, data: bytes) -> None:
-        """Write a whole file via temp file + fsync + ``os.replace`` + directory fsync: readers
-        see either the old or the new content, never a mix."""
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(path.parent)
+        With ``create`` missing directories are made and each parent whose entries changed is
+        fsynced, so a new run directory survives a power loss together with its files.
+        """
+        parts = self._run_parts(session_id, run_id)
+        with open_directory(self.root, parts, _refuse, create=create) as directory:
+            yield directory
 
     # -- header --
 
     def write_header(self, header: RunHeader) -> None:
         """Create or replace ``run.json`` atomically (canonical JSON + newline)."""
-        directory = self.run_dir(header.session_id, header.run_id)
         data = (canonical_json(header) + "\n").encode("utf-8")
-        self._ensure_dir(directory)
-        self._atomic_write(directory / RUN_HEADER_FILE, data)
+        parts = self._run_parts(header.session_id, header.run_id)
+        with self._run_directory(header.session_id, header.run_id, create=True) as directory:
+            assert directory is not None
+            replace_file(directory, RUN_HEADER_FILE, data, _rel(parts, RUN_HEADER_FILE), _refuse)
 
     def read_header(self, session_id: str, run_id: str) -> RunHeader:
         """Decode ``run.json``; ``run_header_missing`` / ``run_header_invalid`` /
         ``run_header_mismatch`` (ids differ from the directory it was found in)."""
-        path = self.run_dir(session_id, run_id) / RUN_HEADER_FILE
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        with self._run_directory(session_id, run_id, create=False) as directory:
+            return self._read_header_at(directory, session_id, run_id)
+
+    def _read_header_at(self, directory: int | None, session_id: str, run_id: str) -> RunHeader:
+        rel = _rel(self._run_parts(session_id, run_id), RUN_HEADER_FILE)
+        raw = None if directory is None else read_file(directory, RUN_HEADER_FILE, rel, _refuse)
+        if raw is None:
             raise JsonlLedgerError(
                 f"run header missing for run {run_id} of session {session_id}",
                 code="run_header_missing",
-            ) from None
+            )
         try:
             header = RunHeader.model_validate(strict_json_loads(raw.decode("utf-8")))
         except (ValueError, InvalidRunHeaderError) as exc:
@@ -313,85 +251,44 @@ class JsonlLedger:
 
     def read_events(self, session_id: str, run_id: str) -> list[RuntimeEvent]:
         """The committed events of one run, in file order (torn-row READ rule, spec §1.8)."""
-        header = self.read_header(session_id, run_id)
-        path = self.run_dir(session_id, run_id) / RUNTIME_EVENTS_FILE
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return []
-        return _scan_ledger(data, header).events
+        rel = _rel(self._run_parts(session_id, run_id), RUNTIME_EVENTS_FILE)
+        with self._run_directory(session_id, run_id, create=False) as directory:
+            header = self._read_header_at(directory, session_id, run_id)
+            assert directory is not None  # the header was read from it
+            data = read_file(directory, RUNTIME_EVENTS_FILE, rel, _refuse)
+        return [] if data is None else scan_ledger(data, header).events
 
     def append(self, event: RuntimeEvent) -> bool:
         """Durably append one event; True if appended, False for an exact retry.
 
         Refusals (nothing written): ``unsafe_id``, ``partial_event_refused``,
         ``run_header_missing``, ``event_identity_mismatch``, ``event_id_conflict`` (same id,
-        different canonical JSON), ``torn_tail_invalid``, or a line error when the existing
-        ledger is unreadable. An exact retry still fsyncs the file, so a True or False answer
-        both mean "this fact is on stable storage".
+        different canonical JSON), ``torn_tail_invalid``, ``ledger_symlink_refused``,
+        ``ledger_path_invalid``, or a line error when the existing ledger is unreadable. An
+        exact retry still fsyncs the file, so a True or False answer both mean "this fact is
+        on stable storage".
         """
         if event.partial:
             raise JsonlLedgerError(
                 f"partial RuntimeEvent {event.id!r} is not appended to the immutable ledger",
                 code="partial_event_refused",
             )
-        directory = self.run_dir(event.session_id, event.run_id)
-        header = self.read_header(event.session_id, event.run_id)
-        mismatch = _identity_mismatch(header, event)
-        if mismatch is not None:
-            raise JsonlLedgerError(
-                f"RuntimeEvent {event.id!r} does not belong to run {header.run_id}: {mismatch}",
-                code="event_identity_mismatch",
-            )
-        row = (canonical_json(event) + "\n").encode("utf-8")
-        path = directory / RUNTIME_EVENTS_FILE
-        created = not path.exists()
-        with self._locked(path) as fd:
-            data = _read_all(fd)
-            tail_start = data.rfind(b"\n") + 1
-            unterminated = tail_start < len(data)
-            tail_class = classify_tail_bytes(data[tail_start:]) if unterminated else None
-            if tail_class == "invalid":
+        rel = _rel(self._run_parts(event.session_id, event.run_id), RUNTIME_EVENTS_FILE)
+        with self._run_directory(event.session_id, event.run_id, create=False) as directory:
+            header = self._read_header_at(directory, event.session_id, event.run_id)
+            assert directory is not None  # the header was read from it
+            mismatch = identity_mismatch(header, event)
+            if mismatch is not None:
                 raise JsonlLedgerError(
-                    f"run {header.run_id}: the unterminated last row is neither complete JSON "
-                    "nor a torn prefix; refusing to append after it",
-                    code="torn_tail_invalid",
-                    detail={"offset": tail_start},
+                    f"RuntimeEvent {event.id!r} does not belong to run {header.run_id}: {mismatch}",
+                    code="event_identity_mismatch",
                 )
-            scan = _scan_ledger(data, header)
-            stored = scan.by_id.get(event.id)
-            if stored is not None:
-                line, previous = stored
-                if canonical_json(previous) != canonical_json(event):
-                    raise JsonlLedgerError(
-                        f"RuntimeEvent {event.id!r} already stored on line {line} of run "
-                        f"{header.run_id} with different content",
-                        line=line,
-                        code="event_id_conflict",
-                    )
-                os.fsync(fd)
-                return False
-            if scan.torn_start is not None or tail_class == "incomplete-prefix":
-                cut = scan.torn_start if scan.torn_start is not None else tail_start
-                os.ftruncate(fd, cut)
-                os.fsync(fd)
-            elif tail_class == "complete":
-                row = b"\n" + row
-            _write_all(fd, row)
-            os.fsync(fd)
-        if created:
-            _fsync_dir(directory)
-        return True
-
-    @contextmanager
-    def _locked(self, path: Path) -> Iterator[int]:
-        """Open the ledger for appending and hold an exclusive ``flock`` on it."""
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield fd
-        finally:
-            os.close(fd)  # also releases the lock
+            created = entry_kind(directory, RUNTIME_EVENTS_FILE) == "absent"
+            with _locked(directory, rel) as fd:
+                appended = append_row(fd, header, event)
+            if created:
+                fsync_directory(directory)
+        return appended
 
     # -- enumeration, session view, export --
 
@@ -399,16 +296,25 @@ class JsonlLedger:
         """``(session_id, run_id)`` of every run with a header, in JavaScript string order.
 
         Directory entries that are not safe ids (or runs without ``run.json``) are not runs of
-        this ledger and are skipped.
+        this ledger and are skipped. A symlink where a session, run or ledger file would be is
+        refused (``ledger_symlink_refused``), so an import sees it before importing anything.
         """
-        sessions = _child_ids(self.root / "sessions")
-        return [(sid, run_id) for sid in sessions for run_id in self._session_runs(sid)]
+        with open_directory(self.root, ("sessions",), _refuse, create=False) as sessions:
+            if sessions is None:
+                return []
+            ids = child_directories(sessions, "sessions", _refuse, _is_safe_id)
+        ordered = sorted(ids, key=js_sort_key)
+        return [(sid, run_id) for sid in ordered for run_id in self._session_runs(sid)]
 
     def _session_runs(self, session_id: str) -> list[str]:
-        runs = self.root / "sessions" / session_id / "runs"
-        return [
-            run_id for run_id in _child_ids(runs) if (runs / run_id / RUN_HEADER_FILE).is_file()
-        ]
+        parts = ("sessions", session_id, "runs")
+        with open_directory(self.root, parts, _refuse, create=False) as runs:
+            if runs is None:
+                return []
+            rel = "/".join(parts)
+            candidates = child_directories(runs, rel, _refuse, _is_safe_id)
+            listed = [rid for rid in candidates if _is_run(runs, rid, f"{rel}/{rid}")]
+        return sorted(listed, key=js_sort_key)
 
     def read_session_events(self, session_id: str) -> list[RuntimeEvent]:
         """All committed events of a session's runs, ordered by ``(ts, runId, index, id)``.
@@ -434,7 +340,7 @@ class JsonlLedger:
         (``list_runs`` requires ``run.json``) or the previous header over the new ledger of the
         same run. Not meant to race :meth:`append` on the same run.
         """
-        directory = self.run_dir(session_id, run_id)
+        parts = self._run_parts(session_id, run_id)  # unsafe ids are refused first
         if (header.session_id, header.run_id) != (session_id, run_id):
             raise JsonlLedgerError(
                 f"header names session {header.session_id!r}, run {header.run_id!r}, "
@@ -449,7 +355,7 @@ class JsonlLedger:
                     f"partial RuntimeEvent {event.id!r} cannot be exported",
                     code="partial_event_refused",
                 )
-            mismatch = _identity_mismatch(header, event)
+            mismatch = identity_mismatch(header, event)
             if mismatch is not None:
                 raise JsonlLedgerError(
                     f"RuntimeEvent {event.id!r}: {mismatch}", code="event_identity_mismatch"
@@ -461,6 +367,14 @@ class JsonlLedger:
             seen.add(event.id)
             rows.append(canonical_json(event) + "\n")
         header_bytes = (canonical_json(header) + "\n").encode("utf-8")
-        self._ensure_dir(directory)
-        self._atomic_write(directory / RUNTIME_EVENTS_FILE, "".join(rows).encode("utf-8"))
-        self._atomic_write(directory / RUN_HEADER_FILE, header_bytes)
+        with self._run_directory(session_id, run_id, create=True) as directory:
+            assert directory is not None
+            for name in (RUNTIME_EVENTS_FILE, RUN_HEADER_FILE):  # both, before the first byte
+                ensure_replaceable(directory, name, _rel(parts, name), _refuse)
+            ledger = "".join(rows).encode("utf-8")
+            replace_file(
+                directory, RUNTIME_EVENTS_FILE, ledger, _rel(parts, RUNTIME_EVENTS_FILE), _refuse
+            )
+            replace_file(
+                directory, RUN_HEADER_FILE, header_bytes, _rel(parts, RUN_HEADER_FILE), _refuse
+            )

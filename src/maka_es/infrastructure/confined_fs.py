@@ -1,0 +1,295 @@
+"""Confined file access: below a root, one component at a time, never through a symbolic link.
+
+Why it exists: the ``Write`` tool and the JSONL ledger write files whose names come from data
+(a tool argument, a session or run id). Checking a path string (``resolve()``) and opening it
+again later is a check-then-use race, and a plain ``open`` follows symlinks: a link planted in
+the workspace or the ledger tree would redirect a write to any file the process may write.
+Here instead:
+
+* every directory below the root is opened relative to its parent's descriptor with
+  ``O_NOFOLLOW | O_DIRECTORY``, so a symlink anywhere below the root is refused, not followed,
+  and once a directory is open, swapping a symlink into its place no longer changes where the
+  write lands (the descriptor keeps naming the directory that was checked);
+* files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and must be regular files (a FIFO would
+  block a reader forever, a device is nobody's ledger);
+* a whole-file write goes to a temporary file created with ``O_EXCL | O_NOFOLLOW`` under a
+  random name, is fsynced, renamed over the target through the directory descriptor, and the
+  directory is fsynced: the file is always either the old or the new content.
+
+The root itself is followed: where it lives is the caller's choice (a symlinked workspace is
+fine). Nothing here knows about error codes: callers turn a :class:`Violation` into their own
+typed refusal. POSIX only (``O_NOFOLLOW``, ``dir_fd``), like the rest of the infrastructure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "Refuse",
+    "Violation",
+    "child_directories",
+    "entry_kind",
+    "ensure_replaceable",
+    "fsync_directory",
+    "open_directory",
+    "open_file",
+    "open_subdirectory",
+    "read_all",
+    "read_file",
+    "replace_file",
+    "temp_token",
+    "write_all",
+]
+
+ViolationKind = Literal["symlink", "not_directory", "not_regular_file", "temp_exists"]
+EntryKind = Literal["absent", "symlink", "directory", "regular", "other"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Why a path below the root was refused; ``path`` is relative to the root."""
+
+    kind: ViolationKind
+    path: str
+
+
+#: Turns a violation into the caller's typed refusal (raised by the helpers below).
+Refuse = Callable[[Violation], Exception]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: ``open(O_NOFOLLOW)`` on a symlink fails with ELOOP (Linux, macOS) or EMLINK (FreeBSD).
+_SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+_MAX_NAME_BYTES = 255
+
+
+def temp_token() -> str:
+    """Random part of a temporary file name: nobody can plant anything at a name they cannot
+    predict (and ``O_EXCL`` refuses it if they try)."""
+    return secrets.token_hex(16)
+
+
+def _below(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel else name
+
+
+def entry_kind(dir_fd: int, name: str) -> EntryKind:
+    """What ``name`` in ``dir_fd`` is, without following it."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return "absent"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "regular" if stat.S_ISREG(mode) else "other"
+
+
+def _violation(dir_fd: int, name: str, rel: str, otherwise: ViolationKind) -> Violation:
+    kind: ViolationKind = "symlink" if entry_kind(dir_fd, name) == "symlink" else otherwise
+    return Violation(kind, rel)
+
+
+# --- directories ------------------------------------------------------------------------------
+
+
+def fsync_directory(dir_fd: int) -> None:
+    os.fsync(dir_fd)
+
+
+def open_subdirectory(parent: int, name: str, rel: str, refuse: Refuse) -> int:
+    """Open the directory ``name`` in ``parent`` without following it (``FileNotFoundError``
+    when it is absent); a symlink or a non-directory there is refused."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        # Linux answers ENOTDIR for O_DIRECTORY|O_NOFOLLOW on a symlink; lstat tells which.
+        if exc.errno == errno.ENOTDIR or exc.errno in _SYMLINK_ERRNOS:
+            raise refuse(_violation(parent, name, rel, "not_directory")) from None
+        raise
+
+
+def _child_directory(parent: int, name: str, rel: str, refuse: Refuse, create: bool) -> int | None:
+    try:
+        return open_subdirectory(parent, name, rel, refuse)
+    except FileNotFoundError:
+        if not create:
+            return None
+    try:
+        os.mkdir(name, 0o777, dir_fd=parent)
+    except FileExistsError:
+        pass  # a concurrent creator won: open what is there, still without following it
+    else:
+        fsync_directory(parent)  # the new entry survives a power loss with what goes into it
+    return open_subdirectory(parent, name, rel, refuse)
+
+
+def _walk(root: Path, parts: Sequence[str], refuse: Refuse, create: bool) -> int | None:
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    for index, name in enumerate(parts):
+        parent = fd
+        try:
+            child = _child_directory(parent, name, "/".join(parts[: index + 1]), refuse, create)
+        finally:
+            os.close(parent)
+        if child is None:
+            return None
+        fd = child
+    return fd
+
+
+@contextmanager
+def open_directory(
+    root: Path, parts: Sequence[str], refuse: Refuse, *, create: bool
+) -> Iterator[int | None]:
+    """Descriptor of ``root/parts...`` walked without following links below ``root``.
+
+    With ``create`` missing directories are made (the root with its parents, the rest one by
+    one, each parent fsynced); without it, a missing directory yields ``None``. A symlink or a
+    non-directory on the way is refused through ``refuse``.
+    """
+    fd = _walk(root, parts, refuse, create)
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def child_directories(
+    dir_fd: int, rel: str, refuse: Refuse, accept: Callable[[str], bool]
+) -> list[str]:
+    """Names of the sub-directories of ``dir_fd`` that ``accept`` takes (unsorted).
+
+    An accepted name that is a symlink is refused rather than skipped: a listing that silently
+    left it out would under-report what is there, and following it would leave the root.
+    Entries ``accept`` rejects, and plain files, are not ours and are ignored.
+    """
+    names: list[str] = []
+    with os.scandir(dir_fd) as entries:
+        for entry in entries:
+            if not accept(entry.name):
+                continue
+            if entry.is_symlink():
+                raise refuse(Violation("symlink", _below(rel, entry.name)))
+            if entry.is_dir(follow_symlinks=False):
+                names.append(entry.name)
+    return names
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def open_file(dir_fd: int, name: str, flags: int, rel: str, refuse: Refuse) -> int | None:
+    """Open the regular file ``name`` in ``dir_fd`` without following it; ``None`` if it is
+    absent (and ``flags`` has no ``O_CREAT``). Symlinks and non-regular files are refused."""
+    try:
+        fd = os.open(name, flags | _FILE_FLAGS, 0o644, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if flags & os.O_CREAT:  # the directory itself is gone: not "absent", an error
+            raise
+        return None
+    except OSError as exc:
+        if exc.errno in _SYMLINK_ERRNOS:
+            raise refuse(Violation("symlink", rel)) from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # a directory; a FIFO or socket
+            raise refuse(Violation("not_regular_file", rel)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refuse(Violation("not_regular_file", rel))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """One ``write`` in the normal case; loops only if the kernel reports a short write."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_file(dir_fd: int, name: str, rel: str, refuse: Refuse) -> bytes | None:
+    """The bytes of the regular file ``name`` in ``dir_fd``; ``None`` when it is absent."""
+    fd = open_file(dir_fd, name, os.O_RDONLY, rel, refuse)
+    if fd is None:
+        return None
+    try:
+        return read_all(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_replaceable(dir_fd: int, name: str, rel: str, refuse: Refuse) -> None:
+    """Refuse unless ``name`` is absent or a regular file: a write never replaces a symlink
+    (the caller asked for a file, the link says it lives elsewhere) or a special file."""
+    kind = entry_kind(dir_fd, name)
+    if kind == "symlink":
+        raise refuse(Violation("symlink", rel))
+    if kind not in ("absent", "regular"):
+        raise refuse(Violation("not_regular_file", rel))
+
+
+def _temp_name(name: str) -> str:
+    candidate = f".{name}.{temp_token()}.tmp"
+    if len(os.fsencode(candidate)) <= _MAX_NAME_BYTES:
+        return candidate
+    return f".maka.{temp_token()}.tmp"  # a long target name must not make the write fail
+
+
+def replace_file(dir_fd: int, name: str, data: bytes, rel: str, refuse: Refuse) -> None:
+    """Replace ``name`` in ``dir_fd`` with ``data`` atomically and durably (see module doc).
+
+    The temporary file is removed on every failure path; an existing name at the random temp
+    name (only possible if planted) is refused, never opened.
+    """
+    ensure_replaceable(dir_fd, name, rel, refuse)
+    temp = _temp_name(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
+    except FileExistsError:
+        where = _below(rel.rpartition("/")[0], temp)
+        raise refuse(_violation(dir_fd, temp, where, "temp_exists")) from None
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
+    fsync_directory(dir_fd)
