@@ -317,7 +317,7 @@ class ContinuationExecutor:
     ) -> RunHeader:
         """ONE save: claim, source seal, target run + start fact, invocation, registration."""
         app = self.app
-        claimed_at = app.clock()
+        claimed_at = app.now_ms()
         target_header = continuation_header(
             header,
             boundary,
@@ -354,7 +354,7 @@ class ContinuationExecutor:
         return {
             "id": f"{target_header.run_id}-out-{n + 1}",
             **target_header.spine,
-            "ts": self.app.clock(),
+            "ts": self.app.now_ms(),
             "partial": False,
             "role": "model",
             "author": "agent",
@@ -368,7 +368,7 @@ class ContinuationExecutor:
             terminal_event(
                 target_header.spine,
                 event_id=f"{target_header.run_id}-terminal",
-                ts=self.app.clock(),
+                ts=self.app.now_ms(),
                 status=status,
                 failure_class=error_class,
             ),

@@ -210,7 +210,7 @@ class StartupRecovery:
             terminal_event(
                 header.spine,
                 event_id=f"{run_id}-recovered-terminal",
-                ts=app.clock(),
+                ts=app.now_ms(),
                 status="failed",
                 failure_class="app_restarted",
                 state_delta=delta,
