@@ -723,6 +723,21 @@ class RuntimeApplication(Application[UUID]):
             ]
             self.commit_facts(facts, conflict=lambda: self._create_run_conflict(header))
 
+    def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        """Commit the claim-repair start of a claimed target that was created but never
+        started (claim repair); an exact retry writes nothing."""
+        with self._command_lock:
+            run = self._load_run(run_id)
+            decision = run.decide_claim_repair_start(start, committed_at=self.now_ms())
+            if decision.facts:
+                self.commit_facts(
+                    decision.facts,
+                    conflict=lambda: ConcurrentWriteError(
+                        f"run {run_id} was appended to concurrently; re-read and retry",
+                        detail={"runId": run_id},
+                    ),
+                )
+
     @property
     def recovery_status(self) -> RecoveryStatusProjector:
         """The persisted read model of every run's recovery status (created on first use)."""

@@ -39,6 +39,7 @@ from maka_es.domain.lanes import classify_lane
 from maka_es.domain.resolution import Resolution
 from maka_es.domain.run_header import (
     MUTABLE_HEADER_FIELDS,
+    ContinuationSourceV2,
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
@@ -389,20 +390,29 @@ class Run:
         self, patch: Mapping[str, Any], *, updated_at: float
     ) -> RunHeaderUpdated:
         """Validate a header patch: only mutable fields; terminal only after the terminal event
-        is durable and matches it; a terminal header never changes again."""
+        is durable and matches it; a terminal header that its durable terminal fact backs never
+        changes again.
+
+        A terminal header that NO durable fact backs (another writer or an old store wrote it
+        without its terminal event) is not authority: once recovery has made a terminal fact
+        durable, the header may be corrected to that fact, and to nothing else.
+        """
         illegal = sorted(set(patch) - MUTABLE_HEADER_FIELDS)
         if illegal:
             raise HeaderUpdateRefusedError(
                 f"header fields are immutable after creation: {', '.join(illegal)}",
                 detail={"fields": illegal},
             )
-        if self.header.is_terminal:
-            raise HeaderUpdateRefusedError(
-                f"run {self.run_id} header is already terminal ({self.header.status})",
-                detail={"status": self.header.status},
-            )
+        already_terminal = HeaderUpdateRefusedError(
+            f"run {self.run_id} header is already terminal ({self.header.status})",
+            detail={"status": self.header.status},
+        )
+        if self.header.is_terminal and self._header_backed_by_terminal():
+            raise already_terminal
         merged = {**self.header.to_wire(), **patch}
         candidate = RunHeader.model_validate(merged)
+        if self.header.is_terminal and not candidate.is_terminal:
+            raise already_terminal
         if candidate.is_terminal:
             terminal = self.terminal_event
             if terminal is None:
@@ -422,6 +432,10 @@ class Run:
             patch=dict(patch),
             updated_at=updated_at,
         )
+
+    def _header_backed_by_terminal(self) -> bool:
+        terminal = self.terminal_event
+        return terminal is not None and header_matches_terminal(self.header, terminal)
 
     # -- continuation commands ----------------------------------------------------------------
 
@@ -457,6 +471,33 @@ class Run:
         decision = run._event_facts([start], created_at)
         run._check_tool_ledger(decision.appended)
         return (created, *decision.facts)
+
+    def decide_claim_repair_start(
+        self, start: RuntimeEvent, *, committed_at: float
+    ) -> AppendDecision:
+        """Event 1 of a claimed continuation target that was created but never started: the
+        claim-repair start (spec §4.8). Only an empty run whose ``continuationSource`` names
+        the start's claim takes it; an exact retry is a no-op."""
+        fact = start.actions.continuation_start if start.actions is not None else None
+        source = self.header.continuation_source
+        if (
+            fact is None
+            or fact.provenance != "claim_repair"
+            or not isinstance(source, ContinuationSourceV2)
+            or source.claim_id != fact.claim_id
+        ):
+            raise ReservedFactError(
+                f"event {start.id} is not the claim-repair start of run {self.run_id}'s claim",
+                detail={"eventId": start.id, "fact": "continuationStart"},
+            )
+        decision = self._event_facts([start], committed_at)
+        if decision.appended and self.high_water != 0:
+            raise ReservedFactError(
+                f"run {self.run_id} already started; a repair start must be its first event",
+                detail={"eventId": start.id, "fact": "continuationStart"},
+            )
+        self._check_tool_ledger(decision.appended)
+        return decision
 
     # -- tool journal commands (T1, T2, recovery bundle) -------------------------------------------
 
