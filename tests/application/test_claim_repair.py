@@ -1,17 +1,19 @@
 """Claim repair (spec §4.8) and the continuation target's header states, on a real SQLite
 store: a claim whose target never started gets the deterministic ``claim_repair`` start and
 ``continuation_abandoned_before_provider_dispatch`` terminal (also when a crash interrupted a
-repair after its start)."""
+repair after its start), and an admitted target's header says ``running``."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from maka_es.application.host import HostObservation, StaticHostInspector
+from maka_es.application.provider import ProviderTurn, ScriptedProvider
 from maka_es.application.runtime import RuntimeApplication
 from maka_es.application.startup_recovery import StartupRecovery, claim_boundary, repair_id
 from maka_es.domain.claim import (
@@ -20,6 +22,7 @@ from maka_es.domain.claim import (
     continuation_header,
     continuation_start_event,
 )
+from maka_es.domain.facts import RunHeaderUpdated
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.claims import leave_unstarted_claim
 from maka_es.testing.store_probe import store_snapshot
@@ -189,3 +192,48 @@ def test_a_repair_interrupted_after_its_start_converges(
         control.recover()
         assert control.read_run_payloads("tr") == app.read_run_payloads("tr")
         assert control.get_run_header("tr") == app.get_run_header("tr")
+
+
+# -- the admitted target's header ---------------------------------------------------------------
+
+
+class _Crash(BaseException):
+    """The process dies while the provider is running."""
+
+
+class _DyingProvider:
+    def complete(self, request: Any) -> ProviderTurn:
+        raise _Crash()
+
+
+def test_an_admitted_target_is_running_once_its_start_is_committed(
+    app: RuntimeApplication,
+) -> None:
+    plan = app.plan_continuation("s1")
+    assert plan.continuation is not None
+    with pytest.raises(_Crash):
+        app.execute_continuation(plan, _DyingProvider())
+    target = plan.continuation.run_id
+    [start] = app.read_run_events(target)
+    header = app.get_run_header(target)
+    assert (header.status, header.updated_at, header.created_at) == ("running", start.ts, start.ts)
+    # a running target with a start and no terminal: indeterminate, and recovery leaves it
+    assert app.plan_continuation("s1", "r1").rejection_reasons == (
+        "continuation_started_indeterminate",
+    )
+    before = store_snapshot(app).rows
+    report = app.recover()
+    assert [(r.run_id, r.kind) for r in report.repairs] == [(target, "left_live_start")]
+    assert store_snapshot(app).rows == before
+    assert app.get_run_header(target).status == "running"
+
+
+def test_a_finished_continuation_goes_running_then_terminal(app: RuntimeApplication) -> None:
+    plan = app.plan_continuation("s1")
+    outcome = app.execute_continuation(plan, ScriptedProvider([ProviderTurn(outputs=())]))
+    header = app.get_run_header(outcome.target_run_id)
+    assert header.status == "completed"
+    stream = app._load_run(outcome.target_run_id).id
+    facts = [app.mapper.to_domain_event(row) for row in app.recorder.select_events(stream)]
+    statuses = [f.patch.get("status") for f in facts if isinstance(f, RunHeaderUpdated)]
+    assert statuses == ["running", "completed"]

@@ -456,10 +456,16 @@ class Run:
 
     @staticmethod
     def create_continuation(
-        header: RunHeader, start: RuntimeEvent, *, created_at: float
+        header: RunHeader, start: RuntimeEvent, *, created_at: float, admitted: bool = False
     ) -> tuple[StoredFact, ...]:
         """The target Run of a continuation: created with its continuation-start fact as event
-        1 (the generic path refuses start facts; this is their only writer)."""
+        1 (the generic path refuses start facts; this is their only writer).
+
+        ``admitted``: the start admits the run to execution, so the header records
+        ``running`` (``updatedAt`` = the start's ``ts``) in the same save. A reader of the
+        header can then tell an admitted run from a merely claimed one (still ``created``);
+        a claim-repair start never runs anything and leaves the header ``created``.
+        """
         if start.actions is None or start.actions.continuation_start is None:
             raise ReservedFactError(
                 f"event {start.id} is not a continuation-start fact",
@@ -470,7 +476,14 @@ class Run:
         assert run is not None
         decision = run._event_facts([start], created_at)
         run._check_tool_ledger(decision.appended)
-        return (created, *decision.facts)
+        if not admitted:
+            return (created, *decision.facts)
+        for fact in decision.facts:
+            run.apply(fact)
+        running = run.decide_header_update(
+            {"status": "running", "updatedAt": start.ts}, updated_at=created_at
+        )
+        return (created, *decision.facts, running)
 
     def decide_claim_repair_start(
         self, start: RuntimeEvent, *, committed_at: float
