@@ -464,7 +464,7 @@ def test_live_start_without_terminal_is_left_alone(env: Env) -> None:
     )
     report = env.app.recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [("new-2", "left_live_start")]
-    assert env.app.get_run_header("new-2").status == "created"
+    assert env.app.get_run_header("new-2").status == "running"  # admitted: start committed
     assert env.app.plan_continuation("s1", "r1").rejection_reasons == (
         "continuation_started_indeterminate",
     )

@@ -130,7 +130,7 @@ def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(tmp_path: Path,
         assert start.protocol == "continuation_start_v2"
         assert start.provenance == "runtime_admission"
         assert start.claim_id == claim.claim_id
-        assert not app.get_run_header(TARGET_RUN).is_terminal
+        assert app.get_run_header(TARGET_RUN).status == "running"  # admitted with its start
         assert [h.run_id for h in app.list_runs("s1")] == ["r1", TARGET_RUN]
 
         assert _reasons(app) == ("continuation_started_indeterminate",)
@@ -153,7 +153,7 @@ def test_kill_after_terminal_event_repairs_the_header(tmp_path: Path) -> None:
 
     with _fresh(db) as app:
         _assert_claimed_once(app)
-        assert app.get_run_header(TARGET_RUN).status == "created"
+        assert app.get_run_header(TARGET_RUN).status == "running"
         assert _reasons(app) == ("continuation_claim_repair_required",)
         before = store_snapshot(app).rows
         report = app.recover()

@@ -9,8 +9,9 @@ Order, and why:
 2. **Claim, in ONE save**: the claim (a stream whose id derives from the source boundary), the
    source run's seal (at the version that was just revalidated), the target Run (header with
    ``parentRunId``, ``parentTurnId``, ``continuationSource`` V2) with its continuation-start fact
-   as event 1, the invocation binding and the session's registration. A concurrent claimer, or
-   a source that changed since step 1, loses on the store's uniqueness and leaves nothing.
+   as event 1 and its header ``running`` (admitted), the invocation binding and the session's
+   registration. A concurrent claimer, or a source that changed since step 1, loses on the
+   store's uniqueness and leaves nothing.
 3. **Only then** is the provider called, with the validated replay context: no new user
    event, no duplicate of the original user message.
 4. The provider's outputs, then the terminal event, then the terminal header are committed
@@ -315,9 +316,10 @@ class ContinuationExecutor:
         target: ContinuationTarget,
         observation: HostObservation,
     ) -> RunHeader:
-        """ONE save: claim, source seal, target run + start fact, invocation, registration."""
+        """ONE save: claim, source seal, target run + start fact (header ``running`` once the
+        start is committed, so in the same save), invocation, registration."""
         app = self.app
-        claimed_at = app.clock()
+        claimed_at = app.now_ms()
         target_header = continuation_header(
             header,
             boundary,
@@ -331,7 +333,7 @@ class ContinuationExecutor:
         facts = [
             ContinuationClaim.create(boundary, target, start.id, claimed_at),
             source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
-            *Run.create_continuation(target_header, start, created_at=claimed_at),
+            *Run.create_continuation(target_header, start, created_at=claimed_at, admitted=True),
             bind_invocation(target_header),
             app.session_registration(boundary.session_id, target.run_id, claimed_at),
         ]
@@ -354,7 +356,7 @@ class ContinuationExecutor:
         return {
             "id": f"{target_header.run_id}-out-{n + 1}",
             **target_header.spine,
-            "ts": self.app.clock(),
+            "ts": self.app.now_ms(),
             "partial": False,
             "role": "model",
             "author": "agent",
@@ -368,7 +370,7 @@ class ContinuationExecutor:
             terminal_event(
                 target_header.spine,
                 event_id=f"{target_header.run_id}-terminal",
-                ts=self.app.clock(),
+                ts=self.app.now_ms(),
                 status=status,
                 failure_class=error_class,
             ),

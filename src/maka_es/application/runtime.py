@@ -9,6 +9,8 @@ current aggregates *before* anything is written, then commits all of its facts i
 Extension points for a host's own application service (subclass it):
 
 * ``clock`` — milliseconds since the epoch; default wall clock. Inject a fixed clock in tests.
+  Every timestamp the library writes is :meth:`RuntimeApplication.now_ms`: the clock's reading
+  floored to integer milliseconds.
 * ``id_factory`` — fresh ids for facts the runtime authors itself; default uuid4 hex.
 * ``host_inspector`` — the host's safety facts for continuation planning (Phase 1).
 * ``telemetry`` — lifecycle events (identities and codes only); default: standard logging.
@@ -23,6 +25,7 @@ store for pure unit tests.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 import uuid
@@ -91,9 +94,21 @@ Clock = Callable[[], float]
 IdFactory = Callable[[], str]
 
 
-def wall_clock_ms() -> float:
-    """Default clock: Unix milliseconds (the RuntimeEvent ``ts`` unit)."""
-    return time.time() * 1000.0
+def wall_clock_ms() -> int:
+    """Default clock: integer Unix milliseconds (the RuntimeEvent ``ts`` unit)."""
+    return time.time_ns() // 1_000_000
+
+
+def epoch_ms(reading: float) -> int:
+    """A clock reading as the integer milliseconds every library-written timestamp carries.
+
+    Why integers: the reference writes ``Date.now()`` (whole milliseconds) into ``ts``,
+    ``createdAt``, ``updatedAt``, ``completedAt`` and ``claimedAt``; a fractional value is a
+    different wire fact. An injected clock may return fractions; they are floored here.
+    """
+    if isinstance(reading, bool) or not math.isfinite(reading):
+        raise ValueError(f"the clock must return finite milliseconds, not {reading!r}")
+    return math.floor(reading)
 
 
 def uuid4_hex() -> str:
@@ -158,6 +173,10 @@ class RuntimeApplication(Application[UUID]):
         # sequences from interleaving on the shared aggregate cache.
         self._command_lock = threading.RLock()
         super().__init__(env)
+
+    def now_ms(self) -> int:
+        """Now, as the integer milliseconds every timestamp the library writes carries."""
+        return epoch_ms(self.clock())
 
     # -- construction helpers -------------------------------------------------------------------
 
@@ -256,7 +275,7 @@ class RuntimeApplication(Application[UUID]):
     ) -> SessionInfo:
         """Open a new session. Opening an existing one is refused (ids are identities)."""
         with self._command_lock:
-            fact = Session.open(session_id, cwd, workspace_identity, self.clock())
+            fact = Session.open(session_id, cwd, workspace_identity, self.now_ms())
             self.commit_facts(
                 [fact],
                 conflict=lambda: SessionAlreadyExistsError(
@@ -294,7 +313,7 @@ class RuntimeApplication(Application[UUID]):
         parsed = RunHeader.decode(header)
         with self._command_lock:
             session = self._load_session(parsed.session_id)
-            created_at = self.clock()
+            created_at = self.now_ms()
             created = Run.create(parsed, created_at)
             assert parsed.invocation_id is not None  # Run.create refuses headers without it
             binding = bind_invocation(parsed)
@@ -353,11 +372,11 @@ class RuntimeApplication(Application[UUID]):
                 session = self._load_session(parsed.session_id)
             except SessionNotFoundError:
                 opened = Session.open(
-                    parsed.session_id, parsed.cwd, parsed.workspace_identity, self.clock()
+                    parsed.session_id, parsed.cwd, parsed.workspace_identity, self.now_ms()
                 )
                 facts.append(opened)
                 session = Session(opened)
-            created_at = self.clock()
+            created_at = self.now_ms()
             live = parsed.model_copy(update={"status": "running"}) if parsed.is_terminal else parsed
             created = Run.create(live, created_at)
             run = project_run(None, [created])
@@ -401,7 +420,7 @@ class RuntimeApplication(Application[UUID]):
         with self._command_lock:
             run = self._load_run(run_id)
             decision = run.decide_append(
-                decoded, committed_at=self.clock(), expected_high_water=expected_high_water
+                decoded, committed_at=self.now_ms(), expected_high_water=expected_high_water
             )
             if decision.facts:
                 self.commit_facts(
@@ -430,7 +449,7 @@ class RuntimeApplication(Application[UUID]):
         terminal RuntimeEvent is already durable and matches it."""
         with self._command_lock:
             run = self._load_run(run_id)
-            fact = run.decide_header_update(patch, updated_at=self.clock())
+            fact = run.decide_header_update(patch, updated_at=self.now_ms())
             self.commit_facts(
                 [fact],
                 conflict=lambda: ConcurrentWriteError(
@@ -471,7 +490,7 @@ class RuntimeApplication(Application[UUID]):
         return self._commit_tool(
             run_id,
             lambda run: run.decide_tool_prepared(
-                event, recovery_mode=recovery_mode, committed_at=self.clock(), metadata=metadata
+                event, recovery_mode=recovery_mode, committed_at=self.now_ms(), metadata=metadata
             ),
         )
 
@@ -481,7 +500,7 @@ class RuntimeApplication(Application[UUID]):
         """T2, one transaction: the response bound to its prepared operation."""
         event = as_runtime_event(response)
         return self._commit_tool(
-            run_id, lambda run: run.decide_tool_outcome(event, committed_at=self.clock())
+            run_id, lambda run: run.decide_tool_outcome(event, committed_at=self.now_ms())
         )
 
     def commit_tool_recovery_bundle(
@@ -504,7 +523,7 @@ class RuntimeApplication(Application[UUID]):
                 reconcile_event,
                 decision_event,
                 outcome_event,
-                committed_at=self.clock(),
+                committed_at=self.now_ms(),
             ),
         )
 
@@ -703,6 +722,21 @@ class RuntimeApplication(Application[UUID]):
                 self.session_registration(header.session_id, header.run_id, header.created_at),
             ]
             self.commit_facts(facts, conflict=lambda: self._create_run_conflict(header))
+
+    def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        """Commit the claim-repair start of a claimed target that was created but never
+        started (claim repair); an exact retry writes nothing."""
+        with self._command_lock:
+            run = self._load_run(run_id)
+            decision = run.decide_claim_repair_start(start, committed_at=self.now_ms())
+            if decision.facts:
+                self.commit_facts(
+                    decision.facts,
+                    conflict=lambda: ConcurrentWriteError(
+                        f"run {run_id} was appended to concurrently; re-read and retry",
+                        detail={"runId": run_id},
+                    ),
+                )
 
     @property
     def recovery_status(self) -> RecoveryStatusProjector:

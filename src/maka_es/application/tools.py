@@ -266,7 +266,7 @@ class ToolRuntime:
         response: dict[str, Any] = {
             "id": event_id,
             **call.spine,
-            "ts": self.app.clock(),
+            "ts": self.app.now_ms(),
             "partial": False,
             "role": "tool",
             "author": "tool",
@@ -386,7 +386,7 @@ class ToolRuntime:
         return {
             "id": event_id,
             **call.spine,
-            "ts": self.app.clock(),
+            "ts": self.app.now_ms(),
             "partial": False,
             "role": "system",
             "author": "system",

@@ -16,6 +16,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+#: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
+#: ``float`` stays readable for facts an older version or another writer stored.
+EpochMs = int | float
+
 #: Namespace for every maka_es stream id. Never change it: ids are persistent.
 STREAM_NAMESPACE = uuid.UUID("5b3c7d4e-0f7a-5c8e-9a51-6d2e8f1b4c90")
 
@@ -60,7 +64,7 @@ class SessionOpened(StoredFact):
     session_id: str
     cwd: str
     workspace_identity: str | None
-    opened_at: float
+    opened_at: EpochMs
 
 
 class RunRegistered(StoredFact):
@@ -69,7 +73,7 @@ class RunRegistered(StoredFact):
     TOPIC = "maka_es.session.run_registered.v1"
 
     run_id: str
-    created_at: float
+    created_at: EpochMs
 
 
 # --- invocation stream (spine uniqueness) ----------------------------------------------------
@@ -94,7 +98,7 @@ class RunCreated(StoredFact):
     TOPIC = "maka_es.run.created.v1"
 
     header: dict[str, JsonValue]
-    created_at: float
+    created_at: EpochMs
 
 
 class RuntimeEventRecorded(StoredFact):
@@ -106,14 +110,14 @@ class RuntimeEventRecorded(StoredFact):
     event_seq: int = Field(ge=1)
     event_id: str
     payload: str
-    committed_at: float
+    committed_at: EpochMs
 
 
 class RunHeaderUpdated(StoredFact):
     TOPIC = "maka_es.run.header_updated.v1"
 
     patch: dict[str, JsonValue]
-    updated_at: float
+    updated_at: EpochMs
 
 
 class ToolMetadataRecorded(StoredFact):
@@ -134,7 +138,7 @@ class RunSealed(StoredFact):
     TOPIC = "maka_es.run.sealed.v1"
 
     claim_id: str
-    sealed_at: float
+    sealed_at: EpochMs
 
 
 class ContinuationClaimed(StoredFact):
@@ -147,7 +151,7 @@ class ContinuationClaimed(StoredFact):
     boundary: dict[str, JsonValue]
     target: dict[str, JsonValue]
     start_event_id: str
-    claimed_at: float
+    claimed_at: EpochMs
 
 
 FACT_TYPES: dict[str, type[StoredFact]] = {

@@ -39,6 +39,7 @@ from maka_es.domain.lanes import classify_lane
 from maka_es.domain.resolution import Resolution
 from maka_es.domain.run_header import (
     MUTABLE_HEADER_FIELDS,
+    ContinuationSourceV2,
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
@@ -389,20 +390,29 @@ class Run:
         self, patch: Mapping[str, Any], *, updated_at: float
     ) -> RunHeaderUpdated:
         """Validate a header patch: only mutable fields; terminal only after the terminal event
-        is durable and matches it; a terminal header never changes again."""
+        is durable and matches it; a terminal header that its durable terminal fact backs never
+        changes again.
+
+        A terminal header that NO durable fact backs (another writer or an old store wrote it
+        without its terminal event) is not authority: once recovery has made a terminal fact
+        durable, the header may be corrected to that fact, and to nothing else.
+        """
         illegal = sorted(set(patch) - MUTABLE_HEADER_FIELDS)
         if illegal:
             raise HeaderUpdateRefusedError(
                 f"header fields are immutable after creation: {', '.join(illegal)}",
                 detail={"fields": illegal},
             )
-        if self.header.is_terminal:
-            raise HeaderUpdateRefusedError(
-                f"run {self.run_id} header is already terminal ({self.header.status})",
-                detail={"status": self.header.status},
-            )
+        already_terminal = HeaderUpdateRefusedError(
+            f"run {self.run_id} header is already terminal ({self.header.status})",
+            detail={"status": self.header.status},
+        )
+        if self.header.is_terminal and self._header_backed_by_terminal():
+            raise already_terminal
         merged = {**self.header.to_wire(), **patch}
         candidate = RunHeader.model_validate(merged)
+        if self.header.is_terminal and not candidate.is_terminal:
+            raise already_terminal
         if candidate.is_terminal:
             terminal = self.terminal_event
             if terminal is None:
@@ -423,6 +433,10 @@ class Run:
             updated_at=updated_at,
         )
 
+    def _header_backed_by_terminal(self) -> bool:
+        terminal = self.terminal_event
+        return terminal is not None and header_matches_terminal(self.header, terminal)
+
     # -- continuation commands ----------------------------------------------------------------
 
     def decide_seal(self, claim_id: str, *, sealed_at: float) -> RunSealed:
@@ -442,10 +456,16 @@ class Run:
 
     @staticmethod
     def create_continuation(
-        header: RunHeader, start: RuntimeEvent, *, created_at: float
+        header: RunHeader, start: RuntimeEvent, *, created_at: float, admitted: bool = False
     ) -> tuple[StoredFact, ...]:
         """The target Run of a continuation: created with its continuation-start fact as event
-        1 (the generic path refuses start facts; this is their only writer)."""
+        1 (the generic path refuses start facts; this is their only writer).
+
+        ``admitted``: the start admits the run to execution, so the header records
+        ``running`` (``updatedAt`` = the start's ``ts``) in the same save. A reader of the
+        header can then tell an admitted run from a merely claimed one (still ``created``);
+        a claim-repair start never runs anything and leaves the header ``created``.
+        """
         if start.actions is None or start.actions.continuation_start is None:
             raise ReservedFactError(
                 f"event {start.id} is not a continuation-start fact",
@@ -456,7 +476,41 @@ class Run:
         assert run is not None
         decision = run._event_facts([start], created_at)
         run._check_tool_ledger(decision.appended)
-        return (created, *decision.facts)
+        if not admitted:
+            return (created, *decision.facts)
+        for fact in decision.facts:
+            run.apply(fact)
+        running = run.decide_header_update(
+            {"status": "running", "updatedAt": start.ts}, updated_at=created_at
+        )
+        return (created, *decision.facts, running)
+
+    def decide_claim_repair_start(
+        self, start: RuntimeEvent, *, committed_at: float
+    ) -> AppendDecision:
+        """Event 1 of a claimed continuation target that was created but never started: the
+        claim-repair start (spec §4.8). Only an empty run whose ``continuationSource`` names
+        the start's claim takes it; an exact retry is a no-op."""
+        fact = start.actions.continuation_start if start.actions is not None else None
+        source = self.header.continuation_source
+        if (
+            fact is None
+            or fact.provenance != "claim_repair"
+            or not isinstance(source, ContinuationSourceV2)
+            or source.claim_id != fact.claim_id
+        ):
+            raise ReservedFactError(
+                f"event {start.id} is not the claim-repair start of run {self.run_id}'s claim",
+                detail={"eventId": start.id, "fact": "continuationStart"},
+            )
+        decision = self._event_facts([start], committed_at)
+        if decision.appended and self.high_water != 0:
+            raise ReservedFactError(
+                f"run {self.run_id} already started; a repair start must be its first event",
+                detail={"eventId": start.id, "fact": "continuationStart"},
+            )
+        self._check_tool_ledger(decision.appended)
+        return decision
 
     # -- tool journal commands (T1, T2, recovery bundle) -------------------------------------------
 

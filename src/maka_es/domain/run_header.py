@@ -268,10 +268,12 @@ def terminal_event(
     status: str,
     failure_class: str | None = None,
     state_delta: Mapping[str, Any] | None = None,
+    message: str | None = None,
 ) -> RuntimeEvent:
     """A terminal fact for the run of ``spine`` (``sessionId, invocationId, runId, turnId``).
     A failed one carries its failure class both as error content and as
-    ``stateDelta.failureClass``, so the header derived from it matches it."""
+    ``stateDelta.failureClass``, so the header derived from it matches it; the error content's
+    ``message`` defaults to the failure class."""
     actions: dict[str, Any] = {"endInvocation": True}
     delta = dict(state_delta or {})
     wire: dict[str, Any] = {
@@ -288,7 +290,7 @@ def terminal_event(
             "kind": "error",
             "code": failure_class,
             "reason": failure_class,
-            "message": failure_class,
+            "message": failure_class if message is None else message,
         }
         delta["failureClass"] = failure_class
     if delta:

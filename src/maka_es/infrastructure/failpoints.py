@@ -18,6 +18,8 @@ INSIDE_SAVE_BEFORE_COMMIT = "store.save.inside_transaction"
 AFTER_TERMINAL_EVENT = "run.after_terminal_event_committed"
 #: The run's terminal header is durable too.
 AFTER_TERMINAL_HEADER = "run.after_terminal_header_committed"
+#: Startup recovery committed a claim-repair start; its repair terminal is not written yet.
+AFTER_CLAIM_REPAIR_START = "recovery.after_claim_repair_start_committed"
 
 _armed: dict[str, Callable[[str], None]] = {}
 _lock = Lock()

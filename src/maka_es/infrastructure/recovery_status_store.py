@@ -46,8 +46,9 @@ MISSING_HEADER_STATUS = "missing"
 #: before the transaction commits (crash tests arm it to prove the commit is atomic).
 INSIDE_COMMIT_FAILPOINT = "recovery_status.commit.inside_transaction"
 
-#: Bump when the tables change shape: the read model is then dropped and rebuilt from scratch.
-SCHEMA_VERSION = 1
+#: Bump when the tables change shape or a row's meaning changes: the read model is then dropped
+#: and rebuilt from scratch. 2: a terminal header without a terminal event needs attention.
+SCHEMA_VERSION = 2
 
 
 def needs_attention_for(
@@ -57,12 +58,14 @@ def needs_attention_for(
     claim_state: str,
 ) -> bool:
     """Whether startup recovery has something to look at (spec §4.8): the header is not
-    terminal (running, lagging, or missing), a terminal event does not match its header, or a
-    claimed continuation target never started."""
+    terminal (running, lagging, or missing), a terminal header has no terminal event behind
+    it, a terminal event does not match its header, or a claimed continuation target never
+    started."""
     header_terminal = header_status in TERMINAL_RUN_STATUSES
     return (
         not header_terminal
-        or (terminal_event and not header_matches_terminal)
+        or not terminal_event
+        or not header_matches_terminal
         or claim_state == "unstarted"
     )
 

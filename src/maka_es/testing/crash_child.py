@@ -16,6 +16,7 @@ the parent harness forwards only ``steps``, an ``{"op": "app", ...}`` step does 
 The ``continue`` step plans ``plan_continuation(session_id)`` (or takes a ready ``plan``) and
 executes it with a provider answering one text item, which first appends one line to
 ``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
+The ``startup_recover`` step runs startup recovery (``RuntimeApplication.recover()``).
 
 A ``finally`` block writes ``marker``: after SIGKILL that file must NOT exist, which proves the
 process really died abruptly rather than unwinding.
@@ -156,6 +157,8 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
         ToolRuntime(app, probe_tools(Path(step["root"]))).execute(step["run_id"], step["call"])
     elif op == "recover":
         ToolRuntime(app, probe_tools(Path(step["root"]))).recover(step["run_id"])
+    elif op == "startup_recover":
+        app.recover()
     elif op == "continue":
         run_continuation(app, step)
     elif op == "bundle":
