@@ -5,6 +5,11 @@ leaves ``synchronous`` at the build default. maka_es promises that a commit that
 survives a process crash, so every connection is opened with ``synchronous=FULL`` (asserted by a
 test) and the recorder exposes a failpoint inside the write transaction for crash tests.
 
+Store faults are the library's typed errors (``StoreUnavailableError`` and its subclasses,
+see ``maka_es.infrastructure.store_faults``), never raw ``sqlite3`` or eventsourcing errors:
+the translation sits at the one place every read and write passes (the datastore's
+``transaction()``).
+
 Select it with ``PERSISTENCE_MODULE=maka_es.infrastructure.stores`` and ``SQLITE_DBNAME=<file>``
 (the RuntimeApplication default).
 """
@@ -12,8 +17,10 @@ Select it with ``PERSISTENCE_MODULE=maka_es.infrastructure.stores`` and ``SQLITE
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote
 
 from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import StoredEvent
@@ -26,12 +33,43 @@ from eventsourcing.sqlite import (
 )
 
 from maka_es.infrastructure import failpoints
+from maka_es.infrastructure.store_faults import typed_store_faults
 
 SYNCHRONOUS_FULL = 2
 
 
+def sqlite_path_from_dbname(db_name: str) -> str | None:
+    """The file path behind an eventsourcing ``SQLITE_DBNAME``; ``None`` for in-memory names.
+
+    ``open_sqlite(read_only=True)`` stores ``file:<path>?mode=ro``: the URI's prefix and query
+    are dropped.
+    """
+    name = db_name
+    if name.startswith("file:"):
+        name = unquote(name[len("file:") :].split("?", 1)[0])
+        if name.startswith("//"):  # file:///abs/path (empty authority)
+            name = name[2:]
+    if not name or name == ":memory:" or "mode=memory" in db_name:
+        return None
+    return name
+
+
+def is_read_only_dbname(db_name: str) -> bool:
+    """Whether ``SQLITE_DBNAME`` opens the file with SQLite's ``mode=ro``."""
+    return db_name.startswith("file:") and "mode=ro" in db_name.partition("?")[2].split("&")
+
+
 class DurableSQLiteConnectionPool(SQLiteConnectionPool):
     """Every connection: WAL (file databases) and ``synchronous=FULL``."""
+
+    def __init__(self, *, db_name: str, lock_timeout: int | None = None) -> None:
+        super().__init__(db_name=db_name, lock_timeout=lock_timeout)
+        self.db_path = sqlite_path_from_dbname(db_name)
+        self.read_only = is_read_only_dbname(db_name)
+        if self.read_only:
+            # A read-only connection cannot switch the journal mode; it reads the file in
+            # whatever mode it is (a store we created is WAL already).
+            self.is_journal_mode_wal = True
 
     def _create_connection(self) -> SQLiteConnection:
         connection = super()._create_connection()
@@ -45,11 +83,20 @@ class DurableSQLiteDatastore(SQLiteDatastore):
     def __init__(self, db_name: str, **kwargs: Any) -> None:
         super().__init__(db_name, **kwargs)
         pool = self.pool
-        self.pool = DurableSQLiteConnectionPool(
+        self.pool: DurableSQLiteConnectionPool = DurableSQLiteConnectionPool(
             db_name=db_name,
             lock_timeout=pool.lock_timeout,
         )
         pool.close()
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
+        """eventsourcing's transaction, with every store fault typed (see module docstring)."""
+        with (
+            typed_store_faults(self.pool.db_path, read_only=self.pool.read_only),
+            super().transaction(commit=commit) as cursor,
+        ):
+            yield cursor
 
 
 class FailpointSQLiteApplicationRecorder(SQLiteApplicationRecorder):
@@ -78,3 +125,7 @@ class Factory(es_sqlite.SQLiteFactory):
             originator_id_type=old.originator_id_type,
         )
         old.close()
+        # Open a connection now, not on first use: a path where no store can be (a missing
+        # directory, a read-only open of a missing file) refuses at open, naming the path.
+        with self.datastore.transaction(commit=False):
+            pass
