@@ -175,14 +175,14 @@ class RuntimeApplication(Application[UUID]):
             env["SQLITE_DBNAME"] = f"file:{path}?mode=ro"
             env["CREATE_TABLE"] = "n"
         env.update(kwargs.pop("env", None) or {})
-        return cls(env, **kwargs)
+        return cls(env=env, **kwargs)
 
     @classmethod
     def in_memory(cls, **kwargs: Any) -> RuntimeApplication:
         """An application on eventsourcing's in-memory store (pure unit tests only)."""
         env = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
         env.update(kwargs.pop("env", None) or {})
-        return cls(env, **kwargs)
+        return cls(env=env, **kwargs)
 
     def construct_transcoder(self) -> Transcoder:
         return JsonTranscoder()
