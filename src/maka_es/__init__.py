@@ -6,6 +6,8 @@ change between minor versions.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 from maka_es.application.runtime import AppendResult, RuntimeApplication, SessionInfo
 from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_id_for
 from maka_es.domain.events import RuntimeEvent
@@ -26,8 +28,14 @@ from maka_es.projections import (
     resolve_tool_operations,
 )
 
+try:
+    __version__: str = version("maka_es")  # one source of truth: pyproject.toml
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "RUNTIME_RESUME_FAILPOINTS",
+    "__version__",
     "AppendResult",
     "ContinuationFacts",
     "ContinuationPlan",

@@ -195,10 +195,27 @@ class RecoveryBundleRejectedError(StoreRefusal):
 
 
 class StoreUnavailableError(StoreRefusal):
-    """The store could not take the write (read-only, locked, out of space): nothing of it was
-    written. Not a verdict about the facts; the same command may succeed later."""
+    """The store could not serve the command (read-only, locked, out of space, its file deleted
+    or replaced, ...): nothing of it was written. Not a verdict about the facts; the same
+    command may succeed later. ``detail["reason"]`` says which fault (``locked``, ``full``,
+    ``read_only``, ``store_file_deleted``, ``store_file_replaced``, ...). Catch this class to
+    treat every store fault alike; the subclasses below only refine the code."""
 
     default_code = "store_unavailable"
+
+
+class StoreSchemaMissingError(StoreUnavailableError):
+    """The database has no maka_es tables: not a maka_es store (a wrong path, a foreign file),
+    or one opened read-only before anything created them. Nothing was read or written."""
+
+    default_code = "store_schema_missing"
+
+
+class StorePathError(StoreUnavailableError):
+    """No store can be opened or created at the path (its directory does not exist, the path
+    is a directory, a read-only open of a missing file, ...). ``detail["path"]`` names it."""
+
+    default_code = "store_path_unusable"
 
 
 class StoreCorruptionError(MakaError):

@@ -36,3 +36,24 @@ def test_host_subclass_hooks_clock_and_ids(tmp_path: Path) -> None:
         assert app.seen == [("r1", ["e1"])]
         assert app.get_session("s1").opened_at == 42.0
     assert (tmp_path / "host.sqlite").exists()  # SQLite is the default persistence
+
+
+class KeywordOnlyHost(RuntimeApplication):
+    """A host whose constructor takes keywords only (a common pattern for service classes)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.constructed_with = sorted(kwargs)
+        super().__init__(**kwargs)
+
+
+def test_constructors_pass_env_by_keyword(tmp_path: Path) -> None:
+    db = tmp_path / "host.sqlite"
+    with KeywordOnlyHost.open_sqlite(str(db), clock=lambda: 7.0) as app:
+        assert isinstance(app, KeywordOnlyHost)
+        assert app.constructed_with == ["clock", "env"]
+        assert app.open_session("s1", "/workspace").opened_at == 7.0
+    with KeywordOnlyHost.open_sqlite(str(db), read_only=True) as reader:
+        assert reader.list_sessions() == ["s1"]
+    with KeywordOnlyHost.in_memory(env={"AGGREGATE_CACHE_MAXSIZE": "8"}) as memory:
+        assert memory.env.get("PERSISTENCE_MODULE") == "eventsourcing.popo"
+        assert memory.env.get("AGGREGATE_CACHE_MAXSIZE") == "8"

@@ -32,7 +32,6 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
-from urllib.parse import unquote
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -59,6 +58,7 @@ from maka_es.infrastructure.recovery_status_store import (
     SqliteRecoveryStatusStore,
     needs_attention_for,
 )
+from maka_es.infrastructure.stores import sqlite_path_from_dbname
 from maka_es.projections import build_resume_plan
 
 if TYPE_CHECKING:
@@ -99,23 +99,6 @@ class RecoveryStatusUnsupportedError(MakaError):
     default_code = "recovery_status_unsupported"
 
 
-def sqlite_path_from_dbname(db_name: str) -> str | None:
-    """The file path behind an eventsourcing ``SQLITE_DBNAME``; ``None`` for in-memory names.
-
-    ``open_sqlite(read_only=True)`` stores ``file:<path>?mode=ro``: the read model is a
-    separate, writable set of tables in the same file, so the URI's prefix and query are
-    dropped.
-    """
-    name = db_name
-    if name.startswith("file:"):
-        name = unquote(name[len("file:") :].split("?", 1)[0])
-        if name.startswith("//"):  # file:///abs/path (empty authority)
-            name = name[2:]
-    if not name or name == ":memory:" or "mode=memory" in db_name:
-        return None
-    return name
-
-
 def recovery_status_store_for(app: RuntimeApplication) -> RecoveryStatusStore:
     """The read-model store that belongs with ``app``'s event store.
 
@@ -131,11 +114,18 @@ def recovery_status_store_for(app: RuntimeApplication) -> RecoveryStatusStore:
         path = sqlite_path_from_dbname(app.env.get("SQLITE_DBNAME") or "")
         if path is None:
             return InMemoryRecoveryStatusStore()
-        return SqliteRecoveryStatusStore(path)
+        return SqliteRecoveryStatusStore(path, busy_timeout_ms=_busy_timeout_ms(app))
     raise RecoveryStatusUnsupportedError(
         f"no recovery-status store for PERSISTENCE_MODULE={module!r}",
         detail={"persistenceModule": module},
     )
+
+
+def _busy_timeout_ms(app: RuntimeApplication) -> int:
+    """The read model waits for a lock as long as the event store does (``SQLITE_LOCK_TIMEOUT``,
+    seconds, validated by eventsourcing when the application was built); 10 s by default."""
+    seconds = (app.env.get("SQLITE_LOCK_TIMEOUT") or "").strip()
+    return int(seconds) * 1000 if seconds else 10_000
 
 
 @dataclass

@@ -194,14 +194,14 @@ class RuntimeApplication(Application[UUID]):
             env["SQLITE_DBNAME"] = f"file:{path}?mode=ro"
             env["CREATE_TABLE"] = "n"
         env.update(kwargs.pop("env", None) or {})
-        return cls(env, **kwargs)
+        return cls(env=env, **kwargs)
 
     @classmethod
     def in_memory(cls, **kwargs: Any) -> RuntimeApplication:
         """An application on eventsourcing's in-memory store (pure unit tests only)."""
         env = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
         env.update(kwargs.pop("env", None) or {})
-        return cls(env, **kwargs)
+        return cls(env=env, **kwargs)
 
     def construct_transcoder(self) -> Transcoder:
         return JsonTranscoder()
@@ -253,14 +253,19 @@ class RuntimeApplication(Application[UUID]):
 
         A uniqueness violation means another writer got there first: the involved streams are
         evicted from the cache (never reused) and ``conflict()`` classifies the refusal. Any
-        other persistence failure (read-only file, locked database, disk full) is a typed
-        ``StoreUnavailableError``; in both cases nothing of the transaction was written.
+        other persistence failure (read-only file, locked database, disk full, the store file
+        deleted or replaced) is a typed ``StoreUnavailableError`` (the SQLite store raises it
+        itself; other persistence modules' errors are translated here); in both cases nothing
+        of the transaction was written.
         """
         try:
             self.save(*facts)
         except IntegrityError as exc:
             self._evict(*{fact.originator_id for fact in facts})
             raise conflict() from exc
+        except StoreUnavailableError:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise
         except PersistenceError as exc:
             self._evict(*{fact.originator_id for fact in facts})
             raise StoreUnavailableError(
@@ -740,8 +745,13 @@ class RuntimeApplication(Application[UUID]):
 
     @property
     def recovery_status(self) -> RecoveryStatusProjector:
-        """The persisted read model of every run's recovery status (created on first use)."""
+        """The persisted read model of every run's recovery status (created on first use).
+
+        The event store is read first: a store that is unusable (schema missing, file gone)
+        refuses with its typed error before the read model creates anything in the file.
+        """
         if self._recovery_status is None:
+            self.recorder.max_notification_id()
             self._recovery_status = RecoveryStatusProjector(self)
         return self._recovery_status
 

@@ -200,8 +200,14 @@ def _js_key_order(keys: list[str]) -> list[str]:
     return index_keys + rest if index_keys else rest
 
 
+def has_lone_surrogate(s: str) -> bool:
+    """Whether ``s`` holds a surrogate code point: text no UTF-8 writer can encode (and that
+    pydantic's JSON serialisation silently rewrites to U+FFFD in object keys)."""
+    return not s.isascii() and _SURROGATE_RE.search(s) is not None
+
+
 def _string_text(s: str) -> str:
-    if not s.isascii() and _SURROGATE_RE.search(s) is not None:
+    if has_lone_surrogate(s):
         raise _StrictJsonError("string contains a lone surrogate")
     return _encode_basestring(s)
 

@@ -55,42 +55,10 @@ def _finite(value: float | int, field: str) -> float | int:
     return value
 
 
-def _ensure_strict_json(value: Any, path: str) -> None:
-    """Refuse values that are not strict JSON (NaN/Infinity, non-string keys, ...).
-
-    pydantic's ``JsonValue`` admits non-finite floats; the reference codec does not, so every
-    free-form payload (args, result, stateDelta, ...) is checked here.
-    """
-    stack: list[tuple[Any, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                raise ValueError(f"{where}: non-finite number is not strict JSON")
-        elif isinstance(item, dict):
-            for key, sub in item.items():
-                if not isinstance(key, str):
-                    raise ValueError(f"{where}: non-string object key")
-                stack.append((sub, f"{where}.{key}"))
-        elif isinstance(item, list):
-            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
-
-
 class RuntimeWireModel(WireModel):
     """Wire model whose validation failures are ``InvalidRuntimeEventError``."""
 
     error_class: ClassVar[type[MakaError]] = InvalidRuntimeEventError
-    #: camelCase names of free-form JSON fields that must be strict JSON.
-    json_payload_keys: ClassVar[tuple[str, ...]] = ()
-
-    @model_validator(mode="after")
-    def _strict_json_payloads(self) -> Self:
-        for key in self.json_payload_keys:
-            attr = next(n for n, f in type(self).model_fields.items() if f.alias == key)
-            value = getattr(self, attr)
-            if value is not None or key in self.nullable_keys:
-                _ensure_strict_json(value, key)
-        return self
 
 
 # --- content (§1.2) ---------------------------------------------------------------------------
@@ -308,6 +276,7 @@ class ContinuationStartV2(RuntimeWireModel):
 class Actions(RuntimeWireModel):
     json_payload_keys = (
         "stateDelta",
+        "artifactDelta",
         "permissionRequest",
         "userQuestionRequest",
         "tokenUsage",

@@ -51,8 +51,12 @@ class StoredFact(BaseModel):
     originator_version: int = Field(ge=1)
 
     def state(self) -> dict[str, Any]:
-        """The stored state (everything but the stream identity), JSON-ready."""
-        return self.model_dump(mode="json", exclude={"originator_id", "originator_version"})
+        """The stored state (everything but the stream identity), JSON-ready.
+
+        Python mode on purpose: pydantic's JSON mode rewrites an object key holding a lone
+        surrogate to U+FFFD, which could merge two keys and lose a value; here every key
+        reaches the strict transcoder as it is, and anything it cannot encode is refused."""
+        return self.model_dump(mode="python", exclude={"originator_id", "originator_version"})
 
 
 # --- session stream --------------------------------------------------------------------------

@@ -525,7 +525,10 @@ class Run:
         """T1: the call (unless the identical call is already committed), the dispatch fact
         ``<op>_dispatch`` with the args hash recomputed from the call, and the tool's metadata,
         in one transaction. An identical T1 that already committed returns ``created=False``:
-        another dispatcher owns the operation and the tool must not run again."""
+        another dispatcher owns the operation and the tool must not run again. ``metadata``
+        must be strict JSON (``non_strict_json`` otherwise: no NaN, no lone surrogates)."""
+        if metadata:
+            canonical_json(dict(metadata))
         content = call.function_call
         if content is None:
             raise ToolLedgerRejectionError(

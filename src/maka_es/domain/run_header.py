@@ -90,6 +90,14 @@ class RunHeader(HeaderWireModel):
     ``waiting_for_user``."""
 
     nullable_keys = frozenset()
+    json_payload_keys = (
+        "collaborationMode",
+        "orchestrationMode",
+        "orchestrationSource",
+        "agentSwarmAuthorization",
+        "toolMode",
+        "runComposition",
+    )
 
     run_id: NonEmptyStr
     session_id: NonEmptyStr

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from maka_es.domain.codec import has_lone_surrogate
 from maka_es.errors import MakaError
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -71,6 +72,40 @@ def loads_js(text: str | bytes | bytearray) -> Any:
     )
 
 
+def _segment(key: str) -> str:
+    """A path segment that can be printed (lone surrogates escaped)."""
+    return ascii(key)[1:-1] if has_lone_surrogate(key) else key
+
+
+def ensure_strict_json(value: Any, path: str) -> None:
+    """Refuse free-form JSON that is not strict JSON: non-finite numbers, non-string object
+    keys, and lone surrogates in object keys or string values.
+
+    Why here, at validation: pydantic's ``JsonValue`` admits all of them, and its JSON
+    serialisation rewrites a lone-surrogate *key* to U+FFFD before any later strict check, so
+    ``{"\ud800": 1, "\udc00": 2}`` would collapse into one key and silently lose a value.
+    Raises ``ValueError`` naming the dotted path (the model turns it into its typed error).
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if has_lone_surrogate(item):
+                raise ValueError(f"{where}: string contains a lone surrogate")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"{where}: non-finite number is not strict JSON")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise ValueError(f"{where}: non-string object key")
+                if has_lone_surrogate(key):
+                    raise ValueError(f"{where}: object key {key!a} contains a lone surrogate")
+                stack.append((sub, f"{where}.{_segment(key)}"))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
+
+
 def _field_path(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
     for item in loc:
@@ -102,6 +137,8 @@ class WireModel(BaseModel):
     nullable_keys: ClassVar[frozenset[str]] = frozenset()
     #: error type raised by :meth:`decode`; subclasses pick their domain error.
     error_class: ClassVar[type[MakaError]] = MakaError
+    #: camelCase names of free-form JSON fields that must be strict JSON.
+    json_payload_keys: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -119,6 +156,20 @@ class WireModel(BaseModel):
                         "null_not_allowed", "{key} must be absent rather than null", {"key": key}
                     )
         return data
+
+    @model_validator(mode="after")
+    def _strict_json_payloads(self) -> Self:
+        for key in self.json_payload_keys:
+            attr = next(n for n, f in type(self).model_fields.items() if f.alias == key)
+            value = getattr(self, attr)
+            if value is not None or key in self.nullable_keys:
+                try:
+                    ensure_strict_json(value, key)
+                except ValueError as exc:  # name the field, like a missing or null key
+                    raise PydanticCustomError(
+                        "non_strict_json", "{message}", {"key": key, "message": str(exc)}
+                    ) from None
+        return self
 
     @classmethod
     def model_validate(
@@ -172,7 +223,7 @@ class WireModel(BaseModel):
         first = exc.errors(include_url=False)[0]
         loc = tuple(first.get("loc", ()))
         ctx = first.get("ctx") or {}
-        if first.get("type") == "null_not_allowed":
+        if first.get("type") in {"null_not_allowed", "non_strict_json"}:
             loc = (*loc, str(ctx["key"]))
         field = _field_path(loc)
         message = f"{cls.__name__}.{field}: {first.get('msg', 'invalid')}"

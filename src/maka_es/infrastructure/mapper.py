@@ -17,16 +17,23 @@ from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from pydantic import ValidationError
 
 from maka_es.domain.facts import FACT_TYPES, StoredFact
-from maka_es.errors import StoreCorruptionError
+from maka_es.errors import NonStrictJsonError, StoreCorruptionError
 
 
 class JsonTranscoder(Transcoder):
     """Compact UTF-8 JSON; strict (NaN/Infinity refused both ways)."""
 
     def encode(self, obj: Any) -> bytes:
-        return json.dumps(
-            obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False
-        ).encode("utf-8")
+        """Strict JSON bytes, or ``non_strict_json`` (NaN, a lone surrogate, a non-JSON type):
+        a fact that cannot be stored exactly is refused before anything is written."""
+        try:
+            return json.dumps(
+                obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False
+            ).encode("utf-8")
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+            raise NonStrictJsonError(
+                f"a stored fact is not strict JSON: {type(exc).__name__}: {str(exc)!a}"
+            ) from None
 
     def decode(self, data: bytes) -> Any:
         def refuse(constant: str) -> Any:

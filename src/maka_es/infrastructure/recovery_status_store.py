@@ -27,7 +27,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, cast, get_args
 from uuid import UUID
@@ -35,6 +35,7 @@ from uuid import UUID
 from maka_es.domain.run_header import TERMINAL_RUN_STATUSES
 from maka_es.errors import MakaError
 from maka_es.infrastructure import failpoints
+from maka_es.infrastructure.store_faults import typed_store_faults
 
 ClaimState = Literal["none", "unstarted", "started", "ended"]
 CLAIM_STATES: frozenset[str] = frozenset(get_args(ClaimState))
@@ -411,16 +412,22 @@ class SqliteRecoveryStatusStore:
     def __init__(self, db_path: str, *, busy_timeout_ms: int = 10_000) -> None:
         self.db_path = db_path
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            db_path,
-            isolation_level=None,  # explicit BEGIN/COMMIT only
-            check_same_thread=False,  # guarded by self._lock
-            timeout=busy_timeout_ms / 1000.0,
-        )
-        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)};")
-        self._conn.execute("PRAGMA journal_mode=WAL;").fetchall()
-        self._conn.execute("PRAGMA synchronous=FULL;")
-        self._create_tables()
+        with typed_store_faults(db_path):
+            self._conn = sqlite3.connect(
+                db_path,
+                isolation_level=None,  # explicit BEGIN/COMMIT only
+                check_same_thread=False,  # guarded by self._lock
+                timeout=busy_timeout_ms / 1000.0,
+            )
+        try:
+            with typed_store_faults(db_path):
+                self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)};")
+                self._conn.execute("PRAGMA journal_mode=WAL;").fetchall()
+                self._conn.execute("PRAGMA synchronous=FULL;")
+            self._create_tables()
+        except BaseException:
+            self._conn.close()
+            raise
 
     # -- schema ---------------------------------------------------------------------------------
 
@@ -449,22 +456,25 @@ class SqliteRecoveryStatusStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls everything back."""
-        with self._lock:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception (a failed COMMIT included) rolls
+        everything back. Store faults (locked, full, read-only, ...) are typed
+        ``StoreUnavailableError`` refusals."""
+        with self._lock, typed_store_faults(self.db_path):
             cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
             try:
+                cur.execute("BEGIN IMMEDIATE")
                 yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            else:
                 cur.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
             finally:
                 cur.close()
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
+        with self._lock, typed_store_faults(self.db_path):
             return list(self._conn.execute(sql, params).fetchall())
 
     # -- RecoveryStatusStore ------------------------------------------------------------------

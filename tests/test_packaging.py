@@ -1,0 +1,46 @@
+"""Packaging a new user relies on: a version attribute, an SPDX license, a ``testing`` extra."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import tomllib
+from pathlib import Path
+
+import maka_es
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_version_attribute_is_the_installed_version() -> None:
+    assert maka_es.__version__ == PYPROJECT["project"]["version"]
+    assert maka_es.__version__ == importlib.metadata.version("maka_es")
+    assert "__version__" in maka_es.__all__
+
+
+def test_license_is_an_spdx_expression() -> None:
+    """The table form (``{text = ...}``) is deprecated by setuptools and warned on every build;
+    the SPDX string needs setuptools 77 to build."""
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in PYPROJECT["build-system"]["requires"]
+    assert importlib.metadata.metadata("maka_es")["License-Expression"] == "Apache-2.0"
+
+
+def _third_party_imports(package: Path) -> set[str]:
+    found: set[str] = set()
+    for source in package.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_testing_extra_declares_what_maka_es_testing_imports() -> None:
+    assert "hypothesis" in _third_party_imports(ROOT / "src" / "maka_es" / "testing")
+    testing = PYPROJECT["project"]["optional-dependencies"]["testing"]
+    assert any(requirement.startswith("hypothesis") for requirement in testing)
+    installed = importlib.metadata.metadata("maka_es").get_all("Requires-Dist") or []
+    assert any(r.startswith("hypothesis") and 'extra == "testing"' in r for r in installed)
