@@ -279,6 +279,7 @@ ENTRY_POINTS: dict[str, Call] = {
     "all_run_ids": lambda app, t: app.all_run_ids(),
     "all_claims": lambda app, t: app.all_claims(),
     "create_claimed_run": lambda app, t: app.create_claimed_run(t.target_header, t.target_start),
+    "start_claimed_run": lambda app, t: app.start_claimed_run("r1", t.target_start),
     "recovery_status": lambda app, t: app.recovery_status.all(),
     "recover": lambda app, t: app.recover(),
 }
@@ -293,6 +294,7 @@ NO_STORE_ACCESS: dict[str, str] = {
     "construct_mapper": "eventsourcing construction hook",
     "on_events_committed": "host hook, a no-op by default",
     "safe_boundary_resume_enabled": "reads the environment only",
+    "now_ms": "reads the injected clock only",
     "close": "releases connections",
 }
 
