@@ -40,6 +40,7 @@ from maka_es.domain.claim import (
     SourceBoundary,
     continuation_header,
     continuation_start_event,
+    record_start_fact,
 )
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run import Run, bind_invocation
@@ -329,7 +330,10 @@ class ContinuationExecutor:
             boundary, target, event_id=f"{target.run_id}-start", ts=claimed_at
         )
         facts = [
-            ContinuationClaim.create(boundary, target, start.id, claimed_at),
+            ContinuationClaim.create(
+                boundary, target, start.id, claimed_at, target_run_header=target_header
+            ),
+            record_start_fact(boundary.claim_id, start, "runtime_admission"),
             source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
             *Run.create_continuation(target_header, start, created_at=claimed_at),
             bind_invocation(target_header),
