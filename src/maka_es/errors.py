@@ -194,6 +194,13 @@ class RecoveryBundleRejectedError(StoreRefusal):
     default_code = "recovery_bundle_rejected"
 
 
+class ContinuationStartConflictError(StoreRefusal):
+    """A claim's start was already recorded, or the start offered for it does not belong to
+    the claim (another claim id or target, or a ``provenance`` that is not the recorded kind)."""
+
+    default_code = "continuation_start_conflict"
+
+
 class StoreUnavailableError(StoreRefusal):
     """The store could not serve the command (read-only, locked, out of space, its file deleted
     or replaced, ...): nothing of it was written. Not a verdict about the facts; the same
@@ -216,6 +223,13 @@ class StorePathError(StoreUnavailableError):
     is a directory, a read-only open of a missing file, ...). ``detail["path"]`` names it."""
 
     default_code = "store_path_unusable"
+
+
+class InvalidPlanRequestError(MakaError, ValueError):
+    """A planning request is malformed (e.g. an expected high-water that is not a
+    non-negative integer); nothing was read or written."""
+
+    default_code = "invalid_plan_request"
 
 
 class StoreCorruptionError(MakaError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from maka_es.application.telemetry import (
     TelemetrySink,
 )
 from maka_es.domain.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
+from maka_es.domain.codec import canonical_json
+from maka_es.domain.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.errors import RunSealedError
 from maka_es.projections.continuation import ContinuationPlan, WorkspaceCheckpointFact
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
@@ -226,6 +229,100 @@ def test_another_active_run_refuses(env: Env) -> None:
     plan = env.app.plan_continuation("s1")
     env.app.create_run(run_header(Spine("s1", "i9", "r9", "t9")))  # running
     _refused(env, plan, "continuation_run_active")
+
+
+@pytest.mark.parametrize("status", ["created", "running", "waiting_for_user"])
+def test_any_non_terminal_run_of_the_session_is_live(env: Env, status: str) -> None:
+    """ADR 0015: maka_es refuses with the typed ``continuation_run_active`` (the reference
+    throws an uncoded error) and counts any non-terminal run header of the session as live,
+    checked before anything else is re-read."""
+    env.failed_source(Spine())
+    plan = env.app.plan_continuation("s1")
+    env.app.create_run(run_header(Spine("s1", "i9", "r9", "t9"), status=status))
+    _grow_source(env.app)  # would be source_identity_changed, but the live run comes first
+    provider = ScriptedProvider([text_turn()])
+    with pytest.raises(ContinuationRevalidationError) as info:
+        env.app.execute_continuation(plan, provider)
+    assert info.value.code == "continuation_run_active"
+    assert info.value.detail == {"activeRunId": "r9"}
+    assert provider.requests == []
+
+
+def _grow_source(app: RuntimeApplication) -> None:
+    """A writer that ignores the rules commits a 5th event to the failed source r1."""
+    run = app._load_run("r1")
+    event = LedgerBuilder(Spine(), prefix="late-").model_text("appended after the plan")
+    app.save(
+        RuntimeEventRecorded(
+            originator_id=run_stream_id("r1"),
+            originator_version=run.version + 1,
+            event_seq=run.high_water + 1,
+            event_id=event["id"],
+            payload=canonical_json(event),
+            committed_at=9000.0,
+        )
+    )
+
+
+def test_a_source_that_grew_is_an_identity_change(env: Env) -> None:
+    """Spec §4.7 step 2 before step 3: the boundary is re-read first, so a source that grew
+    past the planned high-water is ``source_identity_changed``, not a high-water change."""
+    env.failed_source(Spine())
+    plan = env.app.plan_continuation("s1")
+    _grow_source(env.app)
+    assert env.app.run_high_water("r1") == 5
+    _refused(env, plan, "source_identity_changed")
+
+
+def test_a_rewritten_prefix_is_an_identity_change(env: Env) -> None:
+    """An event of the planned prefix was rewritten in the file (same count, same identity):
+    its prefix digest changed, so ``source_identity_changed``, before any replay comparison."""
+    env.failed_source(Spine(), text="fix the port")
+    plan = env.app.plan_continuation("s1")
+    env.app.close()
+    connection = sqlite3.connect(str(env.db))
+    with connection:
+        changed = connection.execute(
+            "UPDATE stored_events "
+            "SET state = CAST(replace(state, 'fix the port', 'rm -rf the port') AS BLOB) "
+            "WHERE topic = 'maka_es.run.runtime_event_recorded.v1' "
+            "AND instr(state, 'fix the port')"
+        ).rowcount
+    connection.close()
+    assert changed == 1
+    env.app = Env(env.db).app  # another process, reading the rewritten file
+    env.app.host_inspector = env.inspector
+    _refused(env, plan, "source_identity_changed")
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"provider_replay_digest": "sha256:" + "e" * 64}, "source_replay_changed"),
+        ({"provider_projection_version": 2}, "source_replay_changed"),
+        ({"claim_id": "claim_" + "0" * 32}, "source_identity_changed"),
+        ({"boundary": None}, "source_identity_changed"),
+    ],
+    ids=["provider_replay_digest", "projection_version", "claim_id", "no_boundary"],
+)
+def test_revalidation_compares_the_plan_digests(
+    env: Env, change: dict[str, Any], code: str
+) -> None:
+    """Issue 9 item 6: not only the replay context; the plan's digests and claim id too."""
+    env.failed_source(Spine())
+    plan = env.app.plan_continuation("s1")
+    _refused(env, _forged(plan, **change), code)
+
+
+def test_revalidation_compares_the_manifest_digest(env: Env) -> None:
+    env.failed_source(Spine())
+    plan = env.app.plan_continuation("s1")
+    assert plan.continuation is not None
+    assert plan.continuation.boundary is not None
+    boundary = plan.continuation.boundary.model_copy(
+        update={"manifest_digest": "sha256:" + "e" * 64}
+    )
+    _refused(env, _forged(plan, boundary=boundary), "source_replay_changed")
 
 
 def test_claims_and_targets_are_unique(env: Env) -> None:

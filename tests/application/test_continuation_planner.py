@@ -15,6 +15,9 @@ from maka_es.application.continuation_planner import PlannerSettings
 from maka_es.application.host import HostObservation, StaticHostInspector
 from maka_es.application.runtime import RuntimeApplication
 from maka_es.domain.boundary import build_segment, manifest_digest
+from maka_es.domain.claim import claim_id_for
+from maka_es.errors import InvalidPlanRequestError
+from maka_es.projections.continuation import ContinuationPlan
 from maka_es.projections.continuation_replay import build_composite_replay
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
@@ -292,10 +295,11 @@ def _start(ledger: LedgerBuilder) -> dict[str, Any]:
     return ledger.add(start)
 
 
-def test_existing_continuation_is_classified(app: RuntimeApplication) -> None:
-    """Spec §4.6: created-not-started -> repair required; started without terminal ->
-    started_indeterminate; terminal without matching header -> repair required; terminal
-    with matching header -> already_exists."""
+def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplication) -> None:
+    """Spec §4.3 step 6: with no claim, a run whose continuationSource names this source run
+    and high-water already continues it, whatever state it is in (created, started, ended,
+    header lagging). Startup recovery cannot repair an unclaimed run, so it is never reported
+    as ``continuation_claim_repair_required`` (issue 9 item 4)."""
     failed_run(app, spine(1))
     target = _target(app)
 
@@ -304,13 +308,32 @@ def test_existing_continuation_is_classified(app: RuntimeApplication) -> None:
         assert plan.diagnostics[0].detail == {"continuationRunId": "r2"}
         return tuple(plan.rejection_reasons)
 
-    assert reasons() == ("continuation_claim_repair_required",)
+    assert reasons() == ("continuation_already_exists",)  # created, never started
     app.append_event("r2", _start(target))
-    assert reasons() == ("continuation_started_indeterminate",)
+    assert reasons() == ("continuation_already_exists",)  # started, no terminal
     app.append_event("r2", target.terminal("failed"))
-    assert reasons() == ("continuation_claim_repair_required",)
+    assert reasons() == ("continuation_already_exists",)  # terminal, header lagging
     app.update_run_header("r2", {"status": "failed", "failureClass": "provider_error"})
     assert reasons() == ("continuation_already_exists",)
+
+
+def test_blocked_replay_parks_before_any_existing_continuation(app: RuntimeApplication) -> None:
+    """Spec §4.3 step 4 before steps 5-6: a source whose dangling tool call blocks the replay
+    is ``runtime_ledger_unreadable`` even when its boundary already has a finished child."""
+
+    def body(ledger: LedgerBuilder) -> None:
+        ledger.user()
+        ledger.call("c1", "Bash")
+
+    failed_run(app, spine(1), body=body)
+    high_water = len(app.read_run_events("r1"))
+    continuation_of(app, spine(1), spine(2), high_water, created_at=2000)
+    plan = app.plan_continuation("s1", "r1")
+    assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
+    assert plan.diagnostics[0].detail == {
+        "segmentIndex": 0,
+        "replayReason": "tool_recovery_unsettled",
+    }
 
 
 # -- lineage ---------------------------------------------------------------------------------
@@ -389,3 +412,66 @@ def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> 
     assert replay.provider_replay_digest == (
         "sha256:b4e2ce82a65d97773350b596b375266bc5e72602b040426e6f590204835a9cac"
     )
+
+
+# -- expected high-water and the HEAD plan object (issue 9 items 6, 7) ----------------------
+
+
+def test_expected_high_water_is_checked_like_plan_resume(app: RuntimeApplication) -> None:
+    failed_run(app, spine(1))  # 4 committed events
+    assert app.plan_continuation("s1", expected_high_water=4).disposition == "continue"
+    plan = app.plan_continuation("s1", expected_high_water=3)
+    assert plan.disposition == "park"
+    assert plan.rejection_reasons == ("runtime_offset_mismatch",)
+    mismatch = next(d for d in plan.diagnostics if d.code == "runtime_offset_mismatch")
+    assert mismatch.detail == {"expected": 3, "actual": 4}
+    before = store_snapshot(app)
+    for bad in (-1, True, 2.0, "4"):
+        with pytest.raises(InvalidPlanRequestError):
+            app.plan_continuation("s1", expected_high_water=bad)  # type: ignore[arg-type]
+    assert store_snapshot(app) == before
+
+
+def test_plan_carries_claim_id_boundary_and_provider_replay_digest(
+    app: RuntimeApplication,
+) -> None:
+    """Spec §4.1 (HEAD): the plan names the claim it will make, the boundary cursor (every
+    segment, oldest first, and the manifest digest) and the provider-replay digest."""
+    root = failed_run(app, spine(1), created_at=1000)
+    continuation_of(app, spine(1), spine(2), len(root.events), created_at=2000)
+    plan = app.plan_continuation("s1")
+    continuation = plan.continuation
+    assert continuation is not None
+    assert continuation.source_run_id == "r2"
+    replay = build_composite_replay([app.read_run_events("r1"), app.read_run_events("r2")])
+    boundary = continuation.boundary
+    assert boundary is not None
+    assert boundary.segments == tuple(s.boundary for s in replay.segments)
+    identities = [s["identity"] for s in boundary.segments]
+    assert [i["runId"] for i in identities if isinstance(i, dict)] == ["r1", "r2"]
+    assert boundary.manifest_digest == replay.manifest_digest
+    assert continuation.provider_replay_digest == replay.provider_replay_digest
+    assert continuation.provider_projection_version == 1
+    source = replay.segments[-1]
+    assert continuation.claim_id == claim_id_for("s1", "r2", 5, source.prefix_digest)
+    assert continuation.source_runtime_context == source.replay_runtime_events
+    dumped = plan.model_dump(mode="json", by_alias=True)["continuation"]
+    assert list(dumped) == [
+        "invocationId",
+        "runId",
+        "turnId",
+        "sourceInvocationId",
+        "sourceRunId",
+        "sourceTurnId",
+        "sourceRuntimeEventHighWater",
+        "claimId",
+        "sourceRuntimeContext",
+        "runtimeContext",
+        "boundary",
+        "providerReplayDigest",
+        "providerProjectionVersion",
+        "safetySnapshot",
+    ]
+    assert list(dumped["boundary"]) == ["protocol", "segments", "manifestDigest"]
+    assert dumped["boundary"]["protocol"] == "runtime_boundary_cursor_v1"
+    assert ContinuationPlan.model_validate_json(plan.model_dump_json(by_alias=True)) == plan

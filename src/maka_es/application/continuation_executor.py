@@ -2,10 +2,11 @@
 
 Order, and why:
 
-1. **Revalidate** immediately before execution: a plan is not a lease. Source identity,
-   terminal, cwd (strict policy), high-water, ledger identity and replay are re-read from the
-   store; workspace identity, background work, tool catalog and checkpoint are re-inspected;
-   an existing claim or continuation of the boundary, or a taken target run id, refuses.
+1. **Revalidate** immediately before execution: a plan is not a lease. The planned boundary,
+   the replay, the source run's identity, terminal, cwd (strict policy), high-water and
+   ledger identity are re-read from the store; workspace identity, background work, tool
+   catalog and checkpoint are re-inspected; an existing claim or continuation of the
+   boundary, or a taken target run id, refuses (``continuation_revalidation``).
 2. **Claim, in ONE save**: the claim (a stream whose id derives from the source boundary), the
    source run's seal (at the version that was just revalidated), the target Run (header with
    ``parentRunId``, ``parentTurnId``, ``continuationSource`` V2) with its continuation-start fact
@@ -20,18 +21,14 @@ Order, and why:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_es.application.continuation_planner import (
-    LineagePark,
-    RunReader,
-    check_v2_replay,
-    continuations_of,
-    prefix_segment,
-    read_lineage,
+from maka_es.application.continuation_revalidation import (
+    ContinuationRevalidationError,
+    Revalidation,
 )
+from maka_es.application.continuation_revalidation import refuse as _refuse
 from maka_es.application.host import HostInspector, HostObservation
 from maka_es.application.provider import Provider, ProviderRequest
 from maka_es.application.telemetry import Telemetry, error_class_of
@@ -41,19 +38,23 @@ from maka_es.domain.claim import (
     SourceBoundary,
     continuation_header,
     continuation_start_event,
+    record_start_fact,
 )
-from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.run import Run, bind_invocation
-from maka_es.domain.run_header import RunHeader, run_status_for_terminal_event, terminal_event
-from maka_es.errors import MakaError
+from maka_es.domain.run_header import RunHeader, terminal_event
 from maka_es.infrastructure import failpoints
-from maka_es.projections.continuation import (
-    ContinuationPlan,
-    CwdPolicy,
-    RuntimeContinuation,
-    normalize_cwd,
-)
-from maka_es.projections.continuation_replay import build_composite_replay
+from maka_es.projections.continuation import ContinuationPlan, CwdPolicy, RuntimeContinuation
+
+__all__ = [
+    "AFTER_CLAIM_COMMITTED",
+    "AFTER_RUN_CREATED",
+    "AFTER_START_COMMITTED",
+    "AFTER_TERMINAL_EVENT",
+    "AFTER_TERMINAL_HEADER",
+    "ContinuationExecutor",
+    "ContinuationOutcome",
+    "ContinuationRevalidationError",
+]
 
 #: Crash-harness failpoints (spec §4.7). The claim, the target run and its start fact are ONE
 #: commit here, so the first three names mark the same point.
@@ -62,12 +63,6 @@ AFTER_RUN_CREATED = "continuation.after_run_created"
 AFTER_START_COMMITTED = "continuation.after_continuation_start_committed"
 AFTER_TERMINAL_EVENT = failpoints.AFTER_TERMINAL_EVENT
 AFTER_TERMINAL_HEADER = failpoints.AFTER_TERMINAL_HEADER
-
-
-class ContinuationRevalidationError(MakaError):
-    """Execution refused immediately before it would start (spec §4.7 codes)."""
-
-    default_code = "continuation_revalidation_failed"
 
 
 @dataclass(frozen=True)
@@ -79,10 +74,6 @@ class ContinuationOutcome:
     status: str
     error_class: str | None
     outputs: int
-
-
-def _refuse(code: str, message: str, **detail: Any) -> ContinuationRevalidationError:
-    return ContinuationRevalidationError(message, code=code, detail=detail)
 
 
 class ContinuationExecutor:
@@ -108,151 +99,10 @@ class ContinuationExecutor:
     def revalidate(
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run, SourceBoundary, HostObservation]:
-        app = self.app
-        runs: list[RunHeader] = app.list_runs(session_id)
-        self._refuse_active_runs(runs, continuation.source_run_id)
-        try:
-            header: RunHeader = app.get_run_header(continuation.source_run_id)
-            source: Run = app._load_run(continuation.source_run_id)
-        except MakaError as exc:
-            raise _refuse(
-                "source_identity_changed", f"source run cannot be read: {exc.code}"
-            ) from None
-        if (header.session_id, header.run_id, header.turn_id) != (
-            session_id,
-            continuation.source_run_id,
-            continuation.source_turn_id,
-        ):
-            raise _refuse("source_identity_changed", "source run identity differs from the plan")
-        events = list(source.events)
-        terminals = [e for e in events if e.is_terminal]
-        if len(terminals) != 1 or run_status_for_terminal_event(terminals[0]) != header.status:
-            raise _refuse(
-                "source_terminal_changed", "source run no longer has one matching terminal fact"
-            )
-        if self.cwd_policy == "strict" and normalize_cwd(header.cwd) != normalize_cwd(current_cwd):
-            raise _refuse(
-                "source_cwd_changed",
-                "the current cwd differs from the source run's",
-                sourceCwd=header.cwd,
-                currentCwd=current_cwd,
-            )
-        if len(events) != continuation.source_runtime_event_high_water:
-            planned = continuation.source_runtime_event_high_water
-            raise _refuse(
-                "source_high_water_changed",
-                f"source has {len(events)} events, the plan {planned}",
-                plannedHighWater=planned,
-                actualHighWater=len(events),
-            )
-        spine = (
-            session_id,
-            continuation.source_invocation_id,
-            continuation.source_run_id,
-            continuation.source_turn_id,
+        """Spec §4.7 (see ``continuation_revalidation``); refuses before anything is written."""
+        return Revalidation(self.app, self.inspector, self.cwd_policy).run(
+            continuation, session_id, current_cwd
         )
-        if any(e.identity != spine for e in events):
-            raise _refuse("source_ledger_identity_changed", "a source event has another identity")
-        boundary = self._boundary(header, events, continuation)
-        observation = self._reinspect(session_id, current_cwd, continuation)
-        self._refuse_existing_claims(runs, boundary, continuation)
-        return header, source, boundary, observation
-
-    def _refuse_active_runs(self, runs: Sequence[RunHeader], source_run_id: str) -> None:
-        for run in runs:
-            if not run.is_terminal and run.run_id != source_run_id:
-                raise _refuse(
-                    "continuation_run_active",
-                    f"run {run.run_id} of the session is still active",
-                    activeRunId=run.run_id,
-                )
-
-    def _boundary(
-        self, header: RunHeader, events: Sequence[RuntimeEvent], continuation: RuntimeContinuation
-    ) -> SourceBoundary:
-
-        app = self.app
-        reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs)
-        try:
-            lineage = read_lineage(reader, header, events)
-            check_v2_replay(lineage)
-            replay = build_composite_replay(lineage.segments)
-        except (LineagePark, MakaError) as exc:
-            raise _refuse("source_replay_changed", f"lineage no longer replays: {exc}") from None
-        if (
-            not replay.replayable
-            or replay.manifest_digest is None
-            or replay.provider_replay_digest is None
-            or [e.to_wire() for e in replay.runtime_context]
-            != [e.to_wire() for e in continuation.runtime_context]
-        ):
-            raise _refuse("source_replay_changed", "the replay context differs from the plan")
-        first = events[0]
-        segment = prefix_segment(events)
-        return SourceBoundary(
-            session_id=first.session_id,
-            invocation_id=first.invocation_id,
-            run_id=first.run_id,
-            turn_id=first.turn_id,
-            high_water=len(events),
-            prefix_digest=str(segment["prefixDigest"]),
-            manifest_digest=replay.manifest_digest,
-            provider_replay_digest=replay.provider_replay_digest,
-        )
-
-    def _reinspect(
-        self, session_id: str, current_cwd: str, continuation: RuntimeContinuation
-    ) -> HostObservation:
-        if self.inspector is None:
-            raise _refuse("safety_observation_unavailable", "no host inspector is configured")
-        try:
-            observation = self.inspector.inspect(session_id, current_cwd)
-        except Exception as exc:
-            raise _refuse(
-                "safety_observation_unavailable", f"host inspection failed: {type(exc).__name__}"
-            ) from None
-        snapshot = continuation.safety_snapshot
-        if observation.workspace_identity != snapshot.workspace_identity:
-            raise _refuse("workspace_identity_changed", "the workspace identity changed")
-        if not observation.background_operations_settled:
-            raise _refuse("background_operation_started", "a background operation started")
-        if set(observation.available_tool_names) != set(snapshot.available_tool_names):
-            raise _refuse("tool_catalog_changed", "the tool catalog changed since planning")
-        planned, current = snapshot.workspace_checkpoint, observation.workspace_checkpoint
-        if planned is not None and (
-            current is None
-            or not current.restored
-            or current.ref != planned.ref
-            or current.runtime_event_high_water != planned.runtime_event_high_water
-        ):
-            raise _refuse("workspace_checkpoint_changed", "the workspace checkpoint changed")
-        return observation
-
-    def _refuse_existing_claims(
-        self,
-        runs: Sequence[RunHeader],
-        boundary: SourceBoundary,
-        continuation: RuntimeContinuation,
-    ) -> None:
-        app = self.app
-        if app.claim_exists(boundary.claim_id):
-            raise _refuse(
-                "continuation_claim_conflict",
-                f"boundary {boundary.claim_id} is already claimed",
-                claimId=boundary.claim_id,
-            )
-        for run in continuations_of(runs, boundary.run_id, boundary.high_water):
-            raise _refuse(
-                "continuation_claim_conflict",
-                f"run {run.run_id} already continues this boundary",
-                continuationRunId=run.run_id,
-            )
-        if app.run_exists(continuation.run_id):
-            raise _refuse(
-                "target_run_conflict",
-                f"target run {continuation.run_id} already exists",
-                targetRunId=continuation.run_id,
-            )
 
     # -- execution --------------------------------------------------------------------------------
 
@@ -331,7 +181,10 @@ class ContinuationExecutor:
             boundary, target, event_id=f"{target.run_id}-start", ts=claimed_at
         )
         facts = [
-            ContinuationClaim.create(boundary, target, start.id, claimed_at),
+            ContinuationClaim.create(
+                boundary, target, start.id, claimed_at, target_run_header=target_header
+            ),
+            record_start_fact(boundary.claim_id, start, "runtime_admission"),
             source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
             *Run.create_continuation(target_header, start, created_at=claimed_at, admitted=True),
             bind_invocation(target_header),

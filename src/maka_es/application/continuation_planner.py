@@ -1,26 +1,41 @@
-"""The authoritative continuation planner over the store (spec §4.2 and §4.3 steps 1-7).
+"""The authoritative continuation planner over the store (spec §4.2 and §4.3 steps 1-8).
 
 Why separate from the pure gates: deciding *which* run to continue, reading its lineage through
 earlier continuations, and asking the host for its facts are reads against the store and the
 host. This module does those reads, turns every failure into a single stable park reason, and
 then hands the committed evidence to the pure ``build_continuation_plan``. It never writes:
 planning is not a lease, and two planners may plan the same boundary (execution arbitrates).
+
+Order (spec §4.3): source header; lineage and identity; a blocked composite replay; a durable
+claim on the boundary, checked against the recomputed plan and classified
+(``continuation_claims``); an unclaimed run that already continues it; fresh ids; the gates. A
+store that cannot be read parks (``source_run_unreadable``, or
+``continuation_authority_unavailable`` for the claim lookup); it is never mistaken for a verdict
+about the data, and nothing escapes raw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from maka_es.application.continuation_claims import (
+    RunReader,
+    continuations_of,
+    durable_claim,
+    is_continuation_start,
+    park,
+    unclaimed_continuation,
+)
 from maka_es.application.host import HostInspector, HostObservation
+from maka_es.application.store_faults import STORE_FAULTS, store_fault_class
 from maka_es.domain.boundary import build_segment
-from maka_es.domain.claim import ContinuationClaim, claim_id_for
+from maka_es.domain.claim import claim_id_for
 from maka_es.domain.codec import CodecInputError, js_sort_key
 from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run_header import ContinuationSourceV2, RunHeader, header_matches_terminal
+from maka_es.domain.run_header import ContinuationSourceV2, RunHeader
 from maka_es.errors import MakaError
-from maka_es.projections import Diagnostic
 from maka_es.projections.continuation import (
     ContinuationFacts,
     ContinuationIdentity,
@@ -28,8 +43,26 @@ from maka_es.projections.continuation import (
     CwdPolicy,
     TerminalPolicy,
     build_continuation_plan,
+    replay_blocked_plan,
 )
 from maka_es.projections.continuation_replay import CompositeReplay, build_composite_replay
+
+__all__ = [
+    "FEATURE_FLAG",
+    "MAX_LINEAGE_SEGMENTS",
+    "ContinuationPlanner",
+    "Lineage",
+    "LineagePark",
+    "PlannerSettings",
+    "RunReader",
+    "boundary_claim_id",
+    "check_v2_replay",
+    "continuations_of",
+    "is_continuation_start",
+    "park",
+    "prefix_segment",
+    "read_lineage",
+]
 
 FEATURE_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 #: Segments a lineage may hold before another hop is refused (spec §4.3 step 2).
@@ -46,39 +79,12 @@ class LineagePark(Exception):  # noqa: N818 - control flow, never escapes the pl
         self.detail = dict(detail or {})
 
 
-def park(code: str, message: str, detail: Mapping[str, Any] | None = None) -> ContinuationPlan:
-    """A single-reason park plan (the shape of every pre-planner refusal)."""
-    return ContinuationPlan(
-        disposition="park",
-        rejection_reasons=(code,),
-        diagnostics=(
-            Diagnostic(code=code, message=message, detail=dict(detail) if detail else None),
-        ),
-    )
-
-
 @dataclass(frozen=True)
 class Lineage:
     """Segments oldest -> immediate source, and the headers they came from."""
 
     segments: tuple[tuple[RuntimeEvent, ...], ...]
     headers: tuple[RunHeader, ...]
-
-
-class RunReader:
-    """What the planner reads from the store (a subset of RuntimeApplication)."""
-
-    def __init__(
-        self,
-        header: Callable[[str], RunHeader],
-        events: Callable[[str], list[RuntimeEvent]],
-        runs_of_session: Callable[[str], list[RunHeader]],
-        claim: Callable[[str], ContinuationClaim | None] = lambda claim_id: None,
-    ) -> None:
-        self.header = header
-        self.events = events
-        self.runs_of_session = runs_of_session
-        self.claim = claim
 
 
 def _edge_identity(source: Any) -> tuple[str, str, str]:
@@ -111,6 +117,8 @@ def read_lineage(
         try:
             ancestor = reader.header(edge.source_run_id)
             committed = reader.events(edge.source_run_id)
+        except STORE_FAULTS:
+            raise  # could not read is not "missing": the caller parks source_run_unreadable
         except MakaError as exc:
             raise LineagePark(
                 "runtime_lineage_missing",
@@ -258,7 +266,16 @@ class ContinuationPlanner:
     def candidate_or_none(self, session_id: str) -> RunHeader | None:
         """The candidate, or ``None`` when there is none or the session cannot be read."""
         try:
+            return self._candidate(session_id)
+        except STORE_FAULTS:
+            return None
+
+    def _candidate(self, session_id: str) -> RunHeader | None:
+        """The candidate; store faults propagate (the caller parks them)."""
+        try:
             return self.candidate(session_id)
+        except STORE_FAULTS:
+            raise
         except MakaError:
             return None
 
@@ -267,12 +284,36 @@ class ContinuationPlanner:
         session_id: str,
         session_cwd: str,
         source_run_id: str | None = None,
+        *,
+        expected_high_water: int | None = None,
     ) -> ContinuationPlan:
-        """Spec §4.2: feature flag, candidate, host observation; then the planner (§4.3)."""
+        """Spec §4.2: feature flag, candidate, host observation; then the planner (§4.3).
+
+        Never raises for what the store holds or fails to deliver: a store that cannot be read
+        parks ``source_run_unreadable`` (claims: ``continuation_authority_unavailable``).
+        ``expected_high_water`` is the caller's view of the source run's committed
+        high-water; a different one parks ``runtime_offset_mismatch``.
+        """
         if not self.feature_enabled:
             return park("resume_feature_disabled", f"{FEATURE_FLAG} is not exactly '1'")
+        try:
+            return self._plan(session_id, session_cwd, source_run_id, expected_high_water)
+        except STORE_FAULTS as exc:
+            return park(
+                "source_run_unreadable",
+                f"the store could not be read: {type(exc).__name__}",
+                {"sourceRunId": source_run_id or "", "errorClass": store_fault_class(exc)},
+            )
+
+    def _plan(
+        self,
+        session_id: str,
+        session_cwd: str,
+        source_run_id: str | None,
+        expected_high_water: int | None,
+    ) -> ContinuationPlan:
         if source_run_id is None:
-            candidate = self.candidate_or_none(session_id)
+            candidate = self._candidate(session_id)
             if candidate is None:
                 return park(
                     "resume_candidate_missing",
@@ -283,6 +324,8 @@ class ContinuationPlanner:
             return park("safety_observation_unavailable", "no host inspector is configured")
         try:
             header = self.reader.header(source_run_id)
+        except STORE_FAULTS:
+            raise
         except MakaError as exc:
             return park(
                 "source_run_unreadable",
@@ -303,17 +346,32 @@ class ContinuationPlanner:
                 f"host inspection failed: {type(exc).__name__}",
                 {"errorClass": getattr(exc, "code", type(exc).__name__)},
             )
-        return self._plan_source(session_id, header, session_cwd, observation)
+        source = self._read_source(session_id, header)
+        if isinstance(source, ContinuationPlan):
+            return source
+        events, replay = source
+        try:  # steps 5 and 6: is this boundary already continued?
+            existing = durable_claim(self.reader, replay) or unclaimed_continuation(
+                self.reader, session_id, header.run_id, len(events)
+            )
+        except STORE_FAULTS as exc:
+            return park(
+                "continuation_authority_unavailable",
+                f"continuation claims cannot be read: {type(exc).__name__}",
+                {"errorClass": store_fault_class(exc)},
+            )
+        if existing is not None:
+            return existing
+        return self._gates(header, events, replay, session_cwd, observation, expected_high_water)
 
-    def _plan_source(
-        self,
-        session_id: str,
-        header: RunHeader,
-        current_cwd: str,
-        observation: HostObservation,
-    ) -> ContinuationPlan:
+    def _read_source(
+        self, session_id: str, header: RunHeader
+    ) -> ContinuationPlan | tuple[list[RuntimeEvent], CompositeReplay]:
+        """Spec §4.3 steps 2-4: lineage, identity, composite replay (single-reason parks)."""
         try:
             events = self.reader.events(header.run_id)
+        except STORE_FAULTS:
+            raise
         except MakaError as exc:
             return park(
                 "runtime_ledger_unreadable",
@@ -336,15 +394,23 @@ class ContinuationPlanner:
             replay: CompositeReplay = build_composite_replay(lineage.segments)
         except CodecInputError as exc:
             return park("runtime_ledger_unreadable", f"lineage is not one immutable chain: {exc}")
-        existing = self._claimed(events) or self._existing_continuation(
-            session_id, header.run_id, len(events)
-        )
-        if existing is not None:
-            return existing
+        if not replay.replayable:  # step 4 comes before any claim is looked at
+            return replay_blocked_plan(replay)
+        return events, replay
+
+    def _gates(
+        self,
+        header: RunHeader,
+        events: list[RuntimeEvent],
+        replay: CompositeReplay,
+        current_cwd: str,
+        observation: HostObservation,
+        expected_high_water: int | None,
+    ) -> ContinuationPlan:
+        """Steps 7 and 8: fresh ids, then every gate (multi-reason)."""
         identity = ContinuationIdentity(
             invocation_id=self.new_id(), run_id=self.new_id(), turn_id=self.new_id()
         )
-        checkpoint = observation.workspace_checkpoint
         facts = ContinuationFacts(
             source_cwd=header.cwd,
             current_cwd=current_cwd,
@@ -353,87 +419,13 @@ class ContinuationPlanner:
             background_operations_settled=observation.background_operations_settled,
             available_tool_names=list(observation.available_tool_names),
             continuation_identity=identity,
-            workspace_checkpoint=checkpoint,
+            workspace_checkpoint=observation.workspace_checkpoint,
+            expected_runtime_event_high_water=expected_high_water,
             cwd_policy=self.settings.cwd_policy,
             terminal_policy=self.settings.terminal_policy,
             source_header=header,
         )
         return build_continuation_plan(events, facts, replay=replay)
-
-    def _claimed(self, events: Sequence[RuntimeEvent]) -> ContinuationPlan | None:
-        """Spec §4.3 step 5: a durable claim on this very boundary. A claim whose target run
-        does not exist (or was never started) needs repair; otherwise the target is classified
-        like any existing continuation."""
-        claim_id = boundary_claim_id(events)
-        try:
-            claim = self.reader.claim(claim_id)
-        except MakaError:
-            return park("continuation_authority_unavailable", f"claim {claim_id} cannot be read")
-        if claim is None:
-            return None
-        target = claim.target_run_id
-        try:
-            self.reader.header(target)
-        except MakaError:
-            return park(
-                "continuation_claim_repair_required",
-                f"boundary is claimed by {claim_id} but its target run {target} does not exist",
-                {"continuationRunId": target, "claimId": claim_id},
-            )
-        return None  # the target run exists: _existing_continuation classifies it
-
-    def _existing_continuation(
-        self, session_id: str, source_run_id: str, high_water: int
-    ) -> ContinuationPlan | None:
-        """Classify a run that already claims this boundary (spec §4.6, read-only)."""
-        for run in continuations_of(
-            self.reader.runs_of_session(session_id), source_run_id, high_water
-        ):
-            detail = {"continuationRunId": run.run_id}
-            try:
-                target_events = self.reader.events(run.run_id)
-            except MakaError:
-                target_events = []
-            if not target_events or not is_continuation_start(target_events[0]):
-                return park(
-                    "continuation_claim_repair_required",
-                    f"continuation {run.run_id} was created but never started",
-                    detail,
-                )
-            terminal = next((e for e in target_events if e.is_terminal), None)
-            if terminal is None:
-                return park(
-                    "continuation_started_indeterminate",
-                    f"continuation {run.run_id} started and has no terminal fact; its provider "
-                    "may still be running",
-                    detail,
-                )
-            if run.is_terminal and header_matches_terminal(run, terminal):
-                return park(
-                    "continuation_already_exists",
-                    f"run {run.run_id} already continues {source_run_id} at high-water "
-                    f"{high_water}",
-                    detail,
-                )
-            return park(
-                "continuation_claim_repair_required",
-                f"continuation {run.run_id} ended but its header does not match its terminal",
-                detail,
-            )
-        return None
-
-
-def continuations_of(
-    runs: Iterable[RunHeader], source_run_id: str, high_water: int
-) -> list[RunHeader]:
-    """Runs whose ``continuationSource`` names exactly this boundary (source run, high-water)."""
-    return [
-        run
-        for run in runs
-        if run.continuation_source is not None
-        and run.continuation_source.source_run_id == source_run_id
-        and run.continuation_source.source_runtime_event_high_water == high_water
-    ]
 
 
 def prefix_segment(events: Sequence[RuntimeEvent]) -> dict[str, Any]:
@@ -454,15 +446,3 @@ def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
     first = events[0]
     digest = str(prefix_segment(events)["prefixDigest"])
     return claim_id_for(first.session_id, first.run_id, len(events), digest)
-
-
-def is_continuation_start(event: RuntimeEvent) -> bool:
-    """The first event of a continuation run: a V2 start fact, or the Original P1 form
-    (``stateDelta.continuationStart`` with the source refs)."""
-    actions = event.actions
-    if actions is None:
-        return False
-    if actions.continuation_start is not None:
-        return True
-    delta = actions.state_delta or {}
-    return delta.get("continuationStart") is True

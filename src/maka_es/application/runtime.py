@@ -53,6 +53,7 @@ from maka_es.application.host import HostInspector
 from maka_es.application.provider import Provider
 from maka_es.application.recovery_status import RecoveryStatusProjector
 from maka_es.application.startup_recovery import StartupRecovery, StartupRecoveryReport
+from maka_es.application.store_faults import STORE_FAULTS, store_fault_class
 from maka_es.application.telemetry import Telemetry
 
 if TYPE_CHECKING:  # tools depend on this module; only the type is needed here
@@ -63,6 +64,7 @@ from maka_es.domain.facts import (
     ContinuationClaimed,
     RunCreated,
     SessionOpened,
+    StartKind,
     StoredFact,
     claim_stream_id,
     invocation_stream_id,
@@ -76,8 +78,11 @@ from maka_es.domain.session import Session, project_session
 from maka_es.domain.tool_operation import ToolOperationState
 from maka_es.errors import (
     ConcurrentWriteError,
+    ContinuationStartConflictError,
+    InvalidPlanRequestError,
     InvocationSpineConflictError,
     MakaError,
+    ReservedFactError,
     RunAlreadyExistsError,
     RunNotFoundError,
     SessionAlreadyExistsError,
@@ -590,12 +595,23 @@ class RuntimeApplication(Application[UUID]):
         *,
         current_cwd: str | None = None,
         settings: PlannerSettings | None = None,
+        expected_high_water: int | None = None,
     ) -> ContinuationPlan:
         """May this session continue, and from exactly which boundary? (spec §4.2, §4.3)
 
         ``source_run_id`` defaults to the newest failed/cancelled session-inline run;
-        ``current_cwd`` defaults to the session's cwd. Reads only; never writes.
+        ``current_cwd`` defaults to the session's cwd. ``expected_high_water`` is the caller's
+        view of the source run's committed high-water (like :meth:`plan_resume`); another one
+        parks ``runtime_offset_mismatch``. Reads only; never writes; a store that cannot be
+        read parks (``source_run_unreadable``, ``continuation_authority_unavailable``).
         """
+        if expected_high_water is not None and (
+            type(expected_high_water) is not int or expected_high_water < 0
+        ):
+            raise InvalidPlanRequestError(
+                "expected_high_water must be a non-negative integer",
+                detail={"expectedHighWater": repr(expected_high_water)},
+            )
         reader = RunReader(
             self.get_run_header, self.read_run_events, self._session_run_headers, self.get_claim
         )
@@ -608,10 +624,21 @@ class RuntimeApplication(Application[UUID]):
         )
         try:
             session = self.get_session(session_id)
+        except STORE_FAULTS as exc:
+            plan = park(
+                "source_run_unreadable",
+                f"session {session_id} cannot be read: {type(exc).__name__}",
+                {"sourceRunId": source_run_id or "", "errorClass": store_fault_class(exc)},
+            )
         except MakaError:
             plan = park("resume_candidate_missing", f"session {session_id} does not exist")
         else:
-            plan = planner.plan(session_id, current_cwd or session.cwd, source_run_id)
+            plan = planner.plan(
+                session_id,
+                current_cwd or session.cwd,
+                source_run_id,
+                expected_high_water=expected_high_water,
+            )
         if plan.continuation is not None:
             self.telemetry.plan_approved(
                 session_id=session_id,
@@ -710,19 +737,48 @@ class RuntimeApplication(Application[UUID]):
         ]
 
     def all_claims(self) -> list[ContinuationClaim]:
-        """Every continuation claim, in claim order."""
-        return [
-            ContinuationClaim(fact)
-            for fact in self._facts_with_topic(ContinuationClaimed.TOPIC)
-            if isinstance(fact, ContinuationClaimed)
-        ]
+        """Every continuation claim (with its recorded start, if any), in claim order."""
+        claims = []
+        for fact in self._facts_with_topic(ContinuationClaimed.TOPIC):
+            claim = self.get_claim(fact.claim_id) if isinstance(fact, ContinuationClaimed) else None
+            if claim is not None:
+                claims.append(claim)
+        return claims
 
-    def create_claimed_run(self, header: RunHeader, start: RuntimeEvent) -> None:
-        """Create a claimed continuation's target run with its start fact (claim repair)."""
+    def continuation_start_record(
+        self, claim_id: str, start: RuntimeEvent, *, start_kind: StartKind
+    ) -> StoredFact:
+        """The fact recording ``start`` as the start of claim ``claim_id``, committed by a
+        ``start_kind`` writer (``claim_repair`` for startup recovery). Save it in the SAME
+        transaction as the start fact: the claim is the authority on which writer started its
+        target, and planning refuses a start the claim does not record. Raises
+        ``ContinuationStartConflictError`` if the claim already recorded a start, or the start
+        is not this claim's (claim id, target, ``provenance`` ≠ ``start_kind``)."""
+        claim = self.get_claim(claim_id)
+        if claim is None:
+            raise ContinuationStartConflictError(
+                f"claim {claim_id} does not exist", detail={"claimId": claim_id}
+            )
+        return claim.record_start(start, start_kind)
+
+    def create_claimed_run(
+        self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
+    ) -> None:
+        """Create a claimed continuation's target run with its start fact, and record the
+        start's kind with the claim, in one save (claim repair). ``start_kind`` defaults to the
+        kind the start itself declares (its ``provenance``)."""
         assert header.invocation_id is not None
+        fact = start.actions.continuation_start if start.actions is not None else None
+        if fact is None:
+            raise ReservedFactError(
+                f"event {start.id} is not a continuation-start fact", detail={"eventId": start.id}
+            )
         with self._command_lock:
             facts = [
                 *Run.create_continuation(header, start, created_at=header.created_at),
+                self.continuation_start_record(
+                    fact.claim_id, start, start_kind=start_kind or fact.provenance
+                ),
                 bind_invocation(header),
                 self.session_registration(header.session_id, header.run_id, header.created_at),
             ]

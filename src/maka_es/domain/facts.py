@@ -12,7 +12,7 @@ invocation i1" must be the same row for every process and every machine, so that
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -147,7 +147,12 @@ class RunSealed(StoredFact):
 
 class ContinuationClaimed(StoredFact):
     """Version 1 of a claim stream whose id derives from the source boundary: the store lets
-    exactly one writer create it."""
+    exactly one writer create it.
+
+    ``start_event_id`` is the id the claimer planned for the target's start fact.
+    ``provider_projection_version`` and ``target_run_header`` (the target's header as claimed)
+    were added later: rows written before them lack the keys and read as version 1 and "no
+    recorded header" (the only projection version that was ever written)."""
 
     TOPIC = "maka_es.claim.claimed.v1"
 
@@ -156,6 +161,25 @@ class ContinuationClaimed(StoredFact):
     target: dict[str, JsonValue]
     start_event_id: str
     claimed_at: EpochMs
+    provider_projection_version: int = 1
+    target_run_header: dict[str, JsonValue] | None = None
+
+
+StartKind = Literal["runtime_admission", "claim_repair"]
+
+
+class ContinuationStartRecorded(StoredFact):
+    """Version 2 of a claim stream: which start fact began the claimed target, and which writer
+    committed it (``runtime_admission``: the executor; ``claim_repair``: startup recovery).
+    Saved in the same transaction as the start fact. The claim, not the start's
+    ``provenance`` mirror, is the authority on the kind; as version 2 of the claim's stream it
+    can be recorded once."""
+
+    TOPIC = "maka_es.claim.start_recorded.v1"
+
+    claim_id: str
+    start_event_id: str
+    start_kind: StartKind
 
 
 FACT_TYPES: dict[str, type[StoredFact]] = {
@@ -170,5 +194,6 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         ToolMetadataRecorded,
         RunSealed,
         ContinuationClaimed,
+        ContinuationStartRecorded,
     )
 }

@@ -5,6 +5,7 @@ and never mutates its input; see ``resolver`` for the incremental ``ResolverStat
 """
 
 from maka_es.projections.continuation import (
+    ContinuationBoundary,
     ContinuationFacts,
     ContinuationIdentity,
     ContinuationPlan,
@@ -79,6 +80,7 @@ __all__ = [
     "resolve_tool_operations",
     "would_introduce_issue",
     "CompositeReplay",
+    "ContinuationBoundary",
     "ContinuationFacts",
     "ContinuationIdentity",
     "ContinuationPlan",

@@ -31,8 +31,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, StrictBool, StrictStr, field_serializer
+from pydantic import (
+    Field,
+    JsonValue,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictStr,
+    field_serializer,
+    model_serializer,
+)
+from pydantic.alias_generators import to_camel
 
+from maka_es.domain.claim import claim_id_for
 from maka_es.domain.codec import js_sort_key
 from maka_es.domain.events import RuntimeEvent
 from maka_es.domain.report import ReportModel, RuntimeEventInput, decode_events
@@ -46,6 +57,7 @@ from maka_es.projections.models import Diagnostic, DiagnosticCode, ResumeRejecti
 from maka_es.projections.resume_plan import build_resume_plan
 
 __all__ = [
+    "ContinuationBoundary",
     "ContinuationDisposition",
     "ContinuationFacts",
     "ContinuationIdentity",
@@ -58,6 +70,7 @@ __all__ = [
     "WorkspaceCheckpointFact",
     "build_continuation_plan",
     "normalize_cwd",
+    "replay_blocked_plan",
     "terminal_boundary_consistent",
 ]
 
@@ -149,8 +162,36 @@ class ContinuationSafetySnapshot(ReportModel):
     workspace_checkpoint: SnapshotCheckpoint | None = None
 
 
+class ContinuationBoundary(ReportModel):
+    """The boundary cursor a continuation is bound to (spec §5.2): every lineage segment
+    (``runtime_prefix_segment_v1``, oldest → source) and their manifest digest. Execution
+    re-reads exactly these segments before it claims anything."""
+
+    protocol: Literal["runtime_boundary_cursor_v1"] = "runtime_boundary_cursor_v1"
+    segments: tuple[dict[str, JsonValue], ...]
+    manifest_digest: str
+
+
+#: Fields only a composite (HEAD) plan has; a legacy plan omits them from its dump.
+_COMPOSITE_ONLY_FIELDS = (
+    "claim_id",
+    "source_runtime_context",
+    "boundary",
+    "provider_replay_digest",
+    "provider_projection_version",
+)
+
+
 class RuntimeContinuation(ReportModel):
-    """Fresh target identity, the source boundary and the validated replay context."""
+    """Fresh target identity, the source boundary and the validated replay context.
+
+    A composite (HEAD) plan also carries what execution must find unchanged and what the claim
+    will record (spec §4.1): ``claimId`` (derived from the source boundary, so every planner of
+    one boundary names the same claim), ``boundary``, ``providerReplayDigest``,
+    ``providerProjectionVersion`` and, when there are ancestors, ``sourceRuntimeContext`` (the
+    source segment's own replay events). A legacy plan has none of them and its dump omits
+    the keys.
+    """
 
     invocation_id: str
     run_id: str
@@ -159,12 +200,29 @@ class RuntimeContinuation(ReportModel):
     source_run_id: str
     source_turn_id: str
     source_runtime_event_high_water: int
+    claim_id: str | None = None
+    source_runtime_context: tuple[RuntimeEvent, ...] | None = None
     runtime_context: tuple[RuntimeEvent, ...]
+    boundary: ContinuationBoundary | None = None
+    provider_replay_digest: str | None = None
+    provider_projection_version: int | None = None
     safety_snapshot: ContinuationSafetySnapshot
 
-    @field_serializer("runtime_context")
-    def _events_as_wire(self, events: tuple[RuntimeEvent, ...]) -> list[dict[str, Any]]:
-        return [event.to_wire() for event in events]
+    @field_serializer("runtime_context", "source_runtime_context")
+    def _events_as_wire(
+        self, events: tuple[RuntimeEvent, ...] | None
+    ) -> list[dict[str, Any]] | None:
+        return None if events is None else [event.to_wire() for event in events]
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_composite_fields(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in _COMPOSITE_ONLY_FIELDS:
+            if getattr(self, name) is None:
+                data.pop(to_camel(name) if info.by_alias else name, None)
+        return data
 
 
 class ContinuationPlan(ReportModel):
@@ -298,7 +356,8 @@ def _last_visible(events: Sequence[RuntimeEvent]) -> RuntimeEvent | None:
     return next((event for event in reversed(events) if event.is_model_visible), None)
 
 
-def _replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
+def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
+    """The single-reason park of a blocked composite replay (spec §4.3 step 4)."""
     assert replay.blocked_reason is not None
     reason = _REPLAY_PARK_REASON[replay.blocked_reason]
     return ContinuationPlan(
@@ -364,7 +423,7 @@ def build_continuation_plan(
     if replay is not None and ancestors:
         raise ValueError("ancestors are part of the composite replay; pass one or the other")
     if replay is not None and replay.blocked_reason is not None:
-        return _replay_blocked_plan(replay)
+        return replay_blocked_plan(replay)
 
     decoded = decode_events(events)
     checkpoint = facts.workspace_checkpoint
@@ -567,6 +626,7 @@ def build_continuation_plan(
             source_turn_id=source.turn_id,
             source_runtime_event_high_water=source_high_water,
             runtime_context=tuple(runtime_context),
+            **_composite_fields(replay),
             safety_snapshot=ContinuationSafetySnapshot(
                 workspace_identity=facts.current_workspace_identity,
                 background_operations_settled=True,
@@ -575,6 +635,34 @@ def build_continuation_plan(
             ),
         ),
     )
+
+
+def _composite_fields(replay: CompositeReplay | None) -> dict[str, Any]:
+    """The HEAD-only plan fields of a replayable composite replay (none for the legacy path)."""
+    if replay is None:
+        return {}
+    source = replay.segments[-1]
+    identity, position = source.boundary["identity"], source.boundary["position"]
+    assert isinstance(identity, dict)
+    assert isinstance(position, dict)
+    assert replay.manifest_digest is not None
+    return {
+        "claim_id": claim_id_for(
+            str(identity["sessionId"]),
+            str(identity["runId"]),
+            int(str(position["lastEventSeq"])),
+            source.prefix_digest,
+        ),
+        "source_runtime_context": (
+            source.replay_runtime_events if len(replay.segments) > 1 else None
+        ),
+        "boundary": ContinuationBoundary(
+            segments=tuple(segment.boundary for segment in replay.segments),
+            manifest_digest=replay.manifest_digest,
+        ),
+        "provider_replay_digest": replay.provider_replay_digest,
+        "provider_projection_version": replay.provider_projection_version,
+    }
 
 
 def _head_and_tail(

@@ -1,0 +1,229 @@
+"""Store faults during continuation planning park, they never raise (issue 9 item 5).
+
+Real SQLite faults on a real file: another connection holding an exclusive lock, a table
+dropped under the planner's feet at the moment a given read happens. A fault that is not a
+claim read parks ``source_run_unreadable`` (step 1); a claim read parks
+``continuation_authority_unavailable`` (step 5). Neither is ever turned into a verdict about
+the data (``runtime_lineage_missing``, ``continuation_claim_repair_required``)."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from eventsourcing.persistence import PersistenceError
+
+from maka_es.application.continuation_planner import ContinuationPlanner, RunReader
+from maka_es.application.host import HostObservation, StaticHostInspector
+from maka_es.application.runtime import RuntimeApplication
+from maka_es.application.store_faults import is_store_fault, store_fault_class
+from maka_es.errors import RunNotFoundError, StoreUnavailableError
+from maka_es.projections.continuation import ContinuationPlan
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+
+WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
+INSPECTOR = StaticHostInspector(
+    HostObservation(
+        workspace_identity=WORKSPACE,
+        workspace_path="/workspace",
+        background_operations_settled=True,
+        available_tool_names=("Bash", "Read"),
+    )
+)
+T = TypeVar("T")
+
+
+def open_app(db: Path, **env: str) -> RuntimeApplication:
+    counter = itertools.count(1)
+    return RuntimeApplication.open_sqlite(
+        str(db),
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1", "SQLITE_LOCK_TIMEOUT": "1", **env},
+        id_factory=lambda: f"new-{next(counter)}",
+        host_inspector=INSPECTOR,
+    )
+
+
+def failed_run(app: RuntimeApplication, spine: Spine, header: dict[str, Any] | None = None) -> int:
+    ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
+    app.create_run(run_header(spine, workspaceIdentity=WORKSPACE, **(header or {})))
+    if header and "continuationSource" in header:
+        start = spine.envelope(f"{spine.run_id}-start", 5000, "system", "system")
+        start["actions"] = {"stateDelta": {"continuationStart": True}}
+        ledger.add(start)
+    else:
+        ledger.user("fix the port")
+    ledger.terminal("failed")
+    app.append_events(spine.run_id, ledger.events)
+    app.update_run_header(spine.run_id, {"status": "failed", "failureClass": "provider_error"})
+    return len(ledger.events)
+
+
+@pytest.fixture
+def populated(db_path: Path) -> Path:
+    """A store with a failed root run r1 and its failed continuation r2 (V1 edge)."""
+    with open_app(db_path) as app:
+        app.open_session("s1", "/workspace")
+        high_water = failed_run(app, Spine())
+        source = {
+            "sourceInvocationId": "i1",
+            "sourceRunId": "r1",
+            "sourceTurnId": "t1",
+            "sourceRuntimeEventHighWater": high_water,
+        }
+        failed_run(
+            app,
+            Spine("s1", "i2", "r2", "t2"),
+            {"parentRunId": "r1", "parentTurnId": "t1", "continuationSource": source},
+        )
+        plan = app.plan_continuation("s1")
+        assert plan.disposition == "continue", plan.diagnostics
+    return db_path
+
+
+def drop_store_table(db: Path) -> None:
+    """Another process drops the event table (a damaged or half-migrated file)."""
+    connection = sqlite3.connect(str(db))
+    connection.execute("DROP TABLE stored_events")
+    connection.commit()
+    connection.close()
+
+
+def then_drop(db: Path, read: Callable[[str], T], when: str) -> Callable[[str], T]:
+    """``read``, but the table disappears just before it reads ``when``."""
+
+    def reading(key: str) -> T:
+        if key == when:
+            drop_store_table(db)
+        return read(key)
+
+    return reading
+
+
+class ExclusiveLock:
+    """Another connection holding an exclusive lock on the file until released."""
+
+    def __init__(self, db: Path) -> None:
+        self.connection: sqlite3.Connection | None = sqlite3.connect(str(db), isolation_level=None)
+        self.connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+        self.connection.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        if self.connection is not None:
+            self.connection.execute("ROLLBACK")
+            self.connection.close()
+            self.connection = None
+
+
+@pytest.fixture
+def exclusive_lock(populated: Path) -> Iterator[ExclusiveLock]:
+    lock = ExclusiveLock(populated)
+    yield lock
+    lock.release()
+
+
+def assert_parked(plan: ContinuationPlan, reason: str, error_class: str) -> None:
+    assert plan.disposition == "park"
+    assert plan.rejection_reasons == (reason,)
+    detail = plan.diagnostics[0].detail
+    assert detail is not None
+    assert detail["errorClass"] == error_class
+
+
+def test_a_locked_database_parks_and_planning_recovers_after(
+    populated: Path, exclusive_lock: ExclusiveLock
+) -> None:
+    # CREATE_TABLE=n: the application opens without touching the locked file
+    with open_app(populated, CREATE_TABLE="n") as app:
+        assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "OperationalError")
+        assert_parked(
+            app.plan_continuation("s1", "r2"), "source_run_unreadable", "OperationalError"
+        )
+        exclusive_lock.release()
+        plan = app.plan_continuation("s1")
+        assert plan.disposition == "continue", plan.diagnostics
+
+
+def test_a_dropped_table_parks(populated: Path) -> None:
+    with open_app(populated) as app:
+        drop_store_table(populated)
+        assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "OperationalError")
+
+
+def _planner(app: RuntimeApplication, reader: RunReader) -> ContinuationPlanner:
+    return ContinuationPlanner(reader, INSPECTOR, app.id_factory, feature_enabled=True)
+
+
+def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: Path) -> None:
+    with open_app(populated) as app:
+        reader = RunReader(
+            then_drop(populated, app.get_run_header, when="r1"),
+            app.read_run_events,
+            app.list_runs,
+            app.get_claim,
+        )
+        plan = _planner(app, reader).plan("s1", "/workspace", "r2")
+    assert_parked(plan, "source_run_unreadable", "OperationalError")
+
+
+def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: Path) -> None:
+    with open_app(populated) as app:
+        reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs, app.get_claim)
+        claim_id = _planner(app, reader).plan("s1", "/workspace", "r2").continuation
+        assert claim_id is not None
+        reader.claim = then_drop(populated, app.get_claim, when=claim_id.claim_id or "")
+        plan = _planner(app, reader).plan("s1", "/workspace", "r2")
+    assert_parked(plan, "continuation_authority_unavailable", "OperationalError")
+
+
+def test_a_typed_store_error_parks_the_same_way(populated: Path) -> None:
+    """The store layer may raise the library's typed ``StoreUnavailableError``: a fault, not
+    "the run does not exist" and not "the ancestor is missing"."""
+
+    def unavailable(run_id: str) -> Any:
+        raise StoreUnavailableError(f"cannot read {run_id}: database is locked")
+
+    with open_app(populated) as app:
+
+        def ancestor_unavailable(run_id: str) -> Any:
+            return unavailable(run_id) if run_id == "r1" else app.get_run_header(run_id)
+
+        lineage = RunReader(ancestor_unavailable, app.read_run_events, app.list_runs, app.get_claim)
+        claims = RunReader(app.get_run_header, app.read_run_events, app.list_runs, unavailable)
+        sources = RunReader(unavailable, app.read_run_events, app.list_runs, app.get_claim)
+        assert_parked(
+            _planner(app, lineage).plan("s1", "/workspace", "r2"),
+            "source_run_unreadable",
+            "store_unavailable",
+        )
+        assert_parked(
+            _planner(app, claims).plan("s1", "/workspace", "r2"),
+            "continuation_authority_unavailable",
+            "store_unavailable",
+        )
+        assert_parked(
+            _planner(app, sources).plan("s1", "/workspace", "r2"),
+            "source_run_unreadable",
+            "store_unavailable",
+        )
+
+
+def test_the_fault_classification() -> None:
+    faults = [
+        StoreUnavailableError("locked"),
+        PersistenceError("locked"),
+        sqlite3.OperationalError("database is locked"),
+        OSError("disk I/O error"),
+    ]
+    assert all(is_store_fault(fault) for fault in faults)
+    assert [store_fault_class(f) for f in faults] == [
+        "store_unavailable",
+        "PersistenceError",
+        "OperationalError",
+        "OSError",
+    ]
+    assert not is_store_fault(RunNotFoundError("r9 not found"))
+    assert not is_store_fault(ValueError("bad input"))
