@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -118,11 +118,6 @@ class ExclusiveLock:
             self.connection = None
 
 
-@pytest.fixture
-def exclusive_lock(populated: Path) -> Iterator[ExclusiveLock]:
-    lock = ExclusiveLock(populated)
-    yield lock
-    lock.release()
 
 
 def assert_parked(plan: ContinuationPlan, reason: str, error_class: str) -> None:
@@ -133,24 +128,28 @@ def assert_parked(plan: ContinuationPlan, reason: str, error_class: str) -> None
     assert detail["errorClass"] == error_class
 
 
-def test_a_locked_database_parks_and_planning_recovers_after(
-    populated: Path, exclusive_lock: ExclusiveLock
-) -> None:
-    # CREATE_TABLE=n: the application opens without touching the locked file
-    with open_app(populated, CREATE_TABLE="n") as app:
-        assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "OperationalError")
-        assert_parked(
-            app.plan_continuation("s1", "r2"), "source_run_unreadable", "OperationalError"
-        )
-        exclusive_lock.release()
+def test_a_locked_database_is_a_typed_fault_and_planning_recovers_after(populated: Path) -> None:
+    """Another process holds an exclusive lock: in WAL mode that lock can only be taken while
+    no application has the file open, so the planner meets it when its application opens. The
+    open refuses with the typed ``store_unavailable`` (never a raw sqlite3 error); once the lock
+    is released the same store plans ``continue``."""
+    lock = ExclusiveLock(populated)
+    try:
+        with pytest.raises(StoreUnavailableError) as refused:
+            open_app(populated)
+        assert refused.value.code == "store_unavailable"
+        assert refused.value.detail["reason"] == "locked"
+    finally:
+        lock.release()
+    with open_app(populated) as app:
         plan = app.plan_continuation("s1")
-        assert plan.disposition == "continue", plan.diagnostics
+    assert plan.disposition == "continue", plan.diagnostics
 
 
 def test_a_dropped_table_parks(populated: Path) -> None:
     with open_app(populated) as app:
         drop_store_table(populated)
-        assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "OperationalError")
+        assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "store_schema_missing")
 
 
 def _planner(app: RuntimeApplication, reader: RunReader) -> ContinuationPlanner:
@@ -166,7 +165,7 @@ def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: P
             app.get_claim,
         )
         plan = _planner(app, reader).plan("s1", "/workspace", "r2")
-    assert_parked(plan, "source_run_unreadable", "OperationalError")
+    assert_parked(plan, "source_run_unreadable", "store_schema_missing")
 
 
 def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: Path) -> None:
@@ -176,7 +175,7 @@ def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: Pat
         assert claim_id is not None
         reader.claim = then_drop(populated, app.get_claim, when=claim_id.claim_id or "")
         plan = _planner(app, reader).plan("s1", "/workspace", "r2")
-    assert_parked(plan, "continuation_authority_unavailable", "OperationalError")
+    assert_parked(plan, "continuation_authority_unavailable", "store_schema_missing")
 
 
 def test_a_typed_store_error_parks_the_same_way(populated: Path) -> None:

@@ -280,6 +280,9 @@ ENTRY_POINTS: dict[str, Call] = {
     "all_claims": lambda app, t: app.all_claims(),
     "create_claimed_run": lambda app, t: app.create_claimed_run(t.target_header, t.target_start),
     "start_claimed_run": lambda app, t: app.start_claimed_run("r1", t.target_start),
+    "continuation_start_record": lambda app, t: app.continuation_start_record(
+        "claim", t.target_start, start_kind="claim_repair"
+    ),
     "recovery_status": lambda app, t: app.recovery_status.all(),
     "recover": lambda app, t: app.recover(),
 }

@@ -786,13 +786,22 @@ class RuntimeApplication(Application[UUID]):
 
     def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
         """Commit the claim-repair start of a claimed target that was created but never
-        started (claim repair); an exact retry writes nothing."""
+        started, and record its kind (``claim_repair``) with the claim, in one save (claim
+        repair); an exact retry writes nothing."""
+        fact = start.actions.continuation_start if start.actions is not None else None
+        if fact is None:
+            raise ReservedFactError(
+                f"event {start.id} is not a continuation-start fact", detail={"eventId": start.id}
+            )
         with self._command_lock:
             run = self._load_run(run_id)
             decision = run.decide_claim_repair_start(start, committed_at=self.now_ms())
             if decision.facts:
+                record = self.continuation_start_record(
+                    fact.claim_id, start, start_kind="claim_repair"
+                )
                 self.commit_facts(
-                    decision.facts,
+                    [*decision.facts, record],
                     conflict=lambda: ConcurrentWriteError(
                         f"run {run_id} was appended to concurrently; re-read and retry",
                         detail={"runId": run_id},
