@@ -118,8 +118,6 @@ class ExclusiveLock:
             self.connection = None
 
 
-
-
 def assert_parked(plan: ContinuationPlan, reason: str, error_class: str) -> None:
     assert plan.disposition == "park"
     assert plan.rejection_reasons == (reason,)
