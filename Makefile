@@ -31,7 +31,7 @@ lint: $(STAMP) ## ruff lint + format check
 typecheck: $(STAMP) ## mypy --strict on src and tests
 	$(BIN)/mypy
 
-layers: $(STAMP) ## Layer rule of design.md §2 (import-linter)
+layers: $(STAMP) ## Capability layers, purity, no cycles, no test kit in the library (import-linter)
 	$(BIN)/lint-imports
 
 test: $(STAMP) ## The whole suite (Hypothesis profile "ci"; long runs excluded)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
 
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile(

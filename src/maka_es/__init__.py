@@ -8,25 +8,17 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from maka_es.application.runtime import AppendResult, RuntimeApplication, SessionInfo
-from maka_es.domain.codec import canonical_args_hash, canonical_json, operation_id_for
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.lanes import classify_lane
-from maka_es.domain.run_header import RunHeader
-from maka_es.projections import (
-    RUNTIME_RESUME_FAILPOINTS,
-    ContinuationFacts,
-    ContinuationPlan,
-    Diagnostic,
-    Failpoint,
-    Resolution,
-    ResumePlan,
-    ToolDecision,
-    ToolOperation,
-    build_continuation_plan,
-    build_resume_plan,
-    resolve_tool_operations,
-)
+from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
+from maka_es.continuation.gates import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
+from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
+from maka_es.resume.plan import build_resume_plan
+from maka_es.tooljournal.resolution import Resolution, ToolDecision
+from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.lanes import classify_lane
+from maka_es.wire.run_header import RunHeader
 
 try:
     __version__: str = version("maka_es")  # one source of truth: pyproject.toml

@@ -15,25 +15,25 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.continuation_claims import source_boundary
-from maka_es.application.host import HostObservation, StaticHostInspector
-from maka_es.application.provider import ProviderTurn, ScriptedProvider
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.claim import (
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.claim import (
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,
     continuation_header,
     continuation_start_event,
 )
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.facts import ContinuationStartRecorded, StartKind, claim_stream_id
-from maka_es.domain.run import Run, bind_invocation
-from maka_es.domain.run_header import RunHeader, terminal_event
+from maka_es.continuation.composite_replay import build_composite_replay
+from maka_es.continuation.existing_claims import source_boundary
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import ContinuationStartConflictError
-from maka_es.projections.continuation_replay import build_composite_replay
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.ledger.facts import ContinuationStartRecorded, StartKind, claim_stream_id
+from maka_es.ledger.run import Run, bind_invocation
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader, terminal_event
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 OTHER_DIGEST = "sha256:" + "e" * 64

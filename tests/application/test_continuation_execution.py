@@ -13,23 +13,23 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.continuation_executor import ContinuationRevalidationError
-from maka_es.application.host import HostObservation
-from maka_es.application.provider import ProviderTurn, ScriptedProvider
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.telemetry import (
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
+from maka_es.continuation.executor import ContinuationRevalidationError
+from maka_es.continuation.gates import ContinuationPlan, WorkspaceCheckpointFact
+from maka_es.continuation.host import HostObservation
+from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,
     RecordingTelemetrySink,
     Telemetry,
     TelemetrySink,
 )
-from maka_es.domain.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
-from maka_es.domain.codec import canonical_json
-from maka_es.domain.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.errors import RunSealedError
-from maka_es.projections.continuation import ContinuationPlan, WorkspaceCheckpointFact
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.codec import canonical_json
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 CANARY = "CANARY-SECRET-7f3a9c"
@@ -513,7 +513,7 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
     events = env.app.read_run_events("r1")
     plan = env.app.plan_continuation("s1")
     assert plan.continuation is not None
-    from maka_es.application.continuation_executor import ContinuationExecutor
+    from maka_es.continuation.executor import ContinuationExecutor
 
     executor = ContinuationExecutor(env.app, env.inspector, env.app.telemetry)
     _, source, boundary, _ = executor.revalidate(plan.continuation, "s1", "/workspace")

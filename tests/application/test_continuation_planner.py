@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.continuation_planner import PlannerSettings
-from maka_es.application.host import HostObservation, StaticHostInspector
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.boundary import build_segment, manifest_digest
-from maka_es.domain.claim import claim_id_for
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.boundary import build_segment, manifest_digest
+from maka_es.continuation.claim import claim_id_for
+from maka_es.continuation.composite_replay import build_composite_replay
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.planner import PlannerSettings
 from maka_es.errors import InvalidPlanRequestError
-from maka_es.projections.continuation import ContinuationPlan
-from maka_es.projections.continuation_replay import build_composite_replay
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"

@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import pytest
 from eventsourcing.persistence import PersistenceError
 
-from maka_es.application.continuation_planner import ContinuationPlanner, RunReader
-from maka_es.application.host import HostObservation, StaticHostInspector
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.store_faults import is_store_fault, store_fault_class
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.planner import ContinuationPlanner, RunReader
 from maka_es.errors import RunNotFoundError, StoreUnavailableError
-from maka_es.projections.continuation import ContinuationPlan
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.ledger.faults import is_store_fault, store_fault_class
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 INSPECTOR = StaticHostInspector(

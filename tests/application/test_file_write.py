@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.file_write import FileWriteArgs, file_write_tool
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import Tool, ToolContext, ToolRuntime
+from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
+from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 CONTENT = '{"port":4000}'
 
@@ -104,7 +104,7 @@ def test_a_link_planted_at_the_predictable_temp_name_is_never_followed(
 def test_a_link_at_the_random_temp_name_is_refused_not_opened(
     ws: Path, outside: Outside, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from maka_es.infrastructure import confined_fs
+    from maka_es.adapters import confined_fs
 
     monkeypatch.setattr(confined_fs, "temp_token", lambda: "guessed")
     (ws / ".config.json.guessed.tmp").symlink_to(outside.sentinel)
@@ -237,7 +237,7 @@ def test_path_strings_that_could_leave_or_name_no_file_are_refused(
 
 def test_a_path_no_file_name_can_hold_is_refused(ws: Path) -> None:
     # neither a call event nor FileWriteArgs can carry a lone surrogate; the helpers can
-    from maka_es.application.file_write import read_workspace_file, write_workspace_file
+    from maka_es.adapters.file_write import read_workspace_file, write_workspace_file
 
     path = "lone-\ud800.txt"
     _refused(lambda: write_workspace_file(ws, path, b"x"), "workspace_path_invalid")

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from maka_es.application.host import (
+from maka_es.adapters.workspace_marker import WORKSPACE_MARKER_FILE
+from maka_es.app import RuntimeApplication
+from maka_es.continuation.host import (
     BackgroundOperationRegistry,
     HostInspector,
     HostObservation,
@@ -26,10 +28,8 @@ from maka_es.application.host import (
     StaticHostInspector,
     WorkspaceCheckpointFact,
 )
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import Tool, ToolContext, ToolRuntime
 from maka_es.errors import WorkspaceIdentityError
-from maka_es.infrastructure.workspace_marker import WORKSPACE_MARKER_FILE
+from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 FIXED = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 
@@ -341,6 +341,6 @@ def test_static_inspector_returns_its_observation() -> None:
 
 def test_checkpoint_fact_is_the_planner_type() -> None:
     """An observation's checkpoint is handed to the planner's facts without conversion."""
-    from maka_es import projections
+    from maka_es.continuation import gates
 
-    assert WorkspaceCheckpointFact is projections.WorkspaceCheckpointFact
+    assert WorkspaceCheckpointFact is gates.WorkspaceCheckpointFact

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.provider import (
+from maka_es.continuation.provider import (
     InvalidProviderOutputError,
     Provider,
     ProviderRequest,
@@ -16,13 +16,13 @@ from maka_es.application.provider import (
     ProviderTurn,
     ScriptedProvider,
 )
-from maka_es.domain.events import RuntimeEvent
-from maka_es.errors import InvalidRuntimeEventError, MakaError
-from maka_es.projections.provider_export import (
+from maka_es.continuation.provider_export import (
     ProviderExportError,
     to_anthropic_messages,
     to_openai_chat_messages,
 )
+from maka_es.errors import InvalidRuntimeEventError, MakaError
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import call, response, terminal, user
 
 

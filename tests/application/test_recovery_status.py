@@ -20,7 +20,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.application.recovery_status import (
+from maka_es import failpoints
+from maka_es.adapters.recovery_status_store import INSIDE_COMMIT_FAILPOINT
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.claim import (
+    ContinuationClaim,
+    ContinuationTarget,
+    SourceBoundary,
+    continuation_header,
+    continuation_start_event,
+)
+from maka_es.errors import MakaError
+from maka_es.ledger.run import Run
+from maka_es.recovery.status import (
     InMemoryRecoveryStatusStore,
     RecoveryStatusConflictError,
     RecoveryStatusProjector,
@@ -30,19 +43,6 @@ from maka_es.application.recovery_status import (
     recovery_status_store_for,
     sqlite_path_from_dbname,
 )
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.claim import (
-    ContinuationClaim,
-    ContinuationTarget,
-    SourceBoundary,
-    continuation_header,
-    continuation_start_event,
-)
-from maka_es.domain.run import Run
-from maka_es.errors import MakaError
-from maka_es.infrastructure import failpoints
-from maka_es.infrastructure.recovery_status_store import INSIDE_COMMIT_FAILPOINT
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64

@@ -10,18 +10,14 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.recovery_reason import (
-    last_reference_event_type,
-    recovery_reason,
-    reference_event_type,
-)
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.startup_recovery import recovered_terminal_id
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.facts import RunHeaderUpdated, run_stream_id
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
+from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
+from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.events import RuntimeEvent
 
 SPINE = Spine("s1", "i1", "r1", "t1")
 NOW = 1_700_000_000_000

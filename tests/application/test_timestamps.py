@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from maka_es.application.host import HostObservation, StaticHostInspector
-from maka_es.application.provider import ProviderTurn, ScriptedProvider
-from maka_es.application.runtime import RuntimeApplication, epoch_ms, wall_clock_ms
-from maka_es.application.tools import Tool, ToolContext, ToolRuntime
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.app import RuntimeApplication, epoch_ms, wall_clock_ms
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 START = 1_700_000_000_000.25

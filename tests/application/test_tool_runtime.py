@@ -10,19 +10,19 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from maka_es.application.file_write import FileWriteArgs, file_write_tool
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import (
+from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
+from maka_es.errors import InvalidRuntimeEventError, MakaError, RunSealedError
+from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.runtime import (
     OutcomeUnknownError,
     Tool,
     ToolAlreadyDispatchedError,
     ToolContext,
     ToolRuntime,
 )
-from maka_es.domain.codec import operation_id_for
-from maka_es.errors import InvalidRuntimeEventError, MakaError, RunSealedError
-from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.codec import operation_id_for
 
 
 class Echo(BaseModel):

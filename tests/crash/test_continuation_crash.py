@@ -21,16 +21,16 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.continuation_executor import (
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.executor import (
     AFTER_CLAIM_COMMITTED,
     AFTER_RUN_CREATED,
     AFTER_START_COMMITTED,
     AFTER_TERMINAL_EVENT,
     AFTER_TERMINAL_HEADER,
 )
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.infrastructure.failpoints import INSIDE_SAVE_BEFORE_COMMIT
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.crash_child import RecordingProvider, open_app
 from maka_es.testing.store_probe import store_snapshot

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.testing.builders import run_header
+from maka_es.app import RuntimeApplication
+from maka_es.builders import run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.store_probe import store_snapshot
 from tests.store.test_tool_journal_support import (

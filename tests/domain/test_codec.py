@@ -16,14 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.domain.boundary import (
+from maka_es.continuation.boundary import (
     build_segment,
     manifest_digest,
     prefix_digest,
     prefix_event_wire,
     provider_replay_digest,
 )
-from maka_es.domain.codec import (
+from maka_es.continuation.replay_items import format_text_with_inline_refs, provider_replay_item
+from maka_es.errors import MakaError, NonStrictJsonError
+from maka_es.wire.codec import (
     MAX_JSON_DEPTH,
     CodecInputError,
     JsonValue,
@@ -34,8 +36,6 @@ from maka_es.domain.codec import (
     operation_id_for,
     sha256_digest,
 )
-from maka_es.domain.replay_items import format_text_with_inline_refs, provider_replay_item
-from maka_es.errors import MakaError, NonStrictJsonError
 
 # --------------------------------------------------------------------------------------------
 # §5.2 vectors

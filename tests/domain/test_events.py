@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.domain.codec import canonical_json
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.wire import loads_js
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.testing.strategies import runtime_event_dicts, shuffled_keys
+from maka_es.wire.base import loads_js
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent
 
 S = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}
 H = "sha256:" + "ab" * 32

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.lanes import classify_lane
-from maka_es.testing.builders import Spine
+from maka_es.builders import Spine
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.lanes import classify_lane
 
 SPINE = Spine()
 H = "sha256:" + "cd" * 32

@@ -17,12 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.domain.codec import canonical_json
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run_header import RunHeader
-from maka_es.errors import JsonlLedgerError
-from maka_es.infrastructure.json_prefix import MAX_DEPTH, classify_json_text
-from maka_es.infrastructure.jsonl import (
+from maka_es.adapters.json_prefix import MAX_DEPTH, classify_json_text
+from maka_es.adapters.jsonl import (
     RUN_HEADER_FILE,
     RUNTIME_EVENTS_FILE,
     JsonlLedger,
@@ -30,6 +26,10 @@ from maka_es.infrastructure.jsonl import (
     strict_json_loads,
     validate_safe_id,
 )
+from maka_es.errors import JsonlLedgerError
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
 
 SESSION = "s1"
 RUN = "r1"

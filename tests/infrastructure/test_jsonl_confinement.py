@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run_header import RunHeader
+from maka_es.adapters.jsonl import JsonlLedger
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import JsonlLedgerError
-from maka_es.infrastructure.jsonl import JsonlLedger
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
 
 RUN_DIR = "sessions/s1/runs/r1"
 HEADER = RunHeader.model_validate(run_header())
@@ -156,7 +156,7 @@ def test_a_symlinked_ledger_file_is_left_alone_by_a_header_write(
 def test_a_link_at_the_temp_name_of_an_atomic_write_is_refused(
     root: Path, outside: Outside, operation: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from maka_es.infrastructure import confined_fs
+    from maka_es.adapters import confined_fs
 
     ledger = _real_run(root)
     monkeypatch.setattr(confined_fs, "temp_token", lambda: "guessed")

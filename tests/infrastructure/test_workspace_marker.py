@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.errors import WorkspaceIdentityError
-from maka_es.infrastructure.workspace_marker import (
+from maka_es.adapters.workspace_marker import (
     MAX_GIT_EXCLUDE_BYTES,
     MAX_WORKSPACE_MARKER_BYTES,
     WORKSPACE_IDENTITY_PREFIX,
@@ -31,6 +30,7 @@ from maka_es.infrastructure.workspace_marker import (
     resolve_workspace_identity,
     serialize_workspace_marker,
 )
+from maka_es.errors import WorkspaceIdentityError
 
 FIXED = uuid.UUID("0f8fad5b-d9cb-469f-a165-70867728950e")
 OTHER = "7c9e6679-7425-40de-944b-e07fc1f90ae7"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from maka_es.domain.codec import canonical_args_hash
-from maka_es.domain.events import RuntimeEvent
+from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.events import RuntimeEvent
 
 T1 = "t1_after_preflight_v1"
 DIGEST = "sha256:" + "a" * 64

@@ -6,13 +6,10 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.codec import canonical_args_hash
-from maka_es.domain.events import RuntimeEvent
-from maka_es.projections import (
-    ResolverState,
-    build_resume_plan,
-    resolve_tool_operations,
-)
+from maka_es.resume.plan import build_resume_plan
+from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations
+from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import (
     call,
     completed_decision,

@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from maka_es.domain.run_header import RunHeader
-from maka_es.projections import (
+from maka_es.builders import Spine, run_header
+from maka_es.continuation.composite_replay import build_composite_replay
+from maka_es.continuation.gates import (
     ContinuationFacts,
     ContinuationPlan,
-    build_composite_replay,
     build_continuation_plan,
     normalize_cwd,
     terminal_boundary_consistent,
 )
-from maka_es.testing.builders import Spine, run_header
+from maka_es.wire.run_header import RunHeader
 from tests.projections.builders import (
     T1,
     call,

@@ -9,14 +9,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.domain.events import RuntimeEvent
-from maka_es.projections import (
-    ContinuationFacts,
-    build_composite_replay,
-    build_continuation_plan,
-)
-from maka_es.testing.builders import Spine
+from maka_es.builders import Spine
+from maka_es.continuation.composite_replay import build_composite_replay
+from maka_es.continuation.gates import ContinuationFacts, build_continuation_plan
 from maka_es.testing.strategies import runtime_event_dicts
+from maka_es.wire.events import RuntimeEvent
 
 SPINE = Spine("session-1", "invocation-1", "run-1", "turn-1")
 TOOL_NAMES = ["Bash", "Read", "Write", "a", "b"]

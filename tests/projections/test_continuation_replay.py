@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.codec import CodecInputError
-from maka_es.projections import CompositeReplay, build_composite_replay
-from maka_es.projections.continuation_replay import _project
+from maka_es.continuation.composite_replay import CompositeReplay, _project, build_composite_replay
+from maka_es.wire.codec import CodecInputError
 from tests.projections.builders import (
     DIGEST,
     T1,

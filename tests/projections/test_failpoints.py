@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from maka_es.projections import (
+from maka_es.resume.failpoint_catalog import (
     FAILPOINT_PREFIXES,
     RUNTIME_RESUME_FAILPOINTS,
     Failpoint,
-    build_resume_plan,
     committed_event_count,
     harness_ledger,
 )
+from maka_es.resume.plan import build_resume_plan
 from tests.projections.builders import ids
 
 EXPECTED_CATALOG = [

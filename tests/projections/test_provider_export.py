@@ -16,16 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.domain.codec import canonical_json
-from maka_es.domain.events import RuntimeEvent
-from maka_es.errors import MakaError
-from maka_es.projections import ContinuationFacts, build_continuation_plan
-from maka_es.projections.provider_export import (
+from maka_es.continuation.gates import ContinuationFacts, build_continuation_plan
+from maka_es.continuation.provider_export import (
     ProviderExportError,
     ProviderMessage,
     to_anthropic_messages,
     to_openai_chat_messages,
 )
+from maka_es.errors import MakaError
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import call, dispatch, event, response, terminal, text, user
 
 Exporter = Callable[[list[Any]], list[ProviderMessage]]

@@ -6,14 +6,11 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.codec import canonical_args_hash
-from maka_es.domain.events import RuntimeEvent
 from maka_es.errors import InvalidRuntimeEventError
-from maka_es.projections import (
-    OPERATION_ISSUE_PRIORITY,
-    Resolution,
-    resolve_tool_operations,
-)
+from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.resolver import OPERATION_ISSUE_PRIORITY, resolve_tool_operations
+from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import (
     T1,
     call,

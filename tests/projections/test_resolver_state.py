@@ -6,13 +6,13 @@ import itertools
 
 import pytest
 
-from maka_es.domain.events import RuntimeEvent
 from maka_es.errors import InvalidRuntimeEventError
-from maka_es.projections import (
+from maka_es.tooljournal.resolver import (
     ResolverState,
     resolve_tool_operations,
     would_introduce_issue,
 )
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import (
     T1,
     call,

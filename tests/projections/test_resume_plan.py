@@ -7,13 +7,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.domain.events import RuntimeEvent
-from maka_es.projections import (
-    RESUME_DIRECTIVE,
-    build_resume_plan,
-    project_tool_operations,
-    provider_replay_subset,
-)
+from maka_es.resume.plan import RESUME_DIRECTIVE, build_resume_plan, project_tool_operations
+from maka_es.resume.replay import provider_replay_subset
+from maka_es.wire.events import RuntimeEvent
 from tests.projections.builders import (
     T1,
     call,

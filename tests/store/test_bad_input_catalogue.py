@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
@@ -219,8 +219,8 @@ def test_the_catalogue_is_large_enough() -> None:
 
 
 def test_typed_errors_name_the_field(memory_app: RuntimeApplication) -> None:
-    from maka_es.domain.events import RuntimeEvent
     from maka_es.errors import InvalidRuntimeEventError
+    from maka_es.wire.events import RuntimeEvent
 
     ledger = LedgerBuilder()
     with pytest.raises(InvalidRuntimeEventError) as info:

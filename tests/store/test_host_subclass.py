@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.events import RuntimeEvent
-from maka_es.testing.builders import LedgerBuilder, run_header
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
+from maka_es.wire.events import RuntimeEvent
 
 
 class HostApplication(RuntimeApplication):

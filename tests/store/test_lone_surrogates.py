@@ -16,16 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.events import RuntimeEvent
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import (
     InvalidRunHeaderError,
     InvalidRuntimeEventError,
     MakaError,
     NonStrictJsonError,
 )
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.events import RuntimeEvent
 
 #: Two distinct keys that both become "\ufffd" under lossy encoding.
 COLLIDING = {"\ud800": 1, "\udc00": 2}  # noqa: F601 - distinct keys; ruff folds surrogates

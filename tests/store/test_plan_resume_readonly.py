@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 

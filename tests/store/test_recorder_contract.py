@@ -17,7 +17,7 @@ from eventsourcing.persistence import ApplicationRecorder
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 from eventsourcing.utils import Environment
 
-from maka_es.infrastructure.stores import Factory
+from maka_es.adapters.sqlite import Factory
 
 
 class TestProjectSQLiteApplicationRecorder(ApplicationRecorderTestCase[ApplicationRecorder]):

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import (
     ConcurrentWriteError,
     EventIdConflictError,
@@ -17,7 +18,6 @@ from maka_es.errors import (
     RuntimeOffsetMismatchError,
     TerminalConflictError,
 )
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 

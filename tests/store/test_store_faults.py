@@ -33,21 +33,21 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.application.host import HostObservation
-from maka_es.application.provider import ProviderTurn, ScriptedProvider
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run_header import RunHeader
-from maka_es.domain.session import Session
+from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.host import HostObservation
+from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import (
     StorePathError,
     StoreSchemaMissingError,
     StoreUnavailableError,
 )
-from maka_es.infrastructure.recovery_status_store import SqliteRecoveryStatusStore
-from maka_es.projections.continuation import ContinuationPlan
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
+from maka_es.ledger.session import Session
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 

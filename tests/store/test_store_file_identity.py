@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import ToolRuntime
+from maka_es import failpoints
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
-from maka_es.infrastructure import failpoints
-from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.probe_tools import append_line_tool, executions
+from maka_es.tooljournal.runtime import ToolRuntime
 
 SIDECARS = ("", "-wal", "-shm")
 

@@ -28,15 +28,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.application.runtime import RuntimeApplication, ToolCommit
-from maka_es.domain.tool_ledger import resolve_tool_operations
-from maka_es.domain.tool_operation import (
+from maka_es.app import RuntimeApplication, ToolCommit
+from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.operation import (
     JournalState,
     ToolJournal,
     ToolOperationState,
     expected_journal_state,
 )
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.resolver import resolve_tool_operations
 from tests.store.test_tool_journal_support import (
     PARKED_REASON,
     RUN,

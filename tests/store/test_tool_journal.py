@@ -18,14 +18,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.codec import canonical_args_hash
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.facts import RuntimeEventRecorded, ToolMetadataRecorded
-from maka_es.domain.resolution import ResolverIssue
-from maka_es.domain.run import build_dispatch_event
-from maka_es.domain.tool_ledger import ResolverState
-from maka_es.domain.tool_operation import expected_journal_state
+from maka_es import failpoints
+from maka_es.app import RuntimeApplication
+from maka_es.builders import run_header
 from maka_es.errors import (
     EventIdentityMismatchError,
     MakaError,
@@ -37,9 +32,14 @@ from maka_es.errors import (
     ToolOperationNotFoundError,
     ToolOutcomeConflictError,
 )
-from maka_es.infrastructure import failpoints
-from maka_es.testing.builders import run_header
+from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded
+from maka_es.ledger.run import build_dispatch_event
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
+from maka_es.tooljournal.operation import expected_journal_state
+from maka_es.tooljournal.resolution import ResolverIssue
+from maka_es.tooljournal.resolver import ResolverState
+from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.events import RuntimeEvent
 from tests.store.test_tool_journal_support import (
     DIGEST,
     RUN,

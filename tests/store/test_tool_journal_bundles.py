@@ -23,9 +23,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.facts import RuntimeEventRecorded
-from maka_es.domain.tool_operation import ToolJournal, expected_journal_state
+from maka_es import failpoints
+from maka_es.app import RuntimeApplication
 from maka_es.errors import (
     EventIdConflictError,
     MakaError,
@@ -35,8 +34,9 @@ from maka_es.errors import (
     ToolOperationNotFoundError,
     ToolOperationSettledError,
 )
-from maka_es.infrastructure import failpoints
+from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.operation import ToolJournal, expected_journal_state
 from tests.store.test_tool_journal_support import (
     PARKED_REASON,
     RUN,

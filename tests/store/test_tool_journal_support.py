@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.codec import canonical_json, operation_id_for
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.facts import RuntimeEventRecorded, run_stream_id
-from maka_es.testing.builders import Spine, run_header
+from maka_es.app import RuntimeApplication
+from maka_es.builders import Spine, run_header
+from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.wire.codec import canonical_json, operation_id_for
+from maka_es.wire.events import RuntimeEvent
 
 __test__ = False  # helpers only
 

@@ -9,9 +9,9 @@ build exactly that state here, through the real revalidation and the real facts.
 
 from __future__ import annotations
 
-from maka_es.application.continuation_executor import ContinuationExecutor
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.claim import ContinuationClaim, ContinuationTarget, continuation_header
+from maka_es.app import RuntimeApplication
+from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, continuation_header
+from maka_es.continuation.executor import ContinuationExecutor
 from maka_es.errors import MakaError
 
 

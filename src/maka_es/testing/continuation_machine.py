@@ -21,11 +21,11 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from maka_es.application.host import HostObservation
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.host import HostObservation
 from maka_es.errors import MakaError
-from maka_es.projections.continuation import ContinuationPlan
-from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 WORKSPACES = (

@@ -34,15 +34,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from maka_es.application.continuation_executor import ContinuationOutcome
-from maka_es.application.host import HostObservation, StaticHostInspector
-from maka_es.application.provider import ProviderRequest, ProviderTurn, ScriptedProvider
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import ToolRuntime
+from maka_es import failpoints
+from maka_es.app import RuntimeApplication
+from maka_es.continuation.executor import ContinuationOutcome
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.errors import MakaError
-from maka_es.infrastructure import failpoints
-from maka_es.projections.continuation import ContinuationPlan
 from maka_es.testing.probe_tools import probe_tools
+from maka_es.tooljournal.runtime import ToolRuntime
 
 #: The child's fixed clock (ms): deterministic timestamps across parent and child.
 CHILD_CLOCK_MS = 1_000.0

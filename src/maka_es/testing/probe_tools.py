@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from maka_es.application.file_write import FileWriteArgs, file_write_tool
-from maka_es.application.tools import Tool, ToolContext
-from maka_es.infrastructure import failpoints
+from maka_es import failpoints
+from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
+from maka_es.tooljournal.runtime import Tool, ToolContext
 
 #: Hit by the probes right after their side effect, before returning to the runtime.
 AFTER_SIDE_EFFECT = "probe.after_side_effect"

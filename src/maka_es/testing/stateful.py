@@ -33,14 +33,15 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.domain.codec import canonical_args_hash, operation_id_for
-from maka_es.domain.events import RuntimeEvent
-from maka_es.domain.run import build_dispatch_event
+from maka_es.app import RuntimeApplication
+from maka_es.builders import Spine, run_header
 from maka_es.errors import MakaError
-from maka_es.projections import build_resume_plan, resolve_tool_operations
-from maka_es.testing.builders import Spine, run_header
+from maka_es.ledger.run import build_dispatch_event
+from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.wire.codec import canonical_args_hash, operation_id_for
+from maka_es.wire.events import RuntimeEvent
 
 TOOL_NAMES = ("Bash", "Write", "Read")
 _ARGS = st.fixed_dictionaries(

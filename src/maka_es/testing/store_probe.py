@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from maka_es.application.runtime import RuntimeApplication
+from maka_es.app import RuntimeApplication
 
 
 @dataclass(frozen=True)

@@ -25,18 +25,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from pydantic import BaseModel
 
-from maka_es.application.file_write import FileWriteArgs, file_write_tool
-from maka_es.application.runtime import RuntimeApplication
-from maka_es.application.tools import (
-    BEFORE_T2,
-    Tool,
-    ToolContext,
-    ToolResult,
-    ToolRuntime,
-)
+from maka_es import failpoints
+from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
-from maka_es.infrastructure import failpoints
-from maka_es.testing.builders import LedgerBuilder, run_header
+from maka_es.tooljournal.runtime import BEFORE_T2, Tool, ToolContext, ToolResult, ToolRuntime
 
 
 class SimulatedCrash(BaseException):

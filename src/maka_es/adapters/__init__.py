@@ -1,0 +1,1 @@
+"""adapters: see docs/architecture.md."""

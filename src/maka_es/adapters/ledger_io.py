@@ -1,0 +1,46 @@
+"""Import legacy JSONL ledgers into the event store, and export runs back to JSONL.
+
+Why both directions: hosts migrating from the reference runtime's file store keep their history
+(import is idempotent, so it can run at every start), and any run in the store can be handed
+back to tools that read the reference layout, byte-compatibly (canonical JSON rows).
+
+Neither direction goes through a symlink below the ledger root (``ledger_symlink_refused``). On
+import such a link is refused, not read through and not skipped: the listing sees it before the
+first run is imported, so a refused import leaves the store as it was, and a run that is only a
+link away is never reported as imported or silently left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maka_es.adapters.jsonl import JsonlLedger
+from maka_es.app import RuntimeApplication
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    runs: int
+    appended: int
+    retried: int
+
+
+def import_jsonl_ledgers(app: RuntimeApplication, ledger: JsonlLedger) -> ImportReport:
+    """Import every run found under the ledger root (sorted order). Each run is one save; a run
+    that fails its gates raises and the runs after it are not imported. A symlink in the layout
+    is refused while listing, before any run is imported."""
+    runs = appended = retried = 0
+    for session_id, run_id in ledger.list_runs():
+        header = ledger.read_header(session_id, run_id)
+        events = ledger.read_events(session_id, run_id)
+        result = app.import_run(header, events)
+        runs += 1
+        appended += result.appended
+        retried += result.retried
+    return ImportReport(runs, appended, retried)
+
+
+def export_jsonl_run(app: RuntimeApplication, ledger: JsonlLedger, run_id: str) -> None:
+    """Write one run's header and committed ledger in the reference JSONL layout."""
+    header = app.get_run_header(run_id)
+    ledger.export_run(header.session_id, run_id, header, app.read_run_events(run_id))

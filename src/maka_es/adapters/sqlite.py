@@ -1,0 +1,185 @@
+"""SQLite (and, later, PostgreSQL) persistence for eventsourcing, with maka_es durability.
+
+Why a factory of our own: eventsourcing's SQLite module switches file databases to WAL but
+leaves ``synchronous`` at the build default. maka_es promises that a commit that returned
+survives a process crash, so every connection is opened with ``synchronous=FULL`` (asserted by a
+test) and the recorder exposes a failpoint inside the write transaction for crash tests.
+
+Two more promises live here, at the one place every read and write passes (the datastore's
+``transaction()``):
+
+* store faults are the library's typed errors (``StoreUnavailableError`` and its subclasses,
+  see ``maka_es.adapters.sqlite_faults``), never raw ``sqlite3`` or eventsourcing errors;
+* a write is acknowledged only while the path still names the file the store opened: a
+  database deleted or replaced under a live application would otherwise take commits into an
+  unlinked inode and lose them (ADR 0014).
+
+Select it with ``PERSISTENCE_MODULE=maka_es.adapters.sqlite`` and ``SQLITE_DBNAME=<file>``
+(the RuntimeApplication default).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import unquote
+
+from eventsourcing import sqlite as es_sqlite
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import (
+    SQLiteApplicationRecorder,
+    SQLiteConnection,
+    SQLiteConnectionPool,
+    SQLiteCursor,
+    SQLiteDatastore,
+)
+
+from maka_es import failpoints
+from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.errors import StoreUnavailableError
+
+SYNCHRONOUS_FULL = 2
+
+FileIdentity = tuple[int, int]
+
+
+def sqlite_path_from_dbname(db_name: str) -> str | None:
+    """The file path behind an eventsourcing ``SQLITE_DBNAME``; ``None`` for in-memory names.
+
+    ``open_sqlite(read_only=True)`` stores ``file:<path>?mode=ro``: the URI's prefix and query
+    are dropped.
+    """
+    name = db_name
+    if name.startswith("file:"):
+        name = unquote(name[len("file:") :].split("?", 1)[0])
+        if name.startswith("//"):  # file:///abs/path (empty authority)
+            name = name[2:]
+    if not name or name == ":memory:" or "mode=memory" in db_name:
+        return None
+    return name
+
+
+def is_read_only_dbname(db_name: str) -> bool:
+    """Whether ``SQLITE_DBNAME`` opens the file with SQLite's ``mode=ro``."""
+    return db_name.startswith("file:") and "mode=ro" in db_name.partition("?")[2].split("&")
+
+
+def _identity(path: str) -> FileIdentity | None:
+    """``(st_dev, st_ino)`` of the file at ``path``; ``None`` when nothing is there."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+class DurableSQLiteConnectionPool(SQLiteConnectionPool):
+    """Every connection: WAL (file databases) and ``synchronous=FULL``; every connection of one
+    pool opens the same file (its identity is pinned by the first one)."""
+
+    def __init__(self, *, db_name: str, lock_timeout: int | None = None) -> None:
+        super().__init__(db_name=db_name, lock_timeout=lock_timeout)
+        self.db_path = sqlite_path_from_dbname(db_name)
+        self.read_only = is_read_only_dbname(db_name)
+        if self.read_only:
+            # A read-only connection cannot switch the journal mode; it reads the file in
+            # whatever mode it is (a store we created is WAL already).
+            self.is_journal_mode_wal = True
+        self.file_identity: FileIdentity | None = None
+
+    def _create_connection(self) -> SQLiteConnection:
+        if self.file_identity is not None:
+            self.verify_file_identity()  # never let a later connection create a new file
+        connection = super()._create_connection()
+        raw: sqlite3.Connection = connection._sqlite_conn
+        try:
+            raw.execute("PRAGMA synchronous=FULL;")
+            raw.execute("PRAGMA foreign_keys=ON;")
+            if self.db_path is not None:
+                if self.file_identity is None:
+                    self.file_identity = _identity(self.db_path)
+                else:
+                    self.verify_file_identity()
+        except BaseException:
+            raw.close()
+            raise
+        return connection
+
+    def verify_file_identity(self) -> None:
+        """Refuse (``store_unavailable``) unless the path still names the file this pool opened.
+
+        One ``stat`` of the path, compared by ``(st_dev, st_ino)``: the cost of a write
+        transaction grows by one system call, which is what makes "acknowledged" mean "in the
+        store's file" after a delete or a replace under a live application.
+        """
+        if self.db_path is None or self.file_identity is None:
+            return
+        current = _identity(self.db_path)
+        if current == self.file_identity:
+            return
+        reason = "store_file_deleted" if current is None else "store_file_replaced"
+        what = "deleted" if current is None else "replaced by another file"
+        raise StoreUnavailableError(
+            f"the store file {self.db_path!r} was {what} after it was opened: the write was "
+            "refused and nothing of it is durable; reopen the store",
+            detail={"reason": reason, "path": self.db_path},
+        )
+
+
+class DurableSQLiteDatastore(SQLiteDatastore):
+    def __init__(self, db_name: str, **kwargs: Any) -> None:
+        super().__init__(db_name, **kwargs)
+        pool = self.pool
+        self.pool: DurableSQLiteConnectionPool = DurableSQLiteConnectionPool(
+            db_name=db_name,
+            lock_timeout=pool.lock_timeout,
+        )
+        pool.close()
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[SQLiteCursor]:
+        """eventsourcing's transaction, with every store fault typed (see module docstring)."""
+        with (
+            typed_store_faults(self.pool.db_path, read_only=self.pool.read_only),
+            super().transaction(commit=commit) as cursor,
+        ):
+            yield cursor
+
+
+class FailpointSQLiteApplicationRecorder(SQLiteApplicationRecorder):
+    """The library's recorder plus, inside the write transaction after the inserts, a failpoint
+    and the store-file identity check (both before COMMIT)."""
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        failpoints.hit(failpoints.INSIDE_SAVE_BEFORE_COMMIT)
+        if isinstance(self.datastore, DurableSQLiteDatastore):
+            self.datastore.pool.verify_file_identity()
+        return ids
+
+
+class Factory(es_sqlite.SQLiteFactory):
+    """eventsourcing infrastructure factory selected by ``PERSISTENCE_MODULE``."""
+
+    application_recorder_class = FailpointSQLiteApplicationRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        old = self.datastore
+        self.datastore = DurableSQLiteDatastore(
+            old.pool.db_name,
+            lock_timeout=old.pool.lock_timeout,
+            single_row_tracking=old.single_row_tracking,
+            originator_id_type=old.originator_id_type,
+        )
+        old.close()
+        # Open a connection now, not on first use: a path where no store can be (a missing
+        # directory, a read-only open of a missing file) refuses at open, naming the path,
+        # and the store file's identity is pinned from the start.
+        with self.datastore.transaction(commit=False):
+            pass

@@ -1,1 +1,0 @@
-"""Use cases: the eventsourcing application and its services."""

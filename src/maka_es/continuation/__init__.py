@@ -1,0 +1,1 @@
+"""continuation: see docs/architecture.md."""

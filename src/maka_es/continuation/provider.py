@@ -1,0 +1,179 @@
+"""The provider seam of a continuation: what it is asked, what it answers, a scripted double.
+
+Why a seam: a continuation must call its provider exactly once, *after* the continuation-start
+fact is durable, with the validated replay context and nothing else - never a new user event,
+never a second copy of the original user message (spec §4.4, §4.9; seed "Provider history").
+:class:`ProviderRequest` makes that shape the only one a provider can receive: it carries the
+committed replay context (system facts included; the exporters drop what the model never
+sees) plus what the host rebuilds for every call - the system prompt and the current tool
+catalog - and no field for extra user input.
+
+* :class:`ProviderRequest` / :class:`ProviderTurn` - request and answer, frozen.
+* :class:`Provider` - the protocol the continuation executor depends on.
+* :class:`ScriptedProvider` - deterministic double for tests and the demo.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from maka_es.continuation.provider_export import (
+    ProviderMessage,
+    to_anthropic_messages,
+    to_openai_chat_messages,
+)
+from maka_es.errors import MakaError
+from maka_es.wire.events import RuntimeEvent, TextContent, ThinkingContent
+from maka_es.wire.report import RuntimeEventInput, decode_events
+
+__all__ = [
+    "InvalidProviderOutputError",
+    "Provider",
+    "ProviderRequest",
+    "ProviderScriptExhaustedError",
+    "ProviderTurn",
+    "ScriptedProvider",
+]
+
+
+class InvalidProviderOutputError(MakaError, ValueError):
+    """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
+
+    default_code = "provider_output_invalid"
+
+
+class ProviderScriptExhaustedError(MakaError, RuntimeError):
+    """A :class:`ScriptedProvider` was called more often than it was scripted."""
+
+    default_code = "provider_script_exhausted"
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """One provider call of run ``run_id``: the replay context plus host-rebuilt config.
+
+    ``replay_context`` is the continuation's committed context in ledger order (mappings are
+    decoded to ``RuntimeEvent``s; an invalid one raises ``InvalidRuntimeEventError``). It is
+    passed whole - terminal, start and other system facts included - so a provider can audit
+    what it was given; :meth:`openai_messages` / :meth:`anthropic_messages` are the
+    model-facing views. ``system_prompt`` and ``tool_names`` are rebuilt by the host for this
+    call, never replayed from the ledger.
+    """
+
+    session_id: str
+    run_id: str
+    invocation_id: str
+    turn_id: str
+    replay_context: tuple[RuntimeEvent, ...]
+    system_prompt: str | None = None
+    tool_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        context: Iterable[RuntimeEventInput] = self.replay_context
+        object.__setattr__(self, "replay_context", decode_events(context))
+        object.__setattr__(self, "tool_names", tuple(self.tool_names))
+
+    def openai_messages(self) -> list[ProviderMessage]:
+        """The replay context as OpenAI chat-completions messages (system prompt not included:
+        a host prepends ``{"role": "system", ...}`` itself)."""
+        return to_openai_chat_messages(self.replay_context)
+
+    def anthropic_messages(self) -> list[ProviderMessage]:
+        """The replay context as Anthropic Messages API messages (the system prompt is the
+        request's separate ``system`` parameter)."""
+        return to_anthropic_messages(self.replay_context)
+
+
+def _validated_output(index: int, output: object) -> dict[str, Any]:
+    """The exact wire dict of one model output, or :class:`InvalidProviderOutputError`."""
+    if not isinstance(output, Mapping):
+        raise InvalidProviderOutputError(
+            f"provider output {index} is not a content mapping", detail={"index": index}
+        )
+    kind = output.get("kind")
+    model: type[TextContent] | type[ThinkingContent]
+    if kind == "text":
+        model = TextContent
+    elif kind == "thinking":
+        model = ThinkingContent
+    else:
+        # Tool calls are not accepted here: a call needs the tool journal (T1/T2), which a
+        # single provider turn does not go through.
+        raise InvalidProviderOutputError(
+            f"provider output {index} has kind {kind!r}; only 'text' and 'thinking' are accepted",
+            detail={"index": index, "kind": kind},
+        )
+    try:
+        return model.model_validate(dict(output)).to_wire()
+    except MakaError as exc:
+        raise InvalidProviderOutputError(
+            f"provider output {index} is not valid {kind} content: {exc.args[0]}",
+            detail={"index": index, **exc.detail},
+        ) from exc
+
+
+@dataclass(frozen=True)
+class ProviderTurn:
+    """What one provider call produced.
+
+    ``outputs`` are RuntimeEvent ``content`` dicts of kind ``text`` or ``thinking`` (wire keys),
+    validated with the content models on construction and stored as fresh exact wire dicts, so a
+    caller mutating its own dicts later cannot change what gets committed. ``stop_reason`` is
+    the provider's own word for why it stopped (``end_turn`` by default); it is informational.
+    """
+
+    outputs: tuple[dict[str, Any], ...] = ()
+    stop_reason: str = "end_turn"
+
+    def __post_init__(self) -> None:
+        raw: Iterable[object] = self.outputs
+        validated = tuple(_validated_output(n, output) for n, output in enumerate(raw))
+        object.__setattr__(self, "outputs", validated)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model provider: one request in, one turn out (or an exception, which the caller
+    commits as the run's failure)."""
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn: ...
+
+
+class ScriptedProvider:
+    """Deterministic provider: answers with (or raises) the scripted items in order.
+
+    Every request is appended to :attr:`requests` *before* the script is consulted, so a test
+    can assert what the provider was asked even when the call failed. A call beyond the script
+    raises :class:`ProviderScriptExhaustedError`: a caller that asks more often than expected
+    must fail loudly, not repeat the last answer.
+    """
+
+    def __init__(self, turns: Iterable[ProviderTurn | Exception]) -> None:
+        script: deque[ProviderTurn | Exception] = deque(turns)
+        for n, item in enumerate(script):
+            if not isinstance(item, ProviderTurn | Exception):
+                raise TypeError(f"scripted item {n} is neither a ProviderTurn nor an exception")
+        self._script = script
+        self._scripted = len(script)
+        self.requests: list[ProviderRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted items have not been used yet."""
+        return len(self._script)
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        self.requests.append(request)
+        if not self._script:
+            raise ProviderScriptExhaustedError(
+                f"scripted provider called {len(self.requests)} times, "
+                f"but only {self._scripted} answers were scripted",
+                detail={"calls": len(self.requests), "scripted": self._scripted},
+            )
+        item = self._script.popleft()
+        if isinstance(item, Exception):
+            raise item
+        return item

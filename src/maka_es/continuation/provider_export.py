@@ -1,0 +1,336 @@
+"""Provider message export: a replay context as OpenAI / Anthropic request messages.
+
+Why this exists: a continuation hands its provider the *validated replay context* (spec §4.4,
+§4.9), a list of committed ``RuntimeEvent``s that mixes model history (user text, model text
+and thinking, tool calls and results) with system facts the model never sees (terminal,
+continuation-start, permission, dispatch and recovery facts). A provider adapter needs that
+history in its own wire shape, and it must never send a tool call without its result (or a
+result without its call): both APIs reject such a request, and - worse - a model shown an
+unanswered call may act on it again. The exporters here are pure (no network, no clock) and
+**refuse** rather than repair: an unpaired or interleaved tool exchange raises
+:class:`ProviderExportError` (code ``provider_export_invalid``), so no exporter can ever emit a
+dangling tool call.
+
+Per-event projection is :func:`maka_es.wire.codec.provider_replay_item` (projection
+version 1), the same function whose items the continuation's ``providerReplayDigest`` binds.
+That is deliberate: the messages are a function of exactly the digest-bound items, so user text
+carries the reference's folding (quotes, attachments, the steering envelope) and a tool result
+is the stored ``result`` (``providerOutput`` for provider-executed tools). It also fixes what is
+*not* model history: partial, hidden, content-less, empty-text, error-content and wrong-role
+events, and system-role text (the host rebuilds the system prompt; the reference projection
+excludes system text by default).
+
+Shape rules shared by both formats (the "exchange" rules):
+
+* an **assistant step** is a maximal run of consecutive model items (text, thinking, calls);
+  it becomes one assistant message, so a model text written just before (or after) its calls
+  travels with them;
+* every call of a step must be answered, with the same tool name, by exactly one result before
+  the model speaks again; results may arrive in any order;
+* a user text that lands while a step's results are still outstanding (a steering message sent
+  while a tool ran) is emitted right after the step's last result: both APIs require results
+  to follow their calls immediately, and the steering envelope already tells the model the
+  message arrived mid-work. Nothing else is ever reordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from maka_es.continuation.replay_items import provider_replay_item
+from maka_es.errors import MakaError
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.report import RuntimeEventInput, decode_events
+
+__all__ = [
+    "ExportReason",
+    "ProviderExportError",
+    "ProviderMessage",
+    "to_anthropic_messages",
+    "to_openai_chat_messages",
+]
+
+#: One provider request message (a plain JSON-compatible dict, ready for the provider SDK).
+ProviderMessage = dict[str, Any]
+
+ExportReason = Literal[
+    "unmatched_tool_call",
+    "unmatched_tool_result",
+    "tool_id_mismatch",
+    "duplicate_tool_call",
+    "tool_exchange_interleaved",
+    "tool_input_not_object",
+]
+
+
+class ProviderExportError(MakaError, ValueError):
+    """The replay context cannot be exported without sending an unpaired tool exchange.
+
+    ``detail`` carries ``reason`` (an :data:`ExportReason`: the first four reuse the reference
+    replay-diagnostic vocabulary), and where known ``toolCallId`` and ``eventId``.
+    """
+
+    default_code = "provider_export_invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: ExportReason,
+        tool_call_id: str | None = None,
+        event_id: str | None = None,
+    ) -> None:
+        detail: dict[str, Any] = {"reason": reason}
+        if tool_call_id is not None:
+            detail["toolCallId"] = tool_call_id
+        if event_id is not None:
+            detail["eventId"] = event_id
+        super().__init__(message, detail=detail)
+        self.reason: ExportReason = reason
+
+
+# --- format-neutral exchange pass -------------------------------------------------------------
+
+Item = dict[str, Any]
+TurnRole = Literal["user", "assistant", "tool"]
+
+
+@dataclass
+class _Turn:
+    """One provider-neutral turn: a user text, an assistant step, or a step's tool results."""
+
+    role: TurnRole
+    items: list[Item] = field(default_factory=list)
+
+
+def _items(events: Iterable[RuntimeEventInput]) -> list[Item]:
+    items: list[Item] = []
+    for event in decode_events(events):
+        item = provider_replay_item(event.to_wire())
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
+    """Group the model-visible items into turns, enforcing the exchange rules (module doc)."""
+    turns: list[_Turn] = []
+    step: _Turn | None = None  # the open assistant step, while it still accepts model items
+    results: _Turn | None = None  # the tool turn of the step whose results are arriving
+    pending: dict[str, tuple[str, str]] = {}  # call id -> (tool name, call event id)
+    seen_calls: set[str] = set()
+    deferred: list[_Turn] = []  # user texts that arrived while results were outstanding
+
+    def interleaved(item: Item) -> ProviderExportError:
+        call_id, (name, call_event) = next(iter(pending.items()))
+        return ProviderExportError(
+            f"tool call {call_id} ({name}, event {call_event}) has no result before "
+            f"event {item['eventId']}",
+            reason="tool_exchange_interleaved",
+            tool_call_id=call_id,
+            event_id=str(item["eventId"]),
+        )
+
+    for item in _items(events):
+        kind = item["kind"]
+        if kind == "text" and item["role"] == "user":
+            turn = _Turn("user", [item])
+            if pending:
+                deferred.append(turn)
+            else:
+                turns.append(turn)
+                step = None
+            continue
+        if kind == "tool_result":
+            call_id = str(item["toolCallId"])
+            if call_id not in pending:
+                again = " again" if call_id in seen_calls else ""
+                raise ProviderExportError(
+                    f"tool result {call_id} (event {item['eventId']}) answers no open call{again}",
+                    reason="unmatched_tool_result",
+                    tool_call_id=call_id,
+                    event_id=str(item["eventId"]),
+                )
+            name, _ = pending[call_id]
+            if item["toolName"] != name:
+                raise ProviderExportError(
+                    f"tool result {call_id} names {item['toolName']!r}, its call {name!r}",
+                    reason="tool_id_mismatch",
+                    tool_call_id=call_id,
+                    event_id=str(item["eventId"]),
+                )
+            del pending[call_id]
+            if results is None:
+                results = _Turn("tool")
+                turns.append(results)
+                step = None
+            results.items.append(item)
+            if not pending:
+                results = None
+                turns.extend(deferred)
+                deferred.clear()
+            continue
+        # a model item: assistant text, thinking or a tool call
+        if results is not None:  # the step's results started arriving but are incomplete
+            raise interleaved(item)
+        if kind == "tool_call":
+            call_id = str(item["toolCallId"])
+            if call_id in seen_calls:
+                raise ProviderExportError(
+                    f"tool call id {call_id} is used twice (event {item['eventId']})",
+                    reason="duplicate_tool_call",
+                    tool_call_id=call_id,
+                    event_id=str(item["eventId"]),
+                )
+            seen_calls.add(call_id)
+            pending[call_id] = (str(item["toolName"]), str(item["eventId"]))
+        if step is None:
+            step = _Turn("assistant")
+            turns.append(step)
+        step.items.append(item)
+    if pending:
+        call_id, (name, call_event) = next(iter(pending.items()))
+        raise ProviderExportError(
+            f"tool call {call_id} ({name}, event {call_event}) has no result",
+            reason="unmatched_tool_call",
+            tool_call_id=call_id,
+            event_id=call_event,
+        )
+    return turns
+
+
+def _result_text(output: Any) -> str:
+    """Tool-result content as text: a string as is, anything else as canonical JSON."""
+    return output if isinstance(output, str) else canonical_json(output)
+
+
+# --- OpenAI chat completions ------------------------------------------------------------------
+
+
+def to_openai_chat_messages(events: Iterable[RuntimeEventInput]) -> list[ProviderMessage]:
+    """OpenAI chat-completions ``messages`` for a replay context (no system message).
+
+    * user text -> ``{"role": "user", "content": text}``;
+    * an assistant step -> one ``{"role": "assistant", "content": ...}``: its text (a string;
+      ``None`` when the step has only calls; a list of text parts when it has several texts),
+      plus ``tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}]``
+      with ``arguments`` the canonical JSON of the call's args;
+    * each result -> ``{"role": "tool", "tool_call_id", "content"}`` (string result as is,
+      else canonical JSON; chat completions has no error flag, so an error result is its
+      content alone);
+    * thinking is dropped: chat completions accepts no reasoning input, signed or not. A step
+      that held only thinking yields no message.
+
+    Raises :class:`ProviderExportError` for an unpaired or interleaved tool exchange.
+    """
+    messages: list[ProviderMessage] = []
+    for turn in _turns(events):
+        if turn.role == "user":
+            messages.append({"role": "user", "content": turn.items[0]["content"]})
+        elif turn.role == "tool":
+            messages.extend(
+                {
+                    "role": "tool",
+                    "tool_call_id": item["toolCallId"],
+                    "content": _result_text(item["output"]),
+                }
+                for item in turn.items
+            )
+        else:
+            texts = [item["content"] for item in turn.items if item["kind"] == "text"]
+            calls = [
+                {
+                    "id": item["toolCallId"],
+                    "type": "function",
+                    "function": {
+                        "name": item["toolName"],
+                        "arguments": canonical_json(item["input"]),
+                    },
+                }
+                for item in turn.items
+                if item["kind"] == "tool_call"
+            ]
+            if not texts and not calls:
+                continue
+            content: Any
+            if not texts:
+                content = None
+            elif len(texts) == 1:
+                content = texts[0]
+            else:
+                content = [{"type": "text", "text": text} for text in texts]
+            message: ProviderMessage = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            messages.append(message)
+    return messages
+
+
+# --- Anthropic Messages -----------------------------------------------------------------------
+
+
+def _anthropic_block(item: Item) -> dict[str, Any] | None:
+    kind = item["kind"]
+    if kind == "text":
+        return {"type": "text", "text": item["content"]}
+    if kind == "thinking":
+        signature = item.get("signature")
+        if not signature:
+            # The API rejects a thinking block without its signature (it cannot verify the
+            # reasoning is the model's own); the reference skips unsigned thinking too.
+            return None
+        return {"type": "thinking", "thinking": item["text"], "signature": signature}
+    if kind == "tool_call":
+        tool_input = item["input"]
+        if not isinstance(tool_input, dict):
+            raise ProviderExportError(
+                f"tool call {item['toolCallId']} (event {item['eventId']}) has non-object "
+                "args; an Anthropic tool_use input must be an object",
+                reason="tool_input_not_object",
+                tool_call_id=str(item["toolCallId"]),
+                event_id=str(item["eventId"]),
+            )
+        return {
+            "type": "tool_use",
+            "id": item["toolCallId"],
+            "name": item["toolName"],
+            "input": tool_input,
+        }
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": item["toolCallId"],
+        "content": _result_text(item["output"]),
+    }
+    if item["isError"] is True:
+        block["is_error"] = True
+    return block
+
+
+def to_anthropic_messages(events: Iterable[RuntimeEventInput]) -> list[ProviderMessage]:
+    """Anthropic Messages API ``messages`` for a replay context (no system prompt).
+
+    * user text -> a ``{"type": "text"}`` block in a ``user`` message;
+    * an assistant step -> one ``assistant`` message with its blocks in ledger order: text,
+      ``thinking`` (only with a signature: unsigned thinking is dropped because the API refuses
+      a thinking block it cannot verify), ``tool_use`` (``input`` = the call's args, which must
+      be a JSON object, else ``tool_input_not_object``);
+    * a step's results -> ``tool_result`` blocks (content: string result as is, else canonical
+      JSON; ``is_error: true`` only for an error result) in a ``user`` message;
+    * consecutive messages of one role are merged (the API requires alternation); a user
+      message therefore starts with the tool results it answers, then any user text.
+
+    Raises :class:`ProviderExportError` for an unpaired or interleaved tool exchange.
+    """
+    messages: list[ProviderMessage] = []
+    for turn in _turns(events):
+        blocks = [b for b in (_anthropic_block(item) for item in turn.items) if b is not None]
+        if not blocks:
+            continue
+        role = "assistant" if turn.role == "assistant" else "user"
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+    return messages

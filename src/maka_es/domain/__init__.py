@@ -1,1 +1,0 @@
-"""Pure domain layer: wire models, codec and aggregates. No I/O, clock or randomness."""

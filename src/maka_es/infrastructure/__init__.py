@@ -1,1 +1,0 @@
-"""Everything that touches SQLite, PostgreSQL, files or the process environment."""

@@ -1,0 +1,328 @@
+"""Startup recovery (spec §4.8): make every interrupted run terminal, and say what was done.
+
+Call it when a host starts, before new turns run: at that moment no run of this store is live
+in this host. What it may repair, and what it must leave alone:
+
+* a run whose terminal RuntimeEvent is durable but whose header lags: the header is repaired
+  from the event (no new event); a failed fact without a failure class gives the header
+  ``app_restarted``;
+* a run with no terminal event: first (optionally) the ToolRuntime settles what its tools can
+  prove, then a recovered ``failed`` terminal (``app_restarted``, ``recoveryReason`` and
+  ``lastEventType`` in the reference's vocabulary, see ``recovery_reason``) is appended, then
+  the header; the operations that stayed indeterminate keep the run's history ``blocked`` for
+  Phase 0;
+* a terminal header whose ledger has no terminal event (another writer, an old store): a
+  recovered ``failed`` terminal ``missing_terminal_event``, then the header follows it;
+* a claimed continuation whose target was never started (claim only, or created without a
+  start): a deterministic ``claim_repair`` start and a failed terminal
+  ``continuation_abandoned_before_provider_dispatch``, then the header; the provider is never
+  called by recovery. A repair interrupted after its start is finished with the same terminal;
+* a continuation that *was* started by runtime admission and has no terminal: left alone. The
+  old provider may still be alive in another process, and nothing proves otherwise; planning
+  keeps parking with ``continuation_started_indeterminate``.
+
+Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
+it runs again, and running it twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from maka_es import failpoints
+from maka_es.continuation.claim import (
+    ContinuationClaim,
+    ContinuationTarget,
+    SourceBoundary,
+    continuation_header,
+    continuation_start_event,
+)
+from maka_es.continuation.planner import is_continuation_start
+from maka_es.errors import MakaError
+from maka_es.recovery.reason import recovery_reason
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import (
+    ContinuationSourceV2,
+    RunHeader,
+    header_matches_terminal,
+    terminal_event,
+    terminal_failure_class,
+    terminal_header_patch,
+)
+
+if TYPE_CHECKING:  # the tool runtime depends on the application module; only its type is needed
+    from maka_es.tooljournal.runtime import ToolRuntime
+
+ABANDONED = "continuation_abandoned_before_provider_dispatch"
+APP_RESTARTED = "app_restarted"
+MISSING_TERMINAL = "missing_terminal_event"
+MISSING_TERMINAL_MESSAGE = "terminal run header had no terminal RuntimeEvent"
+
+RepairKind = Literal[
+    "header_repaired",
+    "terminal_recovered",
+    "claim_repaired",
+    "left_live_start",
+    "left_ambiguous",
+    "left_claim_conflict",
+]
+
+
+@dataclass(frozen=True)
+class Repair:
+    run_id: str
+    kind: RepairKind
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StartupRecoveryReport:
+    repairs: tuple[Repair, ...]
+
+    @property
+    def changed_anything(self) -> bool:
+        left = {"left_live_start", "left_ambiguous", "left_claim_conflict"}
+        return any(r.kind not in left for r in self.repairs)
+
+
+def repair_id(kind: str, claim_id: str) -> str:
+    """Spec §4.8 deterministic ids: ``continuation-repair-<kind>-<32 hex>``."""
+    digest = hashlib.sha256(f"maka.continuation-repair.{kind}.v1\0{claim_id}".encode()).hexdigest()
+    return f"continuation-repair-{kind}-{digest[:32]}"
+
+
+def recovered_terminal_id(run_id: str) -> str:
+    """The deterministic id of the terminal recovery writes for a run (one per run, ever)."""
+    return f"{run_id}-recovered-terminal"
+
+
+def claim_boundary(claim: ContinuationClaim) -> SourceBoundary:
+    """The source boundary a claim recorded."""
+    wire = claim.boundary
+    return SourceBoundary(
+        session_id=str(wire["sessionId"]),
+        invocation_id=str(wire["invocationId"]),
+        run_id=str(wire["runId"]),
+        turn_id=str(wire["turnId"]),
+        high_water=int(str(wire["highWater"])),
+        prefix_digest=str(wire["prefixDigest"]),
+        manifest_digest=str(wire["manifestDigest"]),
+        provider_replay_digest=str(wire["providerReplayDigest"]),
+    )
+
+
+def claim_target(claim: ContinuationClaim) -> ContinuationTarget:
+    return ContinuationTarget(
+        str(claim.target["invocationId"]), claim.target_run_id, str(claim.target["turnId"])
+    )
+
+
+def header_belongs_to_claim(header: RunHeader, claim: ContinuationClaim) -> bool:
+    """Whether ``header`` is the claimed target as the claim describes it (identity, V2
+    source on the claimed boundary), so recovery may write into it."""
+    source = header.continuation_source
+    boundary = claim_boundary(claim)
+    target = claim_target(claim)
+    return (
+        (header.session_id, header.invocation_id, header.turn_id)
+        == (boundary.session_id, target.invocation_id, target.turn_id)
+        and isinstance(source, ContinuationSourceV2)
+        and (source.claim_id, source.boundary_digest) == (claim.claim_id, boundary.manifest_digest)
+        and (source.source_run_id, source.source_runtime_event_high_water)
+        == (boundary.run_id, boundary.high_water)
+    )
+
+
+class StartupRecovery:
+    """Runs the repairs over every run the application knows (see module docstring)."""
+
+    def __init__(self, app: Any, tool_runtime: ToolRuntime | None = None) -> None:
+        self.app = app
+        self.tool_runtime = tool_runtime
+
+    def run(
+        self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
+    ) -> StartupRecoveryReport:
+        """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim)."""
+        repairs: list[Repair] = []
+        repairs.extend(self._repair_claims(claim_ids))
+        repaired = {r.run_id for r in repairs}
+        for run_id in run_ids if run_ids is not None else self.app.all_run_ids():
+            if run_id in repaired:
+                continue
+            repair = self._repair_run(run_id)
+            if repair is not None:
+                repairs.append(repair)
+        return StartupRecoveryReport(tuple(repairs))
+
+    # -- claims -----------------------------------------------------------------------------------
+
+    def _repair_claims(self, claim_ids: list[str] | None) -> list[Repair]:
+        if claim_ids is None:
+            claims = list(self.app.all_claims())
+        else:
+            claims = [c for c in (self.app.get_claim(i) for i in claim_ids) if c is not None]
+        repairs = (self._repair_unstarted_claim(claim) for claim in claims)
+        return [repair for repair in repairs if repair is not None]
+
+    def _repair_unstarted_claim(self, claim: ContinuationClaim) -> Repair | None:
+        """Claim only: create the claimed target with the repair start. Target created but
+        never started: give it the repair start. Then the repair terminal (both cases). A
+        target that already has events is handled as a run."""
+        app = self.app
+        target_run_id = claim.target_run_id
+        if not app.run_exists(target_run_id):
+            header = self._claimed_header(claim)
+            start = self._commit_repair_start(claim, header, create=True)
+        elif app.read_run_events(target_run_id):
+            return None
+        else:
+            header = app.get_run_header(target_run_id)
+            if header.is_terminal or not header_belongs_to_claim(header, claim):
+                # not the target this claim describes: writing into it would invent facts
+                return Repair(target_run_id, "left_claim_conflict", {"claimId": claim.claim_id})
+            start = self._commit_repair_start(claim, header, create=False)
+        failpoints.hit(failpoints.AFTER_CLAIM_REPAIR_START)
+        return self._end_claim_repair(claim.claim_id, claim.claimed_at, header, start)
+
+    def _claimed_header(self, claim: ContinuationClaim) -> RunHeader:
+        """The header of a claimed target whose run was never created (spec §2 shape)."""
+        boundary = claim_boundary(claim)
+        source: RunHeader = self.app.get_run_header(boundary.run_id)
+        return continuation_header(
+            source,
+            boundary,
+            claim_target(claim),
+            workspace_identity=source.workspace_identity or "",
+            claimed_at=claim.claimed_at,
+        )
+
+    def _commit_repair_start(
+        self, claim: ContinuationClaim, header: RunHeader, *, create: bool
+    ) -> RuntimeEvent:
+        """Build and commit the ``claim_repair`` start of ``claim`` (spec §4.8: ``ts`` =
+        ``claimedAt``, deterministic id, no protocol marker). The ONE place a repair start is
+        made: whatever else a repair start must record belongs here. ``create``: the target
+        run does not exist yet and is created with it, in one save."""
+        start = continuation_start_event(
+            claim_boundary(claim),
+            claim_target(claim),
+            event_id=repair_id("start", claim.claim_id),
+            ts=claim.claimed_at,
+            provenance="claim_repair",
+        )
+        if create:
+            self.app.create_claimed_run(header, start)
+        else:
+            self.app.start_claimed_run(header.run_id, start)
+        return start
+
+    def _end_claim_repair(
+        self, claim_id: str, claimed_at: float, header: RunHeader, start: RuntimeEvent
+    ) -> Repair:
+        """The deterministic repair terminal, then the failed header (``end_run``). Also
+        finishes a repair that a crash interrupted after its start: same id, same fact."""
+        self.app.end_run(
+            header.run_id,
+            terminal_event(
+                header.spine,
+                event_id=repair_id("terminal", claim_id),
+                ts=max(start.ts + 1, claimed_at + 1),
+                status="failed",
+                failure_class=ABANDONED,
+                state_delta={"recovered": True, "recoveryReason": ABANDONED},
+            ),
+        )
+        return Repair(header.run_id, "claim_repaired", {"claimId": claim_id})
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def _repair_run(self, run_id: str) -> Repair | None:
+        app = self.app
+        header: RunHeader = app.get_run_header(run_id)
+        events: list[RuntimeEvent] = app.read_run_events(run_id)
+        terminals = [e for e in events if e.is_terminal]
+        if len(terminals) > 1:
+            return Repair(run_id, "left_ambiguous", {"terminalEvents": len(terminals)})
+        if header.is_terminal:
+            if not terminals:
+                return self._recover_missing_terminal(header)
+            if header_matches_terminal(header, terminals[0]):
+                return None
+            return self._repair_header(header, terminals[0], MISSING_TERMINAL)
+        if terminals:
+            return self._repair_header(header, terminals[0], APP_RESTARTED)
+        if header.continuation_source is not None and events and is_continuation_start(events[0]):
+            start = events[0].actions.continuation_start if events[0].actions else None
+            if start is None or start.provenance == "runtime_admission":
+                return Repair(run_id, "left_live_start")
+            claim = app.get_claim(start.claim_id)
+            claimed_at = events[0].ts if claim is None else claim.claimed_at
+            return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
+        return self._recover_terminal(header, events)
+
+    def _recover_terminal(self, header: RunHeader, events: list[RuntimeEvent]) -> Repair:
+        """No terminal fact: settle what the tools can prove, then the recovered terminal."""
+        app = self.app
+        if self.tool_runtime is not None:
+            # what the tools cannot settle stays indeterminate; the terminal follows anyway
+            with contextlib.suppress(MakaError):
+                self.tool_runtime.recover(header.run_id)
+            events = app.read_run_events(header.run_id)
+        reason, last_type = recovery_reason(header.status, events)
+        delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
+        if last_type is not None:
+            delta["lastEventType"] = last_type
+        app.end_run(
+            header.run_id,
+            terminal_event(
+                header.spine,
+                event_id=recovered_terminal_id(header.run_id),
+                ts=app.now_ms(),
+                status="failed",
+                failure_class=APP_RESTARTED,
+                state_delta=delta,
+            ),
+        )
+        return Repair(header.run_id, "terminal_recovered", {"recoveryReason": reason})
+
+    def _recover_missing_terminal(self, header: RunHeader) -> Repair:
+        """A terminal header no terminal event backs: the recovered failed terminal
+        ``missing_terminal_event`` at the header's completion time, then the header follows
+        it (a header is derived authority; the ledger must say how the run ended)."""
+        ts = header.completed_at if header.completed_at is not None else header.updated_at
+        self.app.end_run(
+            header.run_id,
+            terminal_event(
+                header.spine,
+                event_id=recovered_terminal_id(header.run_id),
+                ts=ts,
+                status="failed",
+                failure_class=MISSING_TERMINAL,
+                state_delta={"recovered": True, "recoveryReason": MISSING_TERMINAL},
+                message=MISSING_TERMINAL_MESSAGE,
+            ),
+        )
+        return Repair(header.run_id, "terminal_recovered", {"recoveryReason": MISSING_TERMINAL})
+
+    def _repair_header(
+        self, header: RunHeader, terminal: RuntimeEvent, default_failure_class: str
+    ) -> Repair:
+        """The header follows the durable terminal fact; nothing new is written to the ledger.
+        A failed fact that carries no failure class gives the header ``default_failure_class``
+        (``app_restarted`` for an interrupted run, ``missing_terminal_event`` for a terminal
+        header the fact contradicts)."""
+        patch = terminal_header_patch(header, terminal)
+        if patch is None:
+            return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
+        if patch["status"] == "failed" and terminal_failure_class(terminal, header) is None:
+            patch["failureClass"] = default_failure_class
+        if not header_matches_terminal(
+            RunHeader.model_validate({**header.to_wire(), **patch}), terminal
+        ):
+            return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
+        self.app.update_run_header(header.run_id, patch)
+        return Repair(header.run_id, "header_repaired", {"status": patch["status"]})

@@ -1,0 +1,359 @@
+"""Recovery status of every run: a persisted read model kept up to date from the notification log.
+
+Why: startup recovery (spec §4.8) must find the runs that need it: non-terminal runs, runs whose
+terminal event is durable but whose header lags, claimed continuations whose target never
+started, and live continuation starts. Finding them by replaying every ledger makes each start
+cost the whole store's history. Instead :class:`RecoveryStatusProjector` keeps one
+:class:`RunRecoveryStatus` row per run in a :class:`RecoveryStatusStore`, and every catch-up
+touches only the runs that changed since the last one.
+
+How a catch-up works (design §7: eventsourcing's ``ProjectionRunner`` does not support SQLite):
+
+1. read notifications after the store's tracking position, one page at a time;
+2. find the runs they affect: ``RunCreated`` names its run (and teaches the store which stream
+   is that run's); every other run-stream fact is mapped to its run through that stream map;
+   ``ContinuationClaimed`` affects its target and its source;
+3. recompute the rows of exactly those runs from the application's current state (each row is
+   a pure function of one run's committed facts and the claims naming it);
+4. write the rows, the new stream links and claims, and the new position in ONE store
+   transaction, compare-and-set on the position the page started from.
+
+Why rows are recomputed from current state rather than folded from the notifications: a row is
+then always at least as new as the position says, a later notification for the same run
+recomputes it again, and incremental maintenance equals a rebuild from scratch by construction
+(the tests check it). Why compare-and-set: two projectors on one file must not let an older
+batch overwrite rows a newer batch already wrote; the loser simply continues from the winner's
+position.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+from uuid import UUID
+
+from eventsourcing.persistence import Notification
+
+from maka_es.adapters.recovery_status_store import (
+    MISSING_HEADER_STATUS,
+    ClaimState,
+    InMemoryRecoveryStatusStore,
+    RecoveryStatusConflictError,
+    RecoveryStatusStore,
+    RunRecoveryStatus,
+    SqliteRecoveryStatusStore,
+    needs_attention_for,
+)
+from maka_es.adapters.sqlite import sqlite_path_from_dbname
+from maka_es.errors import MakaError, RunNotFoundError, StoreCorruptionError
+from maka_es.ledger.facts import (
+    ContinuationClaimed,
+    RunCreated,
+    RunHeaderUpdated,
+    RunSealed,
+    RuntimeEventRecorded,
+    ToolMetadataRecorded,
+    run_stream_id,
+)
+from maka_es.ledger.run import Run
+from maka_es.resume.plan import build_resume_plan
+from maka_es.wire.run_header import header_matches_terminal
+
+if TYPE_CHECKING:
+    from maka_es.app import RuntimeApplication
+
+__all__ = [
+    "ClaimState",
+    "InMemoryRecoveryStatusStore",
+    "RecoveryStatusConflictError",
+    "RecoveryStatusProjector",
+    "RecoveryStatusStore",
+    "RunRecoveryStatus",
+    "SqliteRecoveryStatusStore",
+    "recovery_status_store_for",
+    "sqlite_path_from_dbname",
+]
+
+#: Notifications per page (and per read-model transaction).
+DEFAULT_PAGE_SIZE: Final = 500
+
+#: Facts of a run stream that change a run's row, identified by their stream only.
+_RUN_STREAM_TOPICS: Final = frozenset(
+    {
+        RuntimeEventRecorded.TOPIC,
+        RunHeaderUpdated.TOPIC,
+        RunSealed.TOPIC,
+        ToolMetadataRecorded.TOPIC,
+    }
+)
+
+_SQLITE_MODULES: Final = frozenset({"maka_es.adapters.sqlite", "eventsourcing.sqlite"})
+_POPO_MODULES: Final = frozenset({"eventsourcing.popo"})
+
+
+class RecoveryStatusUnsupportedError(MakaError):
+    """The application's persistence module has no recovery-status store (yet)."""
+
+    default_code = "recovery_status_unsupported"
+
+
+def recovery_status_store_for(app: RuntimeApplication) -> RecoveryStatusStore:
+    """The read-model store that belongs with ``app``'s event store.
+
+    SQLite file → :class:`SqliteRecoveryStatusStore` on the same file (so the rows survive a
+    restart together with the facts they summarise); in-memory stores (``eventsourcing.popo``,
+    or an SQLite ``:memory:`` database a second connection cannot share) →
+    :class:`InMemoryRecoveryStatusStore`, rebuilt by the first catch-up of each process.
+    """
+    module = app.env.get("PERSISTENCE_MODULE") or ""
+    if module in _POPO_MODULES:
+        return InMemoryRecoveryStatusStore()
+    if module in _SQLITE_MODULES:
+        path = sqlite_path_from_dbname(app.env.get("SQLITE_DBNAME") or "")
+        if path is None:
+            return InMemoryRecoveryStatusStore()
+        return SqliteRecoveryStatusStore(path, busy_timeout_ms=_busy_timeout_ms(app))
+    raise RecoveryStatusUnsupportedError(
+        f"no recovery-status store for PERSISTENCE_MODULE={module!r}",
+        detail={"persistenceModule": module},
+    )
+
+
+def _busy_timeout_ms(app: RuntimeApplication) -> int:
+    """The read model waits for a lock as long as the event store does (``SQLITE_LOCK_TIMEOUT``,
+    seconds, validated by eventsourcing when the application was built); 10 s by default."""
+    seconds = (app.env.get("SQLITE_LOCK_TIMEOUT") or "").strip()
+    return int(seconds) * 1000 if seconds else 10_000
+
+
+@dataclass
+class _Batch:
+    """What one page of notifications means for the read model."""
+
+    affected: dict[str, None] = field(default_factory=dict)  # run ids, first-affected order
+    stream_links: dict[UUID, str] = field(default_factory=dict)
+    claim_targets: dict[str, str] = field(default_factory=dict)  # claim id -> target run id
+
+    def touch(self, run_id: str) -> None:
+        self.affected.setdefault(run_id, None)
+
+
+def _stream_id(notification: Notification) -> UUID:
+    originator_id = notification.originator_id
+    return originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id))
+
+
+class RecoveryStatusProjector:
+    """Maintains a :class:`RecoveryStatusStore` from ``app``'s notification log (see module
+    docstring). Thread-safe within one process; several processes may share one SQLite store
+    (the position's compare-and-set arbitrates)."""
+
+    def __init__(
+        self,
+        app: RuntimeApplication,
+        store: RecoveryStatusStore | None = None,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.app = app
+        self.store: RecoveryStatusStore = (
+            store if store is not None else recovery_status_store_for(app)
+        )
+        self.page_size = page_size
+        self._lock = threading.Lock()
+
+    # -- maintenance ------------------------------------------------------------------------------
+
+    def catch_up(self) -> int:
+        """Process every notification after the store's position; return how many this call
+        committed (0 when the read model was already current)."""
+        processed = 0
+        with self._lock:
+            while True:
+                start = self.store.position()
+                page = self.app.recorder.select_notifications(start=start + 1, limit=self.page_size)
+                if not page:
+                    return processed
+                batch = self._read_page(page)
+                rows = self._recompute(batch)
+                try:
+                    self.store.commit(
+                        rows,
+                        batch.stream_links,
+                        page[-1].id,
+                        claim_targets=batch.claim_targets,
+                        expected_position=start,
+                    )
+                except RecoveryStatusConflictError:
+                    continue  # another projector moved on; continue from its position
+                processed += len(page)
+                if len(page) < self.page_size:
+                    return processed
+
+    def rebuild(self) -> int:
+        """Forget the read model and rebuild it from the first notification."""
+        with self._lock:
+            self.store.clear()
+        return self.catch_up()
+
+    def _read_page(self, page: Sequence[Notification]) -> _Batch:
+        """Collect the runs a page affects, and the stream links and claims it introduces."""
+        batch = _Batch()
+        unknown: set[UUID] = set()
+        claims: dict[int, ContinuationClaimed] = {}
+        for notification in page:
+            if notification.topic == RunCreated.TOPIC:
+                fact = self.app.mapper.to_domain_event(notification)
+                assert isinstance(fact, RunCreated)
+                batch.stream_links[fact.originator_id] = str(fact.header["runId"])
+            elif notification.topic in _RUN_STREAM_TOPICS:
+                stream_id = _stream_id(notification)
+                if stream_id not in batch.stream_links:
+                    unknown.add(stream_id)
+            elif notification.topic == ContinuationClaimed.TOPIC:
+                fact = self.app.mapper.to_domain_event(notification)
+                assert isinstance(fact, ContinuationClaimed)
+                claims[notification.id] = fact
+                source = fact.boundary.get("runId")
+                if source is not None:
+                    unknown.add(run_stream_id(str(source)))
+        known = self.store.stream_run_ids(unknown) if unknown else {}
+        introduced: set[UUID] = set(known)  # run streams created before this notification
+        for notification in page:
+            topic = notification.topic
+            if topic == RunCreated.TOPIC:
+                introduced.add(_stream_id(notification))
+                batch.touch(batch.stream_links[_stream_id(notification)])
+            elif topic in _RUN_STREAM_TOPICS:
+                stream_id = _stream_id(notification)
+                run_id = batch.stream_links.get(stream_id) or known.get(stream_id)
+                if run_id is None:
+                    raise StoreCorruptionError(
+                        f"notification {notification.id} ({topic}) belongs to stream "
+                        f"{stream_id}, which no RunCreated introduced; rebuild the read model",
+                        detail={"notificationId": notification.id, "streamId": str(stream_id)},
+                    )
+                batch.touch(run_id)
+            elif topic == ContinuationClaimed.TOPIC:
+                claim = claims[notification.id]
+                target = str(claim.target["runId"])
+                batch.claim_targets.setdefault(claim.claim_id, target)
+                batch.touch(target)
+                source = claim.boundary.get("runId")
+                source_stream = None if source is None else run_stream_id(str(source))
+                # Only a source whose RunCreated came before the claim: a source that did not
+                # exist yet gets its row from its own RunCreated, so the order in which rows
+                # first appear does not depend on how the log was paged.
+                if source_stream is not None and source_stream in introduced:
+                    batch.touch(str(source))
+        return batch
+
+    def _recompute(self, batch: _Batch) -> list[RunRecoveryStatus]:
+        """Fresh rows for the affected runs only (a run that does not exist and is not a
+        claimed target, e.g. the unknown source of a hand-made claim, has no row)."""
+        claims = self.store.claim_ids_for(batch.affected)
+        for claim_id, target in batch.claim_targets.items():
+            claims.setdefault(target, claim_id)  # stored claims are older: they win
+        rows: list[RunRecoveryStatus] = []
+        for run_id in batch.affected:
+            row = self.compute_status(run_id, claims.get(run_id))
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    def compute_status(self, run_id: str, claim_id: str | None) -> RunRecoveryStatus | None:
+        """The row of one run, from its committed facts (one aggregate load, no other run).
+
+        ``claim_id`` is the claim whose target the run is (``None``: not a target).
+        """
+        try:
+            run = self.app._load_run(run_id)
+        except RunNotFoundError:
+            return None if claim_id is None else self._missing_target(run_id, claim_id)
+        return status_of_run(run, claim_id)
+
+    def _missing_target(self, run_id: str, claim_id: str) -> RunRecoveryStatus:
+        claim = self.app.get_claim(claim_id)
+        if claim is None:
+            raise StoreCorruptionError(
+                f"claim {claim_id} is in the read model but not in the event store",
+                detail={"claimId": claim_id, "runId": run_id},
+            )
+        return RunRecoveryStatus(
+            run_id=run_id,
+            session_id=str(claim.target.get("sessionId", claim.boundary.get("sessionId", ""))),
+            header_status=MISSING_HEADER_STATUS,
+            terminal_event=False,
+            header_matches_terminal=False,
+            resume_disposition=None,
+            resume_reasons=(),
+            unsettled_operations=0,
+            claim_state="unstarted",
+            claim_id=claim_id,
+            sealed_by=None,
+            high_water=0,
+            needs_attention=True,
+        )
+
+    def close(self) -> None:
+        """Release the store (its SQLite connection, if any)."""
+        self.store.close()
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    def status(self, run_id: str, *, catch_up: bool = True) -> RunRecoveryStatus | None:
+        """The row of ``run_id`` (after catching up, unless told not to)."""
+        if catch_up:
+            self.catch_up()
+        return self.store.get(run_id)
+
+    def needing_attention(self, *, catch_up: bool = True) -> list[RunRecoveryStatus]:
+        """The runs startup recovery must look at (after catching up, unless told not to)."""
+        if catch_up:
+            self.catch_up()
+        return self.store.needing_attention()
+
+    def all(self, *, catch_up: bool = True) -> list[RunRecoveryStatus]:
+        """Every row, in the order runs first appeared (after catching up, unless told not to)."""
+        if catch_up:
+            self.catch_up()
+        return self.store.all()
+
+
+def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
+    """The recovery status of a loaded run (pure: a function of the run and its claim)."""
+    header = run.header
+    events = run.events
+    terminal = run.terminal_event
+    matches = terminal is not None and header_matches_terminal(header, terminal)
+    plan = build_resume_plan(events)
+    claim_state: ClaimState
+    if claim_id is None:
+        claim_state = "none"
+    elif not events:
+        claim_state = "unstarted"
+    elif terminal is not None:
+        claim_state = "ended"
+    else:
+        claim_state = "started"
+    return RunRecoveryStatus(
+        run_id=header.run_id,
+        session_id=header.session_id,
+        header_status=header.status,
+        terminal_event=terminal is not None,
+        header_matches_terminal=matches,
+        resume_disposition=plan.disposition,
+        resume_reasons=tuple(plan.rejection_reasons),
+        unsettled_operations=sum(1 for op in run.tool_operations if op.is_unsettled),
+        claim_state=claim_state,
+        claim_id=claim_id,
+        sealed_by=run.sealed_by,
+        high_water=len(events),
+        needs_attention=needs_attention_for(
+            header.status, terminal is not None, matches, claim_state
+        ),
+    )

@@ -1,0 +1,1 @@
+"""resume: see docs/architecture.md."""

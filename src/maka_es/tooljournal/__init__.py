@@ -1,0 +1,1 @@
+"""tooljournal: see docs/architecture.md."""

@@ -1,0 +1,167 @@
+"""ToolOperation journal state: a fold of a run's tool facts (spec §5.1/§5.4 states).
+
+Why a fold and not a table: the state of an operation (``prepared`` after T1,
+``outcome_committed`` after T2, ``recovery_completed`` / ``recovery_parked`` after a recovery
+bundle) is fully determined by the committed RuntimeEvents. Storing it separately would create
+a second authority that could disagree with the ledger; folding it means the online state, the
+state after reopening and a rebuild from scratch are the same computation (and tests check
+that they also agree with the RecoveryResolver).
+
+The only non-derivable input is T1 metadata a tool records for its reconciler (e.g. the
+expected and prior content digests of a file write); it is stored as its own fact in the same
+transaction as the dispatch and folded in here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.wire.events import (
+    RECONCILE_RESULT_KIND,
+    CompletedDecisionPayload,
+    ReconcileResultPayload,
+    RuntimeEvent,
+)
+
+JournalState = Literal["prepared", "outcome_committed", "recovery_completed", "recovery_parked"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOperationState:
+    """One operation that crossed T1, as the journal sees it."""
+
+    operation_id: str
+    tool_call_id: str
+    tool_name: str
+    canonical_args_hash: str
+    recovery_mode: str
+    state: JournalState
+    call_event_id: str | None
+    dispatch_event_id: str
+    result_event_id: str | None = None
+    observation: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    version: int = 1
+
+    @property
+    def is_unsettled(self) -> bool:
+        """T1 without T2 and without a recovery decision: the tool may or may not have run."""
+        return self.state == "prepared"
+
+
+class ToolJournal:
+    """Fold of tool facts into :class:`ToolOperationState` per operation id (T1 order)."""
+
+    __slots__ = ("_calls", "_metadata", "_operations")
+
+    def __init__(self) -> None:
+        self._operations: dict[str, ToolOperationState] = {}
+        self._calls: dict[tuple[str, str], str] = {}
+        self._metadata: dict[str, Mapping[str, Any]] = {}
+
+    @classmethod
+    def rebuild(
+        cls, events: Iterable[RuntimeEvent], metadata: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> ToolJournal:
+        """Rebuild from scratch (the reopen/rebuild path of the golden-equivalence check)."""
+        journal = cls()
+        for operation_id, values in (metadata or {}).items():
+            journal.apply_metadata(operation_id, values)
+        for event in events:
+            journal.apply(event)
+        return journal
+
+    def get(self, operation_id: str) -> ToolOperationState | None:
+        return self._operations.get(operation_id)
+
+    @property
+    def operations(self) -> tuple[ToolOperationState, ...]:
+        return tuple(self._operations.values())
+
+    def apply_metadata(self, operation_id: str, metadata: Mapping[str, Any]) -> None:
+        self._metadata[operation_id] = dict(metadata)
+        existing = self._operations.get(operation_id)
+        if existing is not None:
+            self._operations[operation_id] = replace(existing, metadata=dict(metadata))
+
+    def apply(self, event: RuntimeEvent) -> None:
+        """Fold one committed event (events of other lanes are ignored)."""
+        call = event.function_call
+        if call is not None:
+            self._calls.setdefault((event.invocation_id, call.id), event.id)
+            return
+        actions = event.actions
+        if actions is not None and actions.tool_dispatch is not None:
+            dispatch = actions.tool_dispatch
+            if dispatch.operation_id not in self._operations:
+                self._operations[dispatch.operation_id] = ToolOperationState(
+                    operation_id=dispatch.operation_id,
+                    tool_call_id=dispatch.provider_tool_call_id,
+                    tool_name=dispatch.tool_name,
+                    canonical_args_hash=dispatch.canonical_args_hash,
+                    recovery_mode=dispatch.recovery_mode,
+                    state="prepared",
+                    call_event_id=self._calls.get(
+                        (event.invocation_id, dispatch.provider_tool_call_id)
+                    ),
+                    dispatch_event_id=event.id,
+                    metadata=self._metadata.get(dispatch.operation_id, {}),
+                )
+            return
+        response = event.function_response
+        if response is not None:
+            operation_id = event.refs.operation_id if event.refs is not None else None
+            current = self._operations.get(operation_id or "")
+            if current is not None and current.result_event_id is None:
+                self._operations[current.operation_id] = replace(
+                    current,
+                    state="outcome_committed",
+                    result_event_id=event.id,
+                    version=current.version + 1,
+                )
+            return
+        if actions is not None and actions.tool_recovery is not None:
+            self._apply_recovery(event)
+
+    def _apply_recovery(self, event: RuntimeEvent) -> None:
+        assert event.actions is not None
+        assert event.actions.tool_recovery is not None
+        fact = event.actions.tool_recovery
+        current = self._operations.get(fact.payload.operation_id)
+        if current is None:
+            return
+        if fact.kind == RECONCILE_RESULT_KIND:
+            assert isinstance(fact.payload, ReconcileResultPayload)
+            self._operations[current.operation_id] = replace(
+                current, observation=fact.payload.observation, version=current.version + 1
+            )
+            return
+        settled: JournalState = (
+            "recovery_completed"
+            if isinstance(fact.payload, CompletedDecisionPayload)
+            else "recovery_parked"
+        )
+        self._operations[current.operation_id] = replace(
+            current, state=settled, version=current.version + 1
+        )
+
+
+def expected_journal_state(decision: ToolDecision) -> JournalState | None:
+    """The journal state a resolver decision implies for an operation that crossed T1
+    (``None``: the decision says the operation never crossed T1 or is corrupt)."""
+    if decision.dispatch_runtime_event_id is None:
+        return None
+    if decision.status == "indeterminate":
+        return "prepared"
+    if decision.status == "completed":
+        return (
+            "recovery_completed"
+            if decision.settlement_origin == "recovery_bundle"
+            else "outcome_committed"
+        )
+    if decision.status == "parked":
+        return "recovery_parked"
+    return None

@@ -1,0 +1,428 @@
+"""ToolRuntime: runs a tool between T1 and T2 so that no side effect ever runs twice blindly.
+
+Why: peers re-run an in-flight tool after a crash and duplicate its side effect. Here every
+call is bracketed by durable facts:
+
+* pre-T1 refusals (unknown tool, arguments that fail the tool's input model, permission denied,
+  a reconciler whose preflight fails)
+  commit the call and a synthetic error response on the generic lane; the implementation is
+  never touched;
+* T1 (call + dispatch, one transaction) commits *before* the implementation runs; if T1 fails,
+  or reports ``created=False`` (someone already dispatched this operation), the implementation
+  runs zero times;
+* the implementation receives the operation id as its idempotency key;
+* T2 (the bound response, one transaction) commits before the result is returned: a result the
+  caller saw is always in the ledger.
+
+After a crash, :meth:`ToolRuntime.recover` settles operations that have T1 and no T2 according
+to the tool's recovery mode: ``reconcile`` tools observe external state and commit a recovery
+bundle (completed with a synthesized outcome, or parked); ``idempotent`` and ``replay_safe``
+tools are re-executed with the *same* operation id and the identical args hash; every other
+mode is left indeterminate, so the resume plan stays ``blocked`` until an operator decides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from maka_es import failpoints
+from maka_es.app import RuntimeApplication
+from maka_es.errors import InvalidRuntimeEventError, MakaError, NonStrictJsonError
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.wire.codec import canonical_json, sha256_digest
+from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode, as_runtime_event
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+ArgsContraT = TypeVar("ArgsContraT", bound=BaseModel, contravariant=True)
+
+Observation = Literal["matches_expected_state", "matches_prior_state", "diverged", "unreadable"]
+_PARKED_REASON: dict[str, str] = {
+    "matches_prior_state": "reconcile_matches_prior_state",
+    "diverged": "reconcile_diverged",
+    "unreadable": "reconcile_unreadable",
+}
+
+#: Failpoints the crash harness can arm around a tool call (see ``infrastructure.failpoints``).
+AFTER_T1 = "tool.after_t1"
+BEFORE_T2 = "tool.before_t2"
+AFTER_T2 = "tool.after_t2"
+
+
+class OutcomeUnknownError(Exception):
+    """Raised by an implementation that cannot know whether its side effect happened (e.g. a
+    request timed out after being sent). Committed as a structured, non-retryable failure."""
+
+
+class ToolAlreadyDispatchedError(MakaError):
+    """T1 for this operation had already committed: another dispatcher owns it, so the tool
+    was not run again."""
+
+    default_code = "tool_already_dispatched"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What an implementation gets besides its arguments."""
+
+    run_id: str
+    tool_call_id: str
+    #: The durable operation id: use it as the idempotency key of any external request.
+    operation_id: str
+    #: What the tool's reconciler recorded at T1 (e.g. expected/prior digests).
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ReconcileObservation:
+    """What a reconciler saw: the observation, a digest identifying the observed state, and for
+    ``matches_expected_state`` the outcome to synthesize (instead of re-running the tool)."""
+
+    observation: Observation
+    digest: str
+    result: Any = None
+
+
+class Reconciler(Protocol[ArgsContraT]):
+    """Observes external state for a ``reconcile`` tool."""
+
+    def prepare(self, args: ArgsContraT) -> Mapping[str, Any]:
+        """Facts recorded at T1, before the side effect (e.g. prior and expected digests)."""
+        ...
+
+    def observe(self, args: ArgsContraT, metadata: Mapping[str, Any]) -> ReconcileObservation:
+        """Compare the current external state with what T1 recorded."""
+        ...
+
+
+@dataclass(frozen=True)
+class Tool(Generic[ArgsT]):
+    """A named tool: input model, implementation, recovery mode (and reconciler)."""
+
+    name: str
+    input_model: type[ArgsT]
+    run: Callable[[ArgsT, ToolContext], Any]
+    recovery_mode: ToolRecoveryMode = "never_auto_retry"
+    reconciler: Reconciler[ArgsT] | None = None
+
+    def __post_init__(self) -> None:
+        if self.recovery_mode == "reconcile" and self.reconciler is None:
+            raise ValueError(f"tool {self.name}: recovery_mode 'reconcile' needs a reconciler")
+
+
+PermissionPolicy = Callable[[str, Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The committed outcome of one call (returned only after it is durable)."""
+
+    tool_call_id: str
+    operation_id: str | None
+    result: Any
+    is_error: bool
+    response_event_id: str
+    dispatched: bool
+
+
+@dataclass(frozen=True)
+class RecoveryAction:
+    operation_id: str
+    tool_name: str
+    action: Literal["completed", "parked", "reexecuted", "left_indeterminate"]
+    reason: str
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    actions: tuple[RecoveryAction, ...] = field(default_factory=tuple)
+
+
+def _error_result(code: str, message: str) -> dict[str, Any]:
+    return {"kind": "text", "text": f"{code}: {message}"}
+
+
+OUTCOME_UNKNOWN_CODE = "outcome_unknown"
+
+
+def outcome_unknown_result(message: str) -> dict[str, Any]:
+    """The structured non-retryable failure of spec §5.2."""
+    return {
+        "kind": "text",
+        "text": f"{OUTCOME_UNKNOWN_CODE}: {message}",
+        "uncertainOutcome": {"code": OUTCOME_UNKNOWN_CODE, "retrySafe": False},
+    }
+
+
+class ToolRuntime:
+    """Executes tool calls of a run through T1/T2 and recovers interrupted ones."""
+
+    def __init__(
+        self,
+        app: RuntimeApplication,
+        tools: Iterable[Tool[Any]],
+        *,
+        permission: PermissionPolicy | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            if tool.name in self.tools:
+                raise ValueError(f"tool {tool.name} registered twice")
+            self.tools[tool.name] = tool
+        self.permission = permission
+        self._monotonic = monotonic
+
+    # -- executing ------------------------------------------------------------------------------
+
+    def execute(self, run_id: str, call: RuntimeEvent | Mapping[str, Any]) -> ToolResult:
+        """Run one function_call event of ``run_id``; see the module docstring for the order."""
+        event = as_runtime_event(call)
+        content = event.function_call
+        if content is None:
+            raise InvalidRuntimeEventError(
+                f"event {event.id} is not a function_call", field="content.kind"
+            )
+        tool = self.tools.get(content.name)
+        if tool is None:
+            return self._refuse(run_id, event, "tool_unknown", f"no tool named {content.name}")
+        try:
+            args = tool.input_model.model_validate(content.args)
+        except ValidationError as exc:
+            return self._refuse(run_id, event, "invalid_arguments", _validation_summary(exc))
+        if self.permission is not None and not self.permission(tool.name, dict(args_wire(args))):
+            return self._refuse(run_id, event, "permission_denied", f"{tool.name} was denied")
+
+        try:
+            metadata = dict(tool.reconciler.prepare(args)) if tool.reconciler is not None else None
+        except Exception as exc:  # a failed preflight is a refusal the model must see
+            return self._refuse(run_id, event, "preflight_failed", f"{type(exc).__name__}: {exc}")
+        commit = self.app.commit_tool_prepared(
+            run_id, event, recovery_mode=tool.recovery_mode, metadata=metadata
+        )
+        if not commit.created:
+            raise ToolAlreadyDispatchedError(
+                f"operation {commit.operation_id} was already dispatched; not running it again",
+                detail={"operationId": commit.operation_id, "runId": run_id},
+            )
+        failpoints.hit(AFTER_T1)
+        context = ToolContext(run_id, content.id, commit.operation_id, metadata or {})
+        return self._run_and_commit(run_id, event, tool, args, context)
+
+    def _run_and_commit(
+        self,
+        run_id: str,
+        call: RuntimeEvent,
+        tool: Tool[Any],
+        args: BaseModel,
+        context: ToolContext,
+    ) -> ToolResult:
+        started = self._monotonic()
+        result, is_error = _invoke(tool, args, context)
+        duration_ms = max(0, round((self._monotonic() - started) * 1000))
+        failpoints.hit(BEFORE_T2)
+        response = self._response(
+            call, f"{context.operation_id}_response", result, is_error, context.operation_id
+        )
+        response["actions"] = {"stateDelta": {"durationMs": duration_ms}}
+        self.app.commit_tool_outcome(run_id, response)
+        failpoints.hit(AFTER_T2)
+        return ToolResult(
+            context.tool_call_id, context.operation_id, result, is_error, response["id"], True
+        )
+
+    def _refuse(self, run_id: str, call: RuntimeEvent, code: str, message: str) -> ToolResult:
+        """Pre-T1 refusal: call + synthetic error response on the generic lane (no dispatch)."""
+        content = call.function_call
+        assert content is not None
+        result = _error_result(code, message)
+        response = self._response(call, f"{call.id}_refused", result, True, None)
+        self.app.append_events(run_id, [call, response])
+        return ToolResult(content.id, None, result, True, response["id"], False)
+
+    def _response(
+        self,
+        call: RuntimeEvent,
+        event_id: str,
+        result: Any,
+        is_error: bool,
+        operation_id: str | None,
+    ) -> dict[str, Any]:
+        content = call.function_call
+        assert content is not None
+        body: dict[str, Any] = {
+            "kind": "function_response",
+            "id": content.id,
+            "name": content.name,
+            "result": result,
+        }
+        if is_error:
+            body["isError"] = True
+        response: dict[str, Any] = {
+            "id": event_id,
+            **call.spine,
+            "ts": self.app.now_ms(),
+            "partial": False,
+            "role": "tool",
+            "author": "tool",
+            "content": body,
+        }
+        if operation_id is not None:
+            response["refs"] = {"operationId": operation_id, "toolCallId": content.id}
+        return response
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def recover(self, run_id: str) -> RecoveryReport:
+        """Settle every operation of ``run_id`` that has T1 and no T2, per recovery mode."""
+        actions: list[RecoveryAction] = []
+        unsettled = [op for op in self.app.tool_operations(run_id) if op.is_unsettled]
+        if not unsettled:
+            return RecoveryReport(())
+        calls = {event.id: event for event in self.app.read_run_events(run_id)}
+        for operation in unsettled:
+            actions.append(self._recover_one(run_id, operation, calls))
+        return RecoveryReport(tuple(actions))
+
+    def _recover_one(
+        self, run_id: str, operation: ToolOperationState, calls: Mapping[str, RuntimeEvent]
+    ) -> RecoveryAction:
+        def action(kind: Any, reason: str) -> RecoveryAction:
+            return RecoveryAction(operation.operation_id, operation.tool_name, kind, reason)
+
+        tool = self.tools.get(operation.tool_name)
+        call = calls.get(operation.call_event_id or "")
+        if tool is None or call is None or call.function_call is None:
+            return action("left_indeterminate", "tool_unavailable")
+        if tool.recovery_mode != operation.recovery_mode:
+            # the tool's contract changed since T1: only the recorded mode may be honoured
+            return action("left_indeterminate", "recovery_mode_changed")
+        args = tool.input_model.model_validate(call.function_call.args)
+        context = ToolContext(
+            run_id, operation.tool_call_id, operation.operation_id, operation.metadata
+        )
+        mode = operation.recovery_mode
+        if mode == "reconcile":
+            assert tool.reconciler is not None
+            observed = tool.reconciler.observe(args, operation.metadata)
+            return action(*self._commit_bundle(run_id, call, operation, observed))
+        if mode in {"idempotent", "replay_safe"}:
+            # same operation id (the idempotency key) and the args hash recorded at T1
+            self._run_and_commit(run_id, call, tool, args, context)
+            return action("reexecuted", mode)
+        return action("left_indeterminate", mode)
+
+    def _commit_bundle(
+        self,
+        run_id: str,
+        call: RuntimeEvent,
+        operation: ToolOperationState,
+        observed: ReconcileObservation,
+    ) -> tuple[Literal["completed", "parked"], str]:
+        op = operation.operation_id
+        assert operation.call_event_id is not None
+        reconcile = self._system_fact(call, f"{op}_reconcile", op)
+        reconcile["actions"] = {
+            "toolRecovery": {
+                "kind": "maka.tool.reconcile_result",
+                "version": 1,
+                "payload": {
+                    "protocol": "tool_reconcile_v1",
+                    "operationId": op,
+                    "observation": observed.observation,
+                    "observationSchema": "state_identity_v1",
+                    "observationDigest": observed.digest,
+                },
+            }
+        }
+        evidence = [operation.call_event_id, operation.dispatch_event_id, reconcile["id"]]
+        decision = self._system_fact(call, f"{op}_decision", op)
+        outcome: dict[str, Any] | None = None
+        if observed.observation == "matches_expected_state":
+            result = observed.result
+            if result is None:
+                result = {"kind": "text", "text": "reconciled: external state matches the call"}
+            outcome = self._response(call, f"{op}_response", result, False, op)
+            payload: dict[str, Any] = {
+                "protocol": "tool_recovery_v1",
+                "operationId": op,
+                "disposition": "completed",
+                "reasonCode": "reconcile_matches_expected_state",
+                "outcomeEventId": outcome["id"],
+                "evidenceEventIds": [*evidence, outcome["id"]],
+            }
+            disposition: Literal["completed", "parked"] = "completed"
+            reason = "reconcile_matches_expected_state"
+        else:
+            reason = _PARKED_REASON[observed.observation]
+            payload = {
+                "protocol": "tool_recovery_v1",
+                "operationId": op,
+                "disposition": "parked",
+                "reasonCode": reason,
+                "evidenceEventIds": evidence,
+            }
+            disposition = "parked"
+        decision["actions"] = {
+            "toolRecovery": {
+                "kind": "maka.tool.recovery_decision",
+                "version": 1,
+                "payload": payload,
+            }
+        }
+        self.app.commit_tool_recovery_bundle(
+            run_id, op, reconcile=reconcile, decision=decision, outcome=outcome
+        )
+        return disposition, reason
+
+    def _system_fact(self, call: RuntimeEvent, event_id: str, operation_id: str) -> dict[str, Any]:
+        content = call.function_call
+        assert content is not None
+        return {
+            "id": event_id,
+            **call.spine,
+            "ts": self.app.now_ms(),
+            "partial": False,
+            "role": "system",
+            "author": "system",
+            "refs": {"operationId": operation_id, "toolCallId": content.id},
+        }
+
+
+def args_wire(args: BaseModel) -> dict[str, Any]:
+    """A validated arguments model as JSON (what the permission policy sees)."""
+    return args.model_dump(mode="json", by_alias=True)
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "<root>"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def _invoke(tool: Tool[Any], args: BaseModel, context: ToolContext) -> tuple[Any, bool]:
+    """Run the implementation; exceptions become committed error outcomes. BaseException
+    (KeyboardInterrupt, SystemExit, a kill) propagates: no T2, the operation stays unsettled."""
+    try:
+        result = tool.run(args, context)
+    except OutcomeUnknownError as exc:
+        return outcome_unknown_result(str(exc)), True
+    except Exception as exc:  # the outcome of a failed tool is a fact too
+        return _error_result("tool_error", f"{type(exc).__name__}: {exc}"), True
+    try:
+        canonical_json(result)
+    except NonStrictJsonError as exc:
+        return _error_result("result_not_json", str(exc)), True
+    return result, False
+
+
+def state_digest(data: bytes | None) -> str:
+    """Digest of an external state; ``None`` (absent) has its own, distinct digest."""
+    if data is None:
+        return sha256_digest(b"maka_es.state.absent")
+    return sha256_digest(b"maka_es.state.bytes\0" + data)

@@ -1,0 +1,238 @@
+"""Shared base for every model that mirrors the Maka runtime's JSON exactly.
+
+Why a base class: the reference runtime decodes with *exact* key sets, camelCase keys and no
+``null`` for absent optionals. Every wire model here therefore forbids extra keys, is frozen,
+uses camelCase aliases with snake_case attributes, refuses an explicit ``null`` for an optional
+key (absent and null are different facts on the wire), and turns pydantic's ``ValidationError``
+into the project's typed error naming the offending field. ``to_wire()`` emits exactly the keys
+that were given, so decode -> encode is lossless.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from maka_es.errors import MakaError
+from maka_es.wire.codec import has_lone_surrogate
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"non-strict JSON number {text} (not a finite double)")
+    return value
+
+
+def _js_int(text: str) -> int | float:
+    value = int(text)
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"non-strict JSON number {text[:20]}... (not a finite double)") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate object key {key!r}")
+        result[key] = value
+    return result
+
+
+def loads_js(text: str | bytes | bytearray) -> Any:
+    """Parse strict JSON with the reference runtime's number semantics.
+
+    Why: the reference runtime is JavaScript, where every number is a double. A float such as
+    ``6.677151143147895e16`` is written as ``66771511431478950``; reading that back as a Python
+    int would change the value and make the ledger fail its own re-encoding, so integers beyond
+    the safe range become doubles. Refused: ``NaN``/``Infinity``, numbers that overflow a double
+    (``1e400``) and duplicate object keys (the canonical writer never produces them).
+    """
+    return json.loads(
+        text,
+        parse_constant=_refuse_constant,
+        parse_float=_finite_float,
+        parse_int=_js_int,
+        object_pairs_hook=_unique_keys,
+    )
+
+
+def _segment(key: str) -> str:
+    """A path segment that can be printed (lone surrogates escaped)."""
+    return ascii(key)[1:-1] if has_lone_surrogate(key) else key
+
+
+def ensure_strict_json(value: Any, path: str) -> None:
+    """Refuse free-form JSON that is not strict JSON: non-finite numbers, non-string object
+    keys, and lone surrogates in object keys or string values.
+
+    Why here, at validation: pydantic's ``JsonValue`` admits all of them, and its JSON
+    serialisation rewrites a lone-surrogate *key* to U+FFFD before any later strict check, so
+    ``{"\ud800": 1, "\udc00": 2}`` would collapse into one key and silently lose a value.
+    Raises ``ValueError`` naming the dotted path (the model turns it into its typed error).
+    """
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if has_lone_surrogate(item):
+                raise ValueError(f"{where}: string contains a lone surrogate")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"{where}: non-finite number is not strict JSON")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise ValueError(f"{where}: non-string object key")
+                if has_lone_surrogate(key):
+                    raise ValueError(f"{where}: object key {key!a} contains a lone surrogate")
+                stack.append((sub, f"{where}.{_segment(key)}"))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in {"text", "thinking", "function_call", "function_response", "error"} and parts:
+            # pydantic inserts the discriminator tag into the location; it is not a wire key.
+            continue
+        elif item.startswith(("function-after[", "function-before[", "function-wrap[")):
+            continue
+        else:
+            parts.append(("." if parts else "") + item)
+    return "".join(parts).replace(".[", "[") or "<root>"
+
+
+class WireModel(BaseModel):
+    """Frozen, exact-shape, camelCase model; see module docstring."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=False,
+        revalidate_instances="never",
+    )
+
+    #: camelCase keys whose value may legitimately be JSON ``null`` (``args``, ``result``, ...).
+    nullable_keys: ClassVar[frozenset[str]] = frozenset()
+    #: error type raised by :meth:`decode`; subclasses pick their domain error.
+    error_class: ClassVar[type[MakaError]] = MakaError
+    #: camelCase names of free-form JSON fields that must be strict JSON.
+    json_payload_keys: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_explicit_null(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None and key not in cls.nullable_keys:
+                    field = cls.model_fields.get(key)
+                    if field is None:
+                        # unknown key: let extra="forbid" report it
+                        alias_hit = any(f.alias == key for f in cls.model_fields.values())
+                        if not alias_hit:
+                            continue
+                    raise PydanticCustomError(
+                        "null_not_allowed", "{key} must be absent rather than null", {"key": key}
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _strict_json_payloads(self) -> Self:
+        for key in self.json_payload_keys:
+            attr = next(n for n, f in type(self).model_fields.items() if f.alias == key)
+            value = getattr(self, attr)
+            if value is not None or key in self.nullable_keys:
+                try:
+                    ensure_strict_json(value, key)
+                except ValueError as exc:  # name the field, like a missing or null key
+                    raise PydanticCustomError(
+                        "non_strict_json", "{message}", {"key": key, "message": str(exc)}
+                    ) from None
+        return self
+
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Validate wire data, raising the model's typed error that names the field."""
+        try:
+            return super().model_validate(
+                obj, strict=strict, from_attributes=from_attributes, context=context, **kwargs
+            )
+        except ValidationError as exc:
+            raise cls._typed_error(exc) from None
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        context: Any | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Validate a JSON document (strict JSON, JavaScript number semantics)."""
+        try:
+            data = loads_js(json_data)
+        except ValueError as exc:
+            error_class: Any = cls.error_class
+            try:
+                raise error_class(
+                    f"{cls.__name__}: not strict JSON: {exc}", field="<root>"
+                ) from None
+            except TypeError:
+                raise error_class(f"{cls.__name__}: not strict JSON: {exc}") from None
+        return cls.model_validate(data, strict=strict, context=context, **kwargs)
+
+    @classmethod
+    def decode(cls, data: Any) -> Self:
+        """Accept an instance as is, or validate wire data (typed error on failure)."""
+        if isinstance(data, cls):
+            return data
+        return cls.model_validate(data)
+
+    @classmethod
+    def _typed_error(cls, exc: ValidationError) -> MakaError:
+        first = exc.errors(include_url=False)[0]
+        loc = tuple(first.get("loc", ()))
+        ctx = first.get("ctx") or {}
+        if first.get("type") in {"null_not_allowed", "non_strict_json"}:
+            loc = (*loc, str(ctx["key"]))
+        field = _field_path(loc)
+        message = f"{cls.__name__}.{field}: {first.get('msg', 'invalid')}"
+        error_class: Any = cls.error_class
+        try:
+            return error_class(message, field=field, detail={"errors": exc.error_count()})  # type: ignore[no-any-return]
+        except TypeError:
+            return error_class(message, detail={"field": field})  # type: ignore[no-any-return]
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact wire dict (camelCase keys, only keys that were set)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -1,0 +1,162 @@
+"""Semantic lanes of tool facts (spec §1.5): the one classification every writer and reader uses.
+
+Why strict: a tool fact with a sloppy envelope (a partial call, a dispatch that is also a
+terminal, a response carrying extra actions) is ambiguous evidence. Instead of guessing which
+reading was meant, the event is classified as a ``semantic_lane_conflict`` and treated as
+corruption by the resolver and refused by the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from maka_es.wire.events import (
+    RECONCILE_RESULT_KIND,
+    FunctionCallContent,
+    FunctionResponseContent,
+    RuntimeEvent,
+)
+
+Lane = Literal[
+    "function_call",
+    "function_response",
+    "tool_dispatch",
+    "reconcile_result",
+    "recovery_decision",
+    "ordinary",
+]
+
+TOOL_LANES: frozenset[str] = frozenset(
+    {"function_call", "function_response", "tool_dispatch", "reconcile_result", "recovery_decision"}
+)
+
+_CALL_STATE_KEYS = frozenset({"activityKind", "displayName", "intent"})
+_DISPATCH_REF_SETS = (
+    frozenset({"operationId", "toolCallId"}),
+    frozenset({"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}),
+)
+_RECOVERY_REF_SET = frozenset({"operationId", "toolCallId"})
+
+
+@dataclass(frozen=True, slots=True)
+class LaneClassification:
+    """The lane an event belongs to, or why it belongs to none (``conflict``)."""
+
+    lane: Lane
+    conflict: str | None = None
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.conflict is not None
+
+    @property
+    def is_tool_lane(self) -> bool:
+        return self.lane in TOOL_LANES
+
+
+def _triggers(event: RuntimeEvent) -> list[Lane]:
+    lanes: list[Lane] = []
+    if isinstance(event.content, FunctionCallContent):
+        lanes.append("function_call")
+    if isinstance(event.content, FunctionResponseContent):
+        lanes.append("function_response")
+    actions = event.actions
+    if actions is not None:
+        if actions.tool_dispatch is not None:
+            lanes.append("tool_dispatch")
+        if actions.tool_recovery is not None:
+            kind = actions.tool_recovery.kind
+            lanes.append(
+                "reconcile_result" if kind == RECONCILE_RESULT_KIND else "recovery_decision"
+            )
+    return lanes
+
+
+def _common_envelope_problem(event: RuntimeEvent) -> str | None:
+    if event.partial:
+        return "partial tool fact"
+    if event.status is not None:
+        return "tool fact carries a status"
+    if event.branch is not None:
+        return "branch-qualified tool fact"
+    return None
+
+
+def _set_keys(model: object) -> frozenset[str]:
+    """camelCase keys that were actually given on a wire model."""
+    dumped = model.to_wire()  # type: ignore[attr-defined]
+    return frozenset(dumped)
+
+
+def _call_problem(event: RuntimeEvent) -> str | None:
+    if event.role != "model" or event.author != "agent":
+        return "function_call must be role=model author=agent"
+    if event.actions is not None:
+        wire = event.actions.to_wire()
+        if set(wire) != {"stateDelta"}:
+            return "function_call actions must be absent or exactly {stateDelta}"
+        delta = wire["stateDelta"]
+        # The reference scanner: a non-empty delta of activityKind/displayName/intent strings.
+        if (
+            not delta
+            or not set(delta) <= _CALL_STATE_KEYS
+            or any(not isinstance(value, str) for value in delta.values())
+        ):
+            return (
+                "function_call stateDelta must be non-empty activityKind/displayName/intent strings"
+            )
+    return None
+
+
+def _response_problem(event: RuntimeEvent) -> str | None:
+    if event.role != "tool" or event.author != "tool":
+        return "function_response must be role=tool author=tool"
+    if event.actions is not None:
+        wire = event.actions.to_wire()
+        delta = wire.get("stateDelta")
+        if (
+            set(wire) != {"stateDelta"}
+            or not isinstance(delta, dict)
+            or set(delta) != {"durationMs"}
+            or isinstance(delta["durationMs"], bool)
+            or not isinstance(delta["durationMs"], int | float)
+        ):
+            return "function_response actions must be absent or exactly {stateDelta:{durationMs}}"
+    return None
+
+
+def _system_fact_problem(
+    event: RuntimeEvent, action_key: str, ref_sets: tuple[frozenset[str], ...]
+) -> str | None:
+    if event.content is not None:
+        return f"{action_key} fact carries content"
+    if event.role != "system" or event.author != "system":
+        return f"{action_key} fact must be role=system author=system"
+    if event.actions is None or _set_keys(event.actions) != {action_key}:
+        return f"{action_key} fact must carry no other action"
+    refs = _set_keys(event.refs) if event.refs is not None else frozenset()
+    if refs not in ref_sets:
+        return f"{action_key} fact has the wrong refs"
+    return None
+
+
+def classify_lane(event: RuntimeEvent) -> LaneClassification:
+    """Classify ``event`` into exactly one lane, or report a ``semantic_lane_conflict``."""
+    lanes = _triggers(event)
+    if not lanes:
+        return LaneClassification("ordinary")
+    lane = lanes[0]
+    if len(lanes) > 1:
+        return LaneClassification(lane, f"event matches several tool lanes: {', '.join(lanes)}")
+    problem = _common_envelope_problem(event)
+    if problem is None:
+        if lane == "function_call":
+            problem = _call_problem(event)
+        elif lane == "function_response":
+            problem = _response_problem(event)
+        elif lane == "tool_dispatch":
+            problem = _system_fact_problem(event, "toolDispatch", _DISPATCH_REF_SETS)
+        else:
+            problem = _system_fact_problem(event, "toolRecovery", (_RECOVERY_REF_SET,))
+    return LaneClassification(lane, problem)
