@@ -149,7 +149,7 @@ def test_a_created_target_that_is_not_the_claimed_one_is_left_alone(
     claim = _claim(app, create_target=False)
     app.create_run(run_header(Spine("s1", "ti", "tr", "tt")))  # no continuationSource
     before = store_snapshot(app).rows
-    report = StartupRecovery(app).run([], [claim.claim_id])
+    report = StartupRecovery(app.claims).run([], [claim.claim_id])
     assert [(r.run_id, r.kind) for r in report.repairs] == [("tr", "left_claim_conflict")]
     assert not report.changed_anything
     assert store_snapshot(app).rows == before
@@ -233,7 +233,7 @@ def test_a_finished_continuation_goes_running_then_terminal(app: RuntimeApplicat
     outcome = app.execute_continuation(plan, ScriptedProvider([ProviderTurn(outputs=())]))
     header = app.get_run_header(outcome.target_run_id)
     assert header.status == "completed"
-    stream = app._load_run(outcome.target_run_id).id
+    stream = app._store.load_run(outcome.target_run_id).id
     facts = [app.mapper.to_domain_event(row) for row in app.recorder.select_events(stream)]
     statuses = [f.patch.get("status") for f in facts if isinstance(f, RunHeaderUpdated)]
     assert statuses == ["running", "completed"]

@@ -129,10 +129,10 @@ def claimed_continuation(
             )
         )
     facts += [
-        app._load_run("r1").decide_seal(claimed.claim_id, sealed_at=CLAIMED_AT),
+        app._store.load_run("r1").decide_seal(claimed.claim_id, sealed_at=CLAIMED_AT),
         *Run.create_continuation(actual_header, start_event, created_at=CLAIMED_AT),
         bind_invocation(actual_header),
-        app.session_registration("s1", "r2", CLAIMED_AT),
+        app.ledger.session_registration("s1", "r2", CLAIMED_AT),
     ]
     app.save(*facts)
     if end is not None:

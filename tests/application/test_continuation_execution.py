@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
@@ -121,7 +122,7 @@ def test_continuation_executes_once_with_the_validated_replay(env: Env) -> None:
     assert [e.id for e in events] == ["new-2-start", "new-2-out-1", "new-2-terminal"]
     claims = env.app.all_claims()
     assert [c.target_run_id for c in claims] == ["new-2"]
-    assert env.app._load_run("r1").sealed_by == claims[0].claim_id
+    assert env.app._store.load_run("r1").sealed_by == claims[0].claim_id
     with pytest.raises(RunSealedError):
         env.app.append_event("r1", LedgerBuilder(Spine(), prefix="late-").model_text())
     assert [e.type for e in env.sink.events] == [
@@ -250,7 +251,7 @@ def test_any_non_terminal_run_of_the_session_is_live(env: Env, status: str) -> N
 
 def _grow_source(app: RuntimeApplication) -> None:
     """A writer that ignores the rules commits a 5th event to the failed source r1."""
-    run = app._load_run("r1")
+    run = app._store.load_run("r1")
     event = LedgerBuilder(Spine(), prefix="late-").model_text("appended after the plan")
     app.save(
         RuntimeEventRecorded(
@@ -493,13 +494,13 @@ def test_recovery_touches_only_runs_needing_attention(
             env.app.update_run_header(spine.run_id, {"status": "completed"})
     env.app.recovery_status.catch_up()
     loaded: list[str] = []
-    original = RuntimeApplication._load_run
+    original = EventSourcedRunStore.load_run
 
-    def counting(self: RuntimeApplication, run_id: str) -> Any:
+    def counting(self: EventSourcedRunStore, run_id: str) -> Any:
         loaded.append(run_id)
         return original(self, run_id)
 
-    monkeypatch.setattr(RuntimeApplication, "_load_run", counting)
+    monkeypatch.setattr(EventSourcedRunStore, "load_run", counting)
     report = env.app.recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r5", "terminal_recovered")]
     assert set(loaded) == {"r5"}
@@ -515,7 +516,7 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
     assert plan.continuation is not None
     from maka_es.continuation.executor import ContinuationExecutor
 
-    executor = ContinuationExecutor(env.app, env.inspector, env.app.telemetry)
+    executor = ContinuationExecutor(env.app.claims, env.inspector, env.app.telemetry)
     _, source, boundary, _ = executor.revalidate(plan.continuation, "s1", "/workspace")
     target = ContinuationTarget("new-1", "new-2", "new-3")
     env.app.save(

@@ -21,7 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es import failpoints
+from maka_es.adapters.recovery_status_factory import recovery_status_store_for
 from maka_es.adapters.recovery_status_store import INSIDE_COMMIT_FAILPOINT
+from maka_es.adapters.sqlite import sqlite_path_from_dbname
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claim import (
@@ -40,8 +42,6 @@ from maka_es.recovery.status import (
     RecoveryStatusStore,
     RunRecoveryStatus,
     SqliteRecoveryStatusStore,
-    recovery_status_store_for,
-    sqlite_path_from_dbname,
 )
 
 DIGEST_A = "sha256:" + "a" * 64
@@ -99,7 +99,7 @@ def store(db_path: Path, app: RuntimeApplication) -> Iterator[SqliteRecoveryStat
 
 @pytest.fixture
 def projector(app: RuntimeApplication, store: SqliteRecoveryStatusStore) -> RecoveryStatusProjector:
-    return RecoveryStatusProjector(app, store)
+    return app.recovery_status_projector(store)
 
 
 @pytest.fixture(autouse=True)
@@ -111,13 +111,13 @@ def _disarm_failpoints() -> Iterator[None]:
 def count_loads(app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every run the application loads from now on (the projector's recompute)."""
     loaded: list[str] = []
-    original: Callable[[str], Run] = app._load_run
+    original: Callable[[str], Run] = app._store.load_run
 
     def load(run_id: str) -> Run:
         loaded.append(run_id)
         return original(run_id)
 
-    monkeypatch.setattr(app, "_load_run", load)
+    monkeypatch.setattr(app._store, "load_run", load)
     return loaded
 
 
@@ -255,7 +255,7 @@ def test_claimed_target_goes_unstarted_started_ended(
     boundary = boundary_of("r1", high_water=2)
     target = ContinuationTarget("i-r2", "r2", "t-r2")
     start = continuation_start_event(boundary, target, event_id="r2-start", ts=2000.0)
-    source = app._load_run("r1")
+    source = app._store.load_run("r1")
     seal = source.decide_seal(boundary.claim_id, sealed_at=2000.0)
     app.save(ContinuationClaim.create(boundary, target, start.id, 2000.0), seal)
     assert row(projector, "r2").claim_state == "unstarted"
@@ -326,10 +326,10 @@ def test_catch_up_pages_through_the_log(app: RuntimeApplication, db_path: Path) 
     for index in range(4):
         start_run(app, f"r{index}")
     store = SqliteRecoveryStatusStore(str(db_path))
-    paged = RecoveryStatusProjector(app, store, page_size=3)
+    paged = app.recovery_status_projector(store, page_size=3)
     total = app.recorder.max_notification_id()
     assert paged.catch_up() == total
-    fresh = RecoveryStatusProjector(app, InMemoryRecoveryStatusStore())
+    fresh = app.recovery_status_projector(InMemoryRecoveryStatusStore())
     fresh.rebuild()
     assert paged.all() == fresh.all()
     store.close()
@@ -372,7 +372,7 @@ def test_rows_and_position_commit_in_one_transaction(
     assert (store.position(), store.all()) == (0, [])
     reopened = SqliteRecoveryStatusStore(str(db_path))
     assert (reopened.position(), reopened.all()) == (0, [])
-    assert reopened.stream_run_ids([app._load_run("r1").id]) == {}
+    assert reopened.stream_run_ids([app._store.load_run("r1").id]) == {}
 
     failpoints.disarm(INSIDE_COMMIT_FAILPOINT)
     assert projector.catch_up() == app.recorder.max_notification_id()
@@ -383,7 +383,7 @@ def test_rows_and_position_commit_in_one_transaction(
 def test_in_memory_store_commit_is_atomic_too(app: RuntimeApplication) -> None:
     start_run(app, "r1")
     store = InMemoryRecoveryStatusStore()
-    projector = RecoveryStatusProjector(app, store)
+    projector = app.recovery_status_projector(store)
 
     def crash(_: str) -> None:
         raise RuntimeError("crash")
@@ -404,7 +404,7 @@ def test_reopen_continues_from_the_persisted_position(
     first.open_session("s1", "/workspace")
     ledgers = {run_id: start_run(first, run_id) for run_id in ("r1", "r2", "r3")}
     first_store = SqliteRecoveryStatusStore(str(db_path))
-    first_projector = RecoveryStatusProjector(first, first_store)
+    first_projector = first.recovery_status_projector(first_store)
     first_projector.catch_up()
     position, rows = first_store.position(), first_store.all()
     first_store.close()
@@ -415,7 +415,7 @@ def test_reopen_continues_from_the_persisted_position(
         store = SqliteRecoveryStatusStore(str(db_path))
         assert (store.position(), store.all()) == (position, rows)
         app.append_events("r2", [ledgers["r2"].terminal("completed")])
-        projector = RecoveryStatusProjector(app, store)
+        projector = app.recovery_status_projector(store)
         loaded = count_loads(app, monkeypatch)
         assert projector.catch_up() == 1
         assert loaded == ["r2"]
@@ -462,10 +462,10 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
 ) -> None:
     ledger = start_run(app, "r1")
     rival_store = SqliteRecoveryStatusStore(str(db_path))
-    rival = RecoveryStatusProjector(app, rival_store)
+    rival = app.recovery_status_projector(rival_store)
     own_store = SqliteRecoveryStatusStore(str(db_path))
     racing = _Interleaving(own_store, rival)
-    projector = RecoveryStatusProjector(app, racing)
+    projector = app.recovery_status_projector(racing)
     assert projector.catch_up() == 0  # the rival committed this page first
     assert racing.conflicts == 1
     app.append_events("r1", [ledger.terminal("completed")])
@@ -481,14 +481,14 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
 def test_store_factory_follows_the_application(
     app: RuntimeApplication, db_path: Path, memory_app: RuntimeApplication
 ) -> None:
-    store = recovery_status_store_for(app)
+    store = recovery_status_store_for(app.env)
     assert isinstance(store, SqliteRecoveryStatusStore)
     assert store.db_path == str(db_path)
     store.close()
-    assert isinstance(recovery_status_store_for(memory_app), InMemoryRecoveryStatusStore)
+    assert isinstance(recovery_status_store_for(memory_app.env), InMemoryRecoveryStatusStore)
     read_only = RuntimeApplication.open_sqlite(str(db_path), read_only=True)
     try:
-        ro_store = recovery_status_store_for(read_only)
+        ro_store = recovery_status_store_for(read_only.env)
         assert isinstance(ro_store, SqliteRecoveryStatusStore)
         assert ro_store.db_path == str(db_path)
         ro_store.close()
@@ -517,7 +517,7 @@ def test_in_memory_application_gets_an_in_memory_read_model(
 ) -> None:
     memory_app.open_session("s1", "/workspace")
     start_run(memory_app, "r1")
-    projector = RecoveryStatusProjector(memory_app)
+    projector = memory_app.recovery_status_projector()
     assert isinstance(projector.store, InMemoryRecoveryStatusStore)
     assert [s.run_id for s in projector.needing_attention()] == ["r1"]
 
@@ -589,7 +589,7 @@ class _Scenario:
             elif op == "claim_missing":
                 save_claim(app, run_id, f"x{n}", high_water=n)
             elif op == "seal":
-                app.save(app._load_run(run_id).decide_seal(f"claim-{n}", sealed_at=float(n)))
+                app.save(app._store.load_run(run_id).decide_seal(f"claim-{n}", sealed_at=float(n)))
             elif op == "catch_up":
                 self.projector.catch_up()
         except MakaError:
@@ -616,7 +616,7 @@ def test_incremental_maintenance_equals_rebuild(
         store = SqliteRecoveryStatusStore(str(path))
         try:
             app.open_session("s1", "/workspace")
-            projector = RecoveryStatusProjector(app, store, page_size=page_size)
+            projector = app.recovery_status_projector(store, page_size=page_size)
             scenario = _Scenario(app, projector)
             for op, run_id in commands:
                 scenario.apply(op, run_id)
@@ -624,19 +624,19 @@ def test_incremental_maintenance_equals_rebuild(
             incremental = store.all()
             assert projector.catch_up() == 0
 
-            in_memory = RecoveryStatusProjector(app, InMemoryRecoveryStatusStore())
+            in_memory = app.recovery_status_projector(InMemoryRecoveryStatusStore())
             in_memory.rebuild()
             assert in_memory.all(catch_up=False) == incremental
 
             other = SqliteRecoveryStatusStore(str(Path(tmp) / "other.sqlite"))
-            fresh = RecoveryStatusProjector(app, other)
+            fresh = app.recovery_status_projector(other)
             fresh.rebuild()
             assert other.all() == incremental
             assert other.position() == store.position()
             other.close()
 
             reopened = SqliteRecoveryStatusStore(str(path))
-            RecoveryStatusProjector(app, reopened).rebuild()
+            app.recovery_status_projector(reopened).rebuild()
             assert reopened.all() == incremental
             reopened.close()
 

@@ -282,7 +282,7 @@ def test_aborted_terminal_without_abort_source_gives_unknown(app: RuntimeApplica
 
 def _force_terminal_header(app: RuntimeApplication, run_id: str, patch: dict[str, Any]) -> None:
     """Another writer (an import, an old build) made the header terminal with no event."""
-    run = app._load_run(run_id)
+    run = app._store.load_run(run_id)
     app.save(
         RunHeaderUpdated(
             originator_id=run_stream_id(run_id),

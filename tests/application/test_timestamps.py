@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from maka_es.app import RuntimeApplication, epoch_ms, wall_clock_ms
+from maka_es.adapters.event_store import epoch_ms
+from maka_es.app import RuntimeApplication, wall_clock_ms
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider

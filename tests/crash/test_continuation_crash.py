@@ -105,7 +105,7 @@ def _assert_claimed_once(app: RuntimeApplication) -> None:
     """One claim, owning the target run and sealing the source."""
     [claim] = app.all_claims()
     assert claim.target_run_id == TARGET_RUN
-    assert app._load_run("r1").sealed_by == claim.claim_id
+    assert app._store.load_run("r1").sealed_by == claim.claim_id
     assert [h.run_id for h in app.list_runs("s1")] == ["r1", TARGET_RUN]
 
 
@@ -122,7 +122,7 @@ def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(tmp_path: Path,
         assert len(claims) == 1
         claim = claims[0]
         assert claim.target_run_id == TARGET_RUN
-        assert app._load_run("r1").sealed_by == claim.claim_id
+        assert app._store.load_run("r1").sealed_by == claim.claim_id
         events = app.read_run_events(TARGET_RUN)
         assert len(events) == 1  # the start fact only: no output, no terminal
         start = events[0].actions.continuation_start if events[0].actions else None
@@ -202,7 +202,7 @@ def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path) -> Non
 
     with _fresh(db) as app:
         assert app.all_claims() == []
-        assert app._load_run("r1").sealed_by is None
+        assert app._store.load_run("r1").sealed_by is None
         assert not app.run_exists(TARGET_RUN)
         assert app.all_run_ids() == ["r1"]
         assert [h.run_id for h in app.list_runs("s1")] == ["r1"]
@@ -216,7 +216,7 @@ def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path) -> Non
         assert outcome.target_run_id == plan.continuation.run_id == "parent-2"
         [claim] = app.all_claims()
         assert claim.target_run_id == outcome.target_run_id
-        assert app._load_run("r1").sealed_by == claim.claim_id
+        assert app._store.load_run("r1").sealed_by == claim.claim_id
         assert _reasons(app) == ("continuation_already_exists",)
 
     # only the parent's execution reached the provider

@@ -206,7 +206,7 @@ def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
             claims = app.all_claims()
             assert len(claims) == 1, where
             assert claims[0].target_run_id == target_run
-            assert app._load_run("r1").sealed_by == claims[0].claim_id, where
+            assert app._store.load_run("r1").sealed_by == claims[0].claim_id, where
             assert app.all_run_ids() == ["r1", target_run], where
             runs = app.list_runs("s1")
             assert [h.run_id for h in runs] == ["r1", target_run], where

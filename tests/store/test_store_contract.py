@@ -178,7 +178,7 @@ def test_stale_writer_loses_and_is_reloaded_not_reused(db_path: Path) -> None:
     ):
         _open_run(first)
         first.append_events("r1", ledger.events)
-        stale = first._load_run("r1")
+        stale = first._store.load_run("r1")
         decision = stale.decide_append([ledger.decoded()[0].model_copy()], committed_at=1.0)
         assert decision.facts == ()  # exact retry: nothing to write
         other = LedgerBuilder(prefix="x")
@@ -186,7 +186,7 @@ def test_stale_writer_loses_and_is_reloaded_not_reused(db_path: Path) -> None:
         fresh = stale.decide_append(other.decoded(), committed_at=1.0)
         second.append_event("r1", ledger.model_text())
         with pytest.raises(ConcurrentWriteError) as info:
-            first.commit_facts(
+            first._store.commit(
                 fresh.facts,
                 conflict=lambda: ConcurrentWriteError("stale", detail={"runId": "r1"}),
             )

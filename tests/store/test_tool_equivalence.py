@@ -28,7 +28,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.app import RuntimeApplication, ToolCommit
+from maka_es.app import RuntimeApplication
+from maka_es.ledger.tool_commands import ToolCommit
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.operation import (
     JournalState,

@@ -246,7 +246,7 @@ def open_run(app: RuntimeApplication, *, marker: str | None = T1_PROTOCOL) -> No
 def save_unvalidated(app: RuntimeApplication, event: dict[str, Any]) -> None:
     """Append ``event`` to r1 bypassing every domain check, as an older writer without the
     transition validator would have: one ``RuntimeEventRecorded`` saved directly."""
-    run = app._load_run(RUN)
+    run = app._store.load_run(RUN)
     decoded = RuntimeEvent.model_validate(event)
     app.save(
         RuntimeEventRecorded(

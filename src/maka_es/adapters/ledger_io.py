@@ -12,10 +12,28 @@ link away is never reported as imported or silently left out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from maka_es.adapters.jsonl import JsonlLedger
-from maka_es.app import RuntimeApplication
+from maka_es.ledger.service import AppendResult
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
+
+
+class LedgerIo(Protocol):
+    """The ledger commands and reads import and export use (``RuntimeApplication`` has them)."""
+
+    def import_run(
+        self,
+        header: RunHeader | Mapping[str, Any],
+        events: Sequence[RuntimeEvent | Mapping[str, Any]],
+    ) -> AppendResult: ...
+
+    def get_run_header(self, run_id: str) -> RunHeader: ...
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]: ...
 
 
 @dataclass(frozen=True)
@@ -25,7 +43,7 @@ class ImportReport:
     retried: int
 
 
-def import_jsonl_ledgers(app: RuntimeApplication, ledger: JsonlLedger) -> ImportReport:
+def import_jsonl_ledgers(app: LedgerIo, ledger: JsonlLedger) -> ImportReport:
     """Import every run found under the ledger root (sorted order). Each run is one save; a run
     that fails its gates raises and the runs after it are not imported. A symlink in the layout
     is refused while listing, before any run is imported."""
@@ -40,7 +58,7 @@ def import_jsonl_ledgers(app: RuntimeApplication, ledger: JsonlLedger) -> Import
     return ImportReport(runs, appended, retried)
 
 
-def export_jsonl_run(app: RuntimeApplication, ledger: JsonlLedger, run_id: str) -> None:
+def export_jsonl_run(app: LedgerIo, ledger: JsonlLedger, run_id: str) -> None:
     """Write one run's header and committed ledger in the reference JSONL layout."""
     header = app.get_run_header(run_id)
     ledger.export_run(header.session_id, run_id, header, app.read_run_events(run_id))

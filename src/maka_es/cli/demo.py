@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.workspace_marker import resolve_workspace_identity
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.host import LocalHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}

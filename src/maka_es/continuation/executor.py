@@ -25,21 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_es import failpoints
-from maka_es.continuation.claim import (
-    ContinuationClaim,
-    ContinuationTarget,
-    SourceBoundary,
-    continuation_header,
-    continuation_start_event,
-    record_start_fact,
-)
+from maka_es.continuation.claim import ContinuationTarget, SourceBoundary
+from maka_es.continuation.claims import Claims
 from maka_es.continuation.gates import ContinuationPlan, CwdPolicy, RuntimeContinuation
 from maka_es.continuation.host import HostInspector, HostObservation
 from maka_es.continuation.provider import Provider, ProviderRequest
 from maka_es.continuation.revalidation import ContinuationRevalidationError, Revalidation
 from maka_es.continuation.revalidation import refuse as _refuse
 from maka_es.continuation.telemetry import Telemetry, error_class_of
-from maka_es.ledger.run import Run, bind_invocation
+from maka_es.ledger.run import Run
 from maka_es.wire.run_header import RunHeader, terminal_event
 
 __all__ = [
@@ -78,14 +72,15 @@ class ContinuationExecutor:
 
     def __init__(
         self,
-        app: Any,
+        claims: Claims,
         inspector: HostInspector | None,
         telemetry: Telemetry,
         *,
         cwd_policy: CwdPolicy = "strict",
         system_prompt: str | None = None,
     ) -> None:
-        self.app = app
+        self.claims = claims
+        self.ledger = claims.ledger
         self.inspector = inspector
         self.telemetry = telemetry
         self.cwd_policy = cwd_policy
@@ -97,7 +92,7 @@ class ContinuationExecutor:
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run, SourceBoundary, HostObservation]:
         """Spec §4.7 (see ``continuation_revalidation``); refuses before anything is written."""
-        return Revalidation(self.app, self.inspector, self.cwd_policy).run(
+        return Revalidation(self.claims, self.inspector, self.cwd_policy).run(
             continuation, session_id, current_cwd
         )
 
@@ -138,7 +133,7 @@ class ContinuationExecutor:
             turn = provider.complete(request)
             outputs = [self._output_event(target_header, n, o) for n, o in enumerate(turn.outputs)]
             if outputs:
-                self.app.append_events(target.run_id, outputs)
+                self.ledger.append_events(target.run_id, outputs)
         except Exception as exc:
             error_class = error_class_of(exc)
             self._finish(target_header, "failed", error_class)
@@ -163,38 +158,23 @@ class ContinuationExecutor:
         target: ContinuationTarget,
         observation: HostObservation,
     ) -> RunHeader:
-        """ONE save: claim, source seal, target run + start fact (header ``running`` once the
-        start is committed, so in the same save), invocation, registration."""
-        app = self.app
-        claimed_at = app.now_ms()
-        target_header = continuation_header(
+        """ONE save (``Claims.admit``): claim, source seal, target run + start, binding."""
+        return self.claims.admit(
             header,
+            source,
             boundary,
             target,
             workspace_identity=observation.workspace_identity,
-            claimed_at=claimed_at,
+            conflict=lambda: self._claim_conflict(boundary, target),
         )
-        start = continuation_start_event(
-            boundary, target, event_id=f"{target.run_id}-start", ts=claimed_at
-        )
-        facts = [
-            ContinuationClaim.create(
-                boundary, target, start.id, claimed_at, target_run_header=target_header
-            ),
-            record_start_fact(boundary.claim_id, start, "runtime_admission"),
-            source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
-            *Run.create_continuation(target_header, start, created_at=claimed_at, admitted=True),
-            bind_invocation(target_header),
-            app.session_registration(boundary.session_id, target.run_id, claimed_at),
-        ]
-        app.commit_facts(facts, conflict=lambda: self._claim_conflict(boundary, target))
-        return target_header
 
     def _claim_conflict(
         self, boundary: SourceBoundary, target: ContinuationTarget
     ) -> ContinuationRevalidationError:
         """Who won? A taken target run id without our claim, or (most often) another claimer."""
-        if self.app.run_exists(target.run_id) and not self.app.claim_exists(boundary.claim_id):
+        if self.ledger.run_exists(target.run_id) and not self.claims.claim_exists(
+            boundary.claim_id
+        ):
             return _refuse("target_run_conflict", f"target run {target.run_id} already exists")
         return _refuse(
             "continuation_claim_conflict",
@@ -206,7 +186,7 @@ class ContinuationExecutor:
         return {
             "id": f"{target_header.run_id}-out-{n + 1}",
             **target_header.spine,
-            "ts": self.app.now_ms(),
+            "ts": self.ledger.now_ms(),
             "partial": False,
             "role": "model",
             "author": "agent",
@@ -215,12 +195,12 @@ class ContinuationExecutor:
 
     def _finish(self, target_header: RunHeader, status: str, error_class: str | None) -> None:
         """The target's terminal fact, then its header (``end_run`` keeps that order)."""
-        self.app.end_run(
+        self.ledger.end_run(
             target_header.run_id,
             terminal_event(
                 target_header.spine,
                 event_id=f"{target_header.run_id}-terminal",
-                ts=self.app.now_ms(),
+                ts=self.ledger.now_ms(),
                 status=status,
                 failure_class=error_class,
             ),

@@ -11,23 +11,20 @@ caller parks (``safety_observation_unavailable`` / ``workspace_identity_missing`
 * :class:`HostObservation` - the exact fact shape (camelCase keys, ``null`` when absent).
 * :class:`HostInspector` - the protocol planners depend on.
 * :class:`BackgroundOperationRegistry` - where a host records operations that outlive a turn.
-* :class:`LocalHostInspector` - facts from this process: workspace marker, registry, tools.
+* ``maka_es.adapters.local_host.LocalHostInspector`` - facts from this process: workspace
+  marker, registry, tools.
 * :class:`StaticHostInspector` - for hosts (and tests) that already hold the facts.
 """
 
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
 from pydantic import Field, StrictBool, StrictStr, field_validator
-
-from maka_es.adapters.workspace_marker import resolve_workspace_identity
 
 # One checkpoint fact shape for host and planner: an observation's checkpoint can be handed
 # to ``ContinuationFacts`` as is.
@@ -35,15 +32,11 @@ from maka_es.continuation.gates import WorkspaceCheckpointFact
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.report import ReportModel
 
-if TYPE_CHECKING:  # the tool runtime depends on the application; only its type is needed here
-    from maka_es.tooljournal.runtime import ToolRuntime
-
 __all__ = [
     "BackgroundOperationRegistry",
     "CheckpointReader",
     "HostInspector",
     "HostObservation",
-    "LocalHostInspector",
     "PendingOperation",
     "StaticHostInspector",
     "WorkspaceCheckpointFact",
@@ -150,71 +143,6 @@ class BackgroundOperationRegistry:
     def settled_for(self, session_id: str) -> bool:
         """No operation that concerns ``session_id`` (own or host-wide) is pending."""
         return not self.pending(session_id)
-
-
-class LocalHostInspector:
-    """Host facts from this process's authoritative state, read at every :meth:`inspect`.
-
-    * identity and path from the workspace marker (created on first use, spec §5.6);
-    * background settlement from ``background`` (no registry: nothing runs in background);
-    * the tool catalog from ``tool_names`` - a callable is called on every inspection (live
-      catalog); a plain iterable is snapshotted once at construction;
-    * the optional checkpoint fact from ``checkpoint(session_id)``.
-    """
-
-    def __init__(
-        self,
-        tool_names: Callable[[], Iterable[str]] | Iterable[str],
-        background: BackgroundOperationRegistry | None = None,
-        checkpoint: CheckpointReader | None = None,
-        uuid_factory: Callable[[], uuid.UUID] = uuid.uuid4,
-    ) -> None:
-        if isinstance(tool_names, str):
-            raise TypeError("tool_names must be tool names or a callable, not one string")
-        if callable(tool_names):
-            self._tool_names: Callable[[], Iterable[str]] = tool_names
-        else:
-            fixed = tuple(tool_names)
-            self._tool_names = lambda: fixed
-        self._background = background
-        self._checkpoint = checkpoint
-        self._uuid_factory = uuid_factory
-
-    @classmethod
-    def from_tool_runtime(
-        cls,
-        runtime: ToolRuntime,
-        background: BackgroundOperationRegistry | None = None,
-        checkpoint: CheckpointReader | None = None,
-        uuid_factory: Callable[[], uuid.UUID] = uuid.uuid4,
-    ) -> LocalHostInspector:
-        """Inspector whose catalog is the runtime's registered tools at inspection time."""
-        return cls(
-            lambda: tuple(runtime.tools),
-            background=background,
-            checkpoint=checkpoint,
-            uuid_factory=uuid_factory,
-        )
-
-    def inspect(self, session_id: str, cwd: str | Path) -> HostObservation:
-        """Current facts for ``session_id`` running in ``cwd``.
-
-        Raises the marker's typed ``WorkspaceIdentityError`` when the workspace identity cannot
-        be established; a host never substitutes a path-based identity.
-        """
-        workspace = resolve_workspace_identity(cwd, uuid_factory=self._uuid_factory)
-        settled = True if self._background is None else self._background.settled_for(session_id)
-        checkpoint = None if self._checkpoint is None else self._checkpoint(session_id)
-        names = self._tool_names()
-        if isinstance(names, str):
-            raise TypeError("tool_names must yield tool names, not one string")
-        return HostObservation(
-            workspace_identity=workspace.identity,
-            workspace_path=workspace.path,
-            background_operations_settled=settled,
-            available_tool_names=tuple(names),
-            workspace_checkpoint=checkpoint,
-        )
 
 
 class StaticHostInspector:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from maka_es.continuation.claim import SourceBoundary, claim_id_for
+from maka_es.continuation.claims import Claims
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.existing_claims import source_boundary
 from maka_es.continuation.gates import CwdPolicy, RuntimeContinuation, normalize_cwd
@@ -60,8 +61,11 @@ def boundary_claim_id_of(segment: dict[str, Any]) -> str:
 class Revalidation:
     """One revalidation of one plan against one application (see module docstring)."""
 
-    def __init__(self, app: Any, inspector: HostInspector | None, cwd_policy: CwdPolicy) -> None:
-        self.app = app
+    def __init__(
+        self, claims: Claims, inspector: HostInspector | None, cwd_policy: CwdPolicy
+    ) -> None:
+        self.claims = claims
+        self.ledger = claims.ledger
         self.inspector = inspector
         self.cwd_policy = cwd_policy
 
@@ -71,8 +75,7 @@ class Revalidation:
         """Spec §4.7, in order: another live run; the planned boundary re-read (identity, then
         replay); the source run's own facts; the host's facts; claims and target ids. Store
         faults propagate as they are: they are not verdicts about the source."""
-        app = self.app
-        runs: list[RunHeader] = app.list_runs(session_id)
+        runs: list[RunHeader] = self.ledger.list_runs(session_id)
         self._refuse_active_runs(runs, continuation.source_run_id)
         boundary = self._reread_boundary(continuation)
         header, source = self._recheck_source(continuation, session_id, current_cwd)
@@ -137,7 +140,7 @@ class Revalidation:
     def _segment_now(self, segment: dict[str, Any], *, pinned: bool) -> dict[str, Any]:
         """The segment of the run ``segment`` names, as it is committed now."""
         identity, position = segment["identity"], segment["position"]
-        events = self.app.read_run_events(str(identity["runId"]))
+        events = self.ledger.read_run_events(str(identity["runId"]))
         if pinned:
             events = events[: int(position["lastEventSeq"])]
         if not events:
@@ -147,12 +150,13 @@ class Revalidation:
     def _replay_now(self, segments: Sequence[dict[str, Any]]) -> CompositeReplay:
         """The source's lineage as its headers record it now (it must be the planned
         segments) and its composite replay."""
-        app = self.app
-        reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs)
+        reader = RunReader(
+            self.ledger.get_run_header, self.ledger.read_run_events, self.ledger.list_runs
+        )
         source_run_id = str(segments[-1]["identity"]["runId"])
         try:
-            header = app.get_run_header(source_run_id)
-            lineage = read_lineage(reader, header, app.read_run_events(source_run_id))
+            header = self.ledger.get_run_header(source_run_id)
+            lineage = read_lineage(reader, header, self.ledger.read_run_events(source_run_id))
             check_v2_replay(lineage)
             replay = build_composite_replay(lineage.segments)
         except STORE_FAULTS:
@@ -171,10 +175,9 @@ class Revalidation:
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run]:
         """Step 3: the source run's header, terminal, cwd, high-water and ledger identity."""
-        app = self.app
         try:
-            header: RunHeader = app.get_run_header(continuation.source_run_id)
-            source: Run = app._load_run(continuation.source_run_id)
+            header: RunHeader = self.ledger.get_run_header(continuation.source_run_id)
+            source: Run = self.ledger.load_run(continuation.source_run_id)
         except STORE_FAULTS:
             raise
         except MakaError as exc:
@@ -252,8 +255,7 @@ class Revalidation:
         boundary: SourceBoundary,
         continuation: RuntimeContinuation,
     ) -> None:
-        app = self.app
-        if app.claim_exists(boundary.claim_id):
+        if self.claims.claim_exists(boundary.claim_id):
             raise refuse(
                 "continuation_claim_conflict",
                 f"boundary {boundary.claim_id} is already claimed",
@@ -265,7 +267,7 @@ class Revalidation:
                 f"run {run.run_id} already continues this boundary",
                 continuationRunId=run.run_id,
             )
-        if app.run_exists(continuation.run_id):
+        if self.ledger.run_exists(continuation.run_id):
             raise refuse(
                 "target_run_conflict",
                 f"target run {continuation.run_id} already exists",

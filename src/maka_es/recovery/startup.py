@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from maka_es import failpoints
 from maka_es.continuation.claim import (
@@ -40,9 +40,11 @@ from maka_es.continuation.claim import (
     continuation_header,
     continuation_start_event,
 )
+from maka_es.continuation.claims import Claims
 from maka_es.continuation.planner import is_continuation_start
 from maka_es.errors import MakaError
 from maka_es.recovery.reason import recovery_reason
+from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import (
     ContinuationSourceV2,
@@ -52,9 +54,6 @@ from maka_es.wire.run_header import (
     terminal_failure_class,
     terminal_header_patch,
 )
-
-if TYPE_CHECKING:  # the tool runtime depends on the application module; only its type is needed
-    from maka_es.tooljournal.runtime import ToolRuntime
 
 ABANDONED = "continuation_abandoned_before_provider_dispatch"
 APP_RESTARTED = "app_restarted"
@@ -139,8 +138,9 @@ def header_belongs_to_claim(header: RunHeader, claim: ContinuationClaim) -> bool
 class StartupRecovery:
     """Runs the repairs over every run the application knows (see module docstring)."""
 
-    def __init__(self, app: Any, tool_runtime: ToolRuntime | None = None) -> None:
-        self.app = app
+    def __init__(self, claims: Claims, tool_runtime: ToolRuntime | None = None) -> None:
+        self.claims = claims
+        self.ledger = claims.ledger
         self.tool_runtime = tool_runtime
 
     def run(
@@ -150,7 +150,7 @@ class StartupRecovery:
         repairs: list[Repair] = []
         repairs.extend(self._repair_claims(claim_ids))
         repaired = {r.run_id for r in repairs}
-        for run_id in run_ids if run_ids is not None else self.app.all_run_ids():
+        for run_id in run_ids if run_ids is not None else self.ledger.all_run_ids():
             if run_id in repaired:
                 continue
             repair = self._repair_run(run_id)
@@ -162,9 +162,9 @@ class StartupRecovery:
 
     def _repair_claims(self, claim_ids: list[str] | None) -> list[Repair]:
         if claim_ids is None:
-            claims = list(self.app.all_claims())
+            claims = list(self.claims.all_claims())
         else:
-            claims = [c for c in (self.app.get_claim(i) for i in claim_ids) if c is not None]
+            claims = [c for c in (self.claims.get_claim(i) for i in claim_ids) if c is not None]
         repairs = (self._repair_unstarted_claim(claim) for claim in claims)
         return [repair for repair in repairs if repair is not None]
 
@@ -172,15 +172,14 @@ class StartupRecovery:
         """Claim only: create the claimed target with the repair start. Target created but
         never started: give it the repair start. Then the repair terminal (both cases). A
         target that already has events is handled as a run."""
-        app = self.app
         target_run_id = claim.target_run_id
-        if not app.run_exists(target_run_id):
+        if not self.ledger.run_exists(target_run_id):
             header = self._claimed_header(claim)
             start = self._commit_repair_start(claim, header, create=True)
-        elif app.read_run_events(target_run_id):
+        elif self.ledger.read_run_events(target_run_id):
             return None
         else:
-            header = app.get_run_header(target_run_id)
+            header = self.ledger.get_run_header(target_run_id)
             if header.is_terminal or not header_belongs_to_claim(header, claim):
                 # not the target this claim describes: writing into it would invent facts
                 return Repair(target_run_id, "left_claim_conflict", {"claimId": claim.claim_id})
@@ -191,7 +190,7 @@ class StartupRecovery:
     def _claimed_header(self, claim: ContinuationClaim) -> RunHeader:
         """The header of a claimed target whose run was never created (spec §2 shape)."""
         boundary = claim_boundary(claim)
-        source: RunHeader = self.app.get_run_header(boundary.run_id)
+        source: RunHeader = self.ledger.get_run_header(boundary.run_id)
         return continuation_header(
             source,
             boundary,
@@ -215,9 +214,9 @@ class StartupRecovery:
             provenance="claim_repair",
         )
         if create:
-            self.app.create_claimed_run(header, start)
+            self.claims.create_claimed_run(header, start)
         else:
-            self.app.start_claimed_run(header.run_id, start)
+            self.claims.start_claimed_run(header.run_id, start)
         return start
 
     def _end_claim_repair(
@@ -225,7 +224,7 @@ class StartupRecovery:
     ) -> Repair:
         """The deterministic repair terminal, then the failed header (``end_run``). Also
         finishes a repair that a crash interrupted after its start: same id, same fact."""
-        self.app.end_run(
+        self.ledger.end_run(
             header.run_id,
             terminal_event(
                 header.spine,
@@ -241,9 +240,8 @@ class StartupRecovery:
     # -- runs -------------------------------------------------------------------------------------
 
     def _repair_run(self, run_id: str) -> Repair | None:
-        app = self.app
-        header: RunHeader = app.get_run_header(run_id)
-        events: list[RuntimeEvent] = app.read_run_events(run_id)
+        header: RunHeader = self.ledger.get_run_header(run_id)
+        events: list[RuntimeEvent] = self.ledger.read_run_events(run_id)
         terminals = [e for e in events if e.is_terminal]
         if len(terminals) > 1:
             return Repair(run_id, "left_ambiguous", {"terminalEvents": len(terminals)})
@@ -259,29 +257,28 @@ class StartupRecovery:
             start = events[0].actions.continuation_start if events[0].actions else None
             if start is None or start.provenance == "runtime_admission":
                 return Repair(run_id, "left_live_start")
-            claim = app.get_claim(start.claim_id)
+            claim = self.claims.get_claim(start.claim_id)
             claimed_at = events[0].ts if claim is None else claim.claimed_at
             return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
         return self._recover_terminal(header, events)
 
     def _recover_terminal(self, header: RunHeader, events: list[RuntimeEvent]) -> Repair:
         """No terminal fact: settle what the tools can prove, then the recovered terminal."""
-        app = self.app
         if self.tool_runtime is not None:
             # what the tools cannot settle stays indeterminate; the terminal follows anyway
             with contextlib.suppress(MakaError):
                 self.tool_runtime.recover(header.run_id)
-            events = app.read_run_events(header.run_id)
+            events = self.ledger.read_run_events(header.run_id)
         reason, last_type = recovery_reason(header.status, events)
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:
             delta["lastEventType"] = last_type
-        app.end_run(
+        self.ledger.end_run(
             header.run_id,
             terminal_event(
                 header.spine,
                 event_id=recovered_terminal_id(header.run_id),
-                ts=app.now_ms(),
+                ts=self.ledger.now_ms(),
                 status="failed",
                 failure_class=APP_RESTARTED,
                 state_delta=delta,
@@ -294,7 +291,7 @@ class StartupRecovery:
         ``missing_terminal_event`` at the header's completion time, then the header follows
         it (a header is derived authority; the ledger must say how the run ended)."""
         ts = header.completed_at if header.completed_at is not None else header.updated_at
-        self.app.end_run(
+        self.ledger.end_run(
             header.run_id,
             terminal_event(
                 header.spine,
@@ -324,5 +321,5 @@ class StartupRecovery:
             RunHeader.model_validate({**header.to_wire(), **patch}), terminal
         ):
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
-        self.app.update_run_header(header.run_id, patch)
+        self.ledger.update_run_header(header.run_id, patch)
         return Repair(header.run_id, "header_repaired", {"status": patch["status"]})

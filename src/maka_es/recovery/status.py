@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -46,7 +46,7 @@ from maka_es.adapters.recovery_status_store import (
     SqliteRecoveryStatusStore,
     needs_attention_for,
 )
-from maka_es.adapters.sqlite import sqlite_path_from_dbname
+from maka_es.continuation.claim import ContinuationClaim
 from maka_es.errors import MakaError, RunNotFoundError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,
@@ -54,6 +54,7 @@ from maka_es.ledger.facts import (
     RunHeaderUpdated,
     RunSealed,
     RuntimeEventRecorded,
+    StoredFact,
     ToolMetadataRecorded,
     run_stream_id,
 )
@@ -61,8 +62,18 @@ from maka_es.ledger.run import Run
 from maka_es.resume.plan import build_resume_plan
 from maka_es.wire.run_header import header_matches_terminal
 
-if TYPE_CHECKING:
-    from maka_es.app import RuntimeApplication
+
+class RecoveryStatusSource(Protocol):
+    """What the projector reads: the notification log, and one run or claim at a time."""
+
+    def select_notifications(self, start: int, limit: int) -> Sequence[Notification]: ...
+
+    def to_fact(self, notification: Notification) -> StoredFact: ...
+
+    def load_run(self, run_id: str) -> Run: ...
+
+    def get_claim(self, claim_id: str) -> ContinuationClaim | None: ...
+
 
 __all__ = [
     "ClaimState",
@@ -72,8 +83,6 @@ __all__ = [
     "RecoveryStatusStore",
     "RunRecoveryStatus",
     "SqliteRecoveryStatusStore",
-    "recovery_status_store_for",
-    "sqlite_path_from_dbname",
 ]
 
 #: Notifications per page (and per read-model transaction).
@@ -89,43 +98,11 @@ _RUN_STREAM_TOPICS: Final = frozenset(
     }
 )
 
-_SQLITE_MODULES: Final = frozenset({"maka_es.adapters.sqlite", "eventsourcing.sqlite"})
-_POPO_MODULES: Final = frozenset({"eventsourcing.popo"})
-
 
 class RecoveryStatusUnsupportedError(MakaError):
     """The application's persistence module has no recovery-status store (yet)."""
 
     default_code = "recovery_status_unsupported"
-
-
-def recovery_status_store_for(app: RuntimeApplication) -> RecoveryStatusStore:
-    """The read-model store that belongs with ``app``'s event store.
-
-    SQLite file → :class:`SqliteRecoveryStatusStore` on the same file (so the rows survive a
-    restart together with the facts they summarise); in-memory stores (``eventsourcing.popo``,
-    or an SQLite ``:memory:`` database a second connection cannot share) →
-    :class:`InMemoryRecoveryStatusStore`, rebuilt by the first catch-up of each process.
-    """
-    module = app.env.get("PERSISTENCE_MODULE") or ""
-    if module in _POPO_MODULES:
-        return InMemoryRecoveryStatusStore()
-    if module in _SQLITE_MODULES:
-        path = sqlite_path_from_dbname(app.env.get("SQLITE_DBNAME") or "")
-        if path is None:
-            return InMemoryRecoveryStatusStore()
-        return SqliteRecoveryStatusStore(path, busy_timeout_ms=_busy_timeout_ms(app))
-    raise RecoveryStatusUnsupportedError(
-        f"no recovery-status store for PERSISTENCE_MODULE={module!r}",
-        detail={"persistenceModule": module},
-    )
-
-
-def _busy_timeout_ms(app: RuntimeApplication) -> int:
-    """The read model waits for a lock as long as the event store does (``SQLITE_LOCK_TIMEOUT``,
-    seconds, validated by eventsourcing when the application was built); 10 s by default."""
-    seconds = (app.env.get("SQLITE_LOCK_TIMEOUT") or "").strip()
-    return int(seconds) * 1000 if seconds else 10_000
 
 
 @dataclass
@@ -146,23 +123,21 @@ def _stream_id(notification: Notification) -> UUID:
 
 
 class RecoveryStatusProjector:
-    """Maintains a :class:`RecoveryStatusStore` from ``app``'s notification log (see module
+    """Maintains a :class:`RecoveryStatusStore` from ``source``'s notification log (see module
     docstring). Thread-safe within one process; several processes may share one SQLite store
     (the position's compare-and-set arbitrates)."""
 
     def __init__(
         self,
-        app: RuntimeApplication,
-        store: RecoveryStatusStore | None = None,
+        source: RecoveryStatusSource,
+        store: RecoveryStatusStore,
         *,
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
-        self.app = app
-        self.store: RecoveryStatusStore = (
-            store if store is not None else recovery_status_store_for(app)
-        )
+        self.source = source
+        self.store: RecoveryStatusStore = store
         self.page_size = page_size
         self._lock = threading.Lock()
 
@@ -175,7 +150,7 @@ class RecoveryStatusProjector:
         with self._lock:
             while True:
                 start = self.store.position()
-                page = self.app.recorder.select_notifications(start=start + 1, limit=self.page_size)
+                page = self.source.select_notifications(start + 1, self.page_size)
                 if not page:
                     return processed
                 batch = self._read_page(page)
@@ -207,7 +182,7 @@ class RecoveryStatusProjector:
         claims: dict[int, ContinuationClaimed] = {}
         for notification in page:
             if notification.topic == RunCreated.TOPIC:
-                fact = self.app.mapper.to_domain_event(notification)
+                fact = self.source.to_fact(notification)
                 assert isinstance(fact, RunCreated)
                 batch.stream_links[fact.originator_id] = str(fact.header["runId"])
             elif notification.topic in _RUN_STREAM_TOPICS:
@@ -215,7 +190,7 @@ class RecoveryStatusProjector:
                 if stream_id not in batch.stream_links:
                     unknown.add(stream_id)
             elif notification.topic == ContinuationClaimed.TOPIC:
-                fact = self.app.mapper.to_domain_event(notification)
+                fact = self.source.to_fact(notification)
                 assert isinstance(fact, ContinuationClaimed)
                 claims[notification.id] = fact
                 source = fact.boundary.get("runId")
@@ -271,13 +246,13 @@ class RecoveryStatusProjector:
         ``claim_id`` is the claim whose target the run is (``None``: not a target).
         """
         try:
-            run = self.app._load_run(run_id)
+            run = self.source.load_run(run_id)
         except RunNotFoundError:
             return None if claim_id is None else self._missing_target(run_id, claim_id)
         return status_of_run(run, claim_id)
 
     def _missing_target(self, run_id: str, claim_id: str) -> RunRecoveryStatus:
-        claim = self.app.get_claim(claim_id)
+        claim = self.source.get_claim(claim_id)
         if claim is None:
             raise StoreCorruptionError(
                 f"claim {claim_id} is in the read model but not in the event store",

@@ -31,9 +31,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from maka_es import failpoints
-from maka_es.app import RuntimeApplication
 from maka_es.errors import InvalidRuntimeEventError, MakaError, NonStrictJsonError
 from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.ports import ToolJournalStore
 from maka_es.wire.codec import canonical_json, sha256_digest
 from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode, as_runtime_event
 
@@ -163,7 +163,7 @@ class ToolRuntime:
 
     def __init__(
         self,
-        app: RuntimeApplication,
+        app: ToolJournalStore,
         tools: Iterable[Tool[Any]],
         *,
         permission: PermissionPolicy | None = None,

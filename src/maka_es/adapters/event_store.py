@@ -1,0 +1,144 @@
+"""The :class:`~maka_es.ledger.ports.RunStore` port on an eventsourcing application.
+
+Why an adapter: eventsourcing gives the recorder (SQLite, PostgreSQL, in-memory), optimistic
+concurrency on ``(originator_id, originator_version)``, an aggregate cache and the notification
+log. This module is the only place the library's services meet those objects: it loads
+aggregates with maka_es's projectors, saves a command's facts in one transaction, and turns a
+lost race or a store fault into maka_es's typed errors (ADR 0014, ADR 0017).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
+
+from maka_es.continuation.claim import ContinuationClaim, project_claim
+from maka_es.errors import RunNotFoundError, SessionNotFoundError, StoreUnavailableError
+from maka_es.ledger.facts import StoredFact, claim_stream_id, run_stream_id, session_stream_id
+from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.session import Session, project_session
+
+A = TypeVar("A")
+
+#: Notifications read per page by a topic scan.
+PAGE = 500
+
+
+def epoch_ms(reading: float) -> int:
+    """A clock reading as the integer milliseconds every library-written timestamp carries.
+
+    Why integers: the reference writes ``Date.now()`` (whole milliseconds) into ``ts``,
+    ``createdAt``, ``updatedAt``, ``completedAt`` and ``claimedAt``; a fractional value is a
+    different wire fact. An injected clock may return fractions; they are floored here.
+    """
+    if isinstance(reading, bool) or not math.isfinite(reading):
+        raise ValueError(f"the clock must return finite milliseconds, not {reading!r}")
+    return math.floor(reading)
+
+
+class EventSourcedRunStore:
+    """Implements ``RunStore`` (and the recovery read model's source) over ``app``."""
+
+    def __init__(self, app: Application[UUID], clock: Callable[[], float]) -> None:
+        self._app = app
+        self._clock = clock
+        # Commands are pure until save; the lock keeps one process's read-validate-save
+        # sequences from interleaving on the shared aggregate cache.
+        self._lock = threading.RLock()
+
+    def now_ms(self) -> int:
+        return epoch_ms(self._clock())
+
+    def command(self) -> contextlib.AbstractContextManager[object]:
+        return self._lock
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def load_run(self, run_id: str) -> Run:
+        run = self.load(run_stream_id(run_id), project_run)
+        if run is None:
+            raise RunNotFoundError(f"run {run_id} not found", detail={"runId": run_id})
+        return run
+
+    def load_session(self, session_id: str) -> Session:
+        session = self.load(session_stream_id(session_id), project_session)
+        if session is None:
+            raise SessionNotFoundError(
+                f"session {session_id} not found", detail={"sessionId": session_id}
+            )
+        return session
+
+    def load(
+        self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
+    ) -> A | None:
+        try:
+            aggregate = self._app.repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
+        except AggregateNotFoundError:
+            return None
+        return cast(A, aggregate)
+
+    def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        return self.load(claim_stream_id(claim_id), project_claim)
+
+    def stream_exists(self, stream_id: UUID) -> bool:
+        return bool(self._app.recorder.select_events(stream_id, limit=1))
+
+    # -- saving ---------------------------------------------------------------------------------
+
+    def commit(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
+        """Save ``facts`` in ONE transaction (every command's single write).
+
+        A uniqueness violation means another writer got there first: the involved streams are
+        evicted from the cache (never reused: eventsourcing would write a version gap) and
+        ``conflict()`` classifies the refusal. Any other persistence failure is a typed
+        ``StoreUnavailableError``; in both cases nothing of the transaction was written.
+        """
+        try:
+            self._app.save(*facts)
+        except IntegrityError as exc:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise conflict() from exc
+        except StoreUnavailableError:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise
+        except PersistenceError as exc:
+            self._evict(*{fact.originator_id for fact in facts})
+            raise StoreUnavailableError(
+                f"the store refused the write: {type(exc).__name__}: {exc}",
+                detail={"errorClass": type(exc).__name__},
+            ) from exc
+
+    def _evict(self, *stream_ids: UUID) -> None:
+        cache = self._app.repository.cache
+        if cache is not None:
+            for stream_id in stream_ids:
+                with contextlib.suppress(KeyError):
+                    cache.get(stream_id, evict=True)
+
+    # -- the notification log -------------------------------------------------------------------
+
+    def select_notifications(self, start: int, limit: int) -> Sequence[Notification]:
+        return self._app.recorder.select_notifications(start=start, limit=limit)
+
+    def to_fact(self, notification: Notification) -> StoredFact:
+        fact = self._app.mapper.to_domain_event(notification)
+        assert isinstance(fact, StoredFact)  # the FactMapper only decodes maka_es facts
+        return fact
+
+    def facts_with_topic(self, topic: str) -> Iterator[StoredFact]:
+        """Every stored fact of one topic, in notification order (a paged log scan)."""
+        start = 1
+        while True:
+            page = self._app.recorder.select_notifications(start=start, limit=PAGE, topics=[topic])
+            for notification in page:
+                yield self.to_fact(notification)
+            if len(page) < PAGE:
+                return
+            start = page[-1].id + 1

@@ -1,0 +1,204 @@
+"""The public commands and reads of :class:`maka_es.RuntimeApplication`.
+
+Why a separate surface: the application is a composition root (ADR 0017); each public method
+here is a one-line delegation to the service that owns the rule, with the contract in the
+service's docstring. Keeping them apart from the wiring keeps both short, and a host reading
+this page sees the whole API at once. Saving raw facts is not part of it: only commands are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from maka_es.continuation.claim import ContinuationClaim
+from maka_es.continuation.claims import Claims
+from maka_es.continuation.executor import ContinuationOutcome
+from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.planner import PlannerSettings
+from maka_es.continuation.provider import Provider
+from maka_es.continuation.service import Continuations
+from maka_es.ledger.facts import StartKind, StoredFact
+from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
+from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
+from maka_es.resume.models import ResumePlan
+from maka_es.resume.plan import build_resume_plan
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.resolution import Resolution
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
+
+EventInput = RuntimeEvent | Mapping[str, Any]
+
+
+class RuntimeApi:
+    """Delegations to the services the application builds (see module docstring)."""
+
+    ledger: Ledger
+    tools: ToolCommands
+    claims: Claims
+    continuations: Continuations
+
+    # -- sessions and runs (Ledger) -------------------------------------------------------------
+
+    def open_session(
+        self, session_id: str, cwd: str, workspace_identity: str | None = None
+    ) -> SessionInfo:
+        """Open a new session; an existing id is refused (``session_already_exists``)."""
+        return self.ledger.open_session(session_id, cwd, workspace_identity)
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        return self.ledger.get_session(session_id)
+
+    def list_sessions(self) -> list[str]:
+        return self.ledger.list_sessions()
+
+    def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
+        return self.ledger.create_run(header)
+
+    def import_run(
+        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
+    ) -> AppendResult:
+        return self.ledger.import_run(header, events)
+
+    def get_run_header(self, run_id: str) -> RunHeader:
+        return self.ledger.get_run_header(run_id)
+
+    def list_runs(self, session_id: str) -> list[RunHeader]:
+        return self.ledger.list_runs(session_id)
+
+    def all_run_ids(self) -> list[str]:
+        return self.ledger.all_run_ids()
+
+    def run_exists(self, run_id: str) -> bool:
+        return self.ledger.run_exists(run_id)
+
+    def append_events(
+        self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        return self.ledger.append_events(run_id, events, expected_high_water=expected_high_water)
+
+    def append_event(
+        self, run_id: str, event: EventInput, *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        return self.ledger.append_events(run_id, [event], expected_high_water=expected_high_water)
+
+    def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
+        return self.ledger.update_run_header(run_id, patch)
+
+    def end_run(self, run_id: str, terminal: EventInput) -> RunHeader:
+        return self.ledger.end_run(run_id, terminal)
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        return self.ledger.read_run_events(run_id)
+
+    def run_high_water(self, run_id: str) -> int:
+        return self.ledger.run_high_water(run_id)
+
+    def read_run_payloads(self, run_id: str) -> list[str]:
+        return self.ledger.read_run_payloads(run_id)
+
+    # -- tool journal (ToolCommands) ------------------------------------------------------------
+
+    def commit_tool_prepared(
+        self,
+        run_id: str,
+        call: EventInput,
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        return self.tools.commit_tool_prepared(
+            run_id, call, recovery_mode=recovery_mode, metadata=metadata
+        )
+
+    def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
+        return self.tools.commit_tool_outcome(run_id, response)
+
+    def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: EventInput,
+        decision: EventInput,
+        outcome: EventInput | None = None,
+    ) -> ToolCommit:
+        return self.tools.commit_tool_recovery_bundle(
+            run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
+        )
+
+    def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        return self.tools.tool_operations(run_id)
+
+    def resolve_run(self, run_id: str) -> Resolution:
+        return self.tools.resolve_run(run_id)
+
+    # -- Phase 0 --------------------------------------------------------------------------------
+
+    def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
+        """The Phase 0 ResumePlan of the run's committed prefix. Reads only; never writes."""
+        return build_resume_plan(self.ledger.read_run_events(run_id), expected_high_water)
+
+    # -- Phase 1 (Continuations, Claims) --------------------------------------------------------
+
+    def plan_continuation(
+        self,
+        session_id: str,
+        source_run_id: str | None = None,
+        *,
+        current_cwd: str | None = None,
+        settings: PlannerSettings | None = None,
+        expected_high_water: int | None = None,
+    ) -> ContinuationPlan:
+        """May this session continue, and from exactly which boundary?
+
+        ``source_run_id`` defaults to the newest failed/cancelled session-inline run;
+        ``current_cwd`` to the session's cwd; ``expected_high_water`` is the caller's view of
+        the source's committed high-water (another one parks ``runtime_offset_mismatch``).
+        Reads only; a store that cannot be read parks (docs/reference/continuation.md#plan).
+        """
+        return self.continuations.plan(
+            session_id,
+            source_run_id,
+            current_cwd=current_cwd,
+            settings=settings,
+            expected_high_water=expected_high_water,
+        )
+
+    def execute_continuation(
+        self,
+        plan: ContinuationPlan,
+        provider: Provider,
+        *,
+        current_cwd: str | None = None,
+        settings: PlannerSettings | None = None,
+        system_prompt: str | None = None,
+    ) -> ContinuationOutcome:
+        """Revalidate, claim the source boundary (one save), then call the provider; a stale
+        plan or a lost claim raises ``ContinuationRevalidationError`` before any write."""
+        return self.continuations.execute(
+            plan, provider, current_cwd=current_cwd, settings=settings, system_prompt=system_prompt
+        )
+
+    def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        return self.claims.get_claim(claim_id)
+
+    def claim_exists(self, claim_id: str) -> bool:
+        return self.claims.claim_exists(claim_id)
+
+    def all_claims(self) -> list[ContinuationClaim]:
+        return self.claims.all_claims()
+
+    def continuation_start_record(
+        self, claim_id: str, start: RuntimeEvent, *, start_kind: StartKind
+    ) -> StoredFact:
+        return self.claims.continuation_start_record(claim_id, start, start_kind=start_kind)
+
+    def create_claimed_run(
+        self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
+    ) -> None:
+        self.claims.create_claimed_run(header, start, start_kind=start_kind)
+
+    def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        self.claims.start_claimed_run(run_id, start)

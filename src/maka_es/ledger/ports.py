@@ -1,0 +1,66 @@
+"""The ledger's port to the event store: what a command may ask of persistence, and no more.
+
+Why a port: every capability above the aggregates (the ledger commands, the continuation
+executor, startup recovery) used to reach into the eventsourcing application object, its
+private loaders and a public ``commit_facts`` that let any caller save facts no command had
+validated. Services now depend on this typed Protocol; ``maka_es.adapters.event_store``
+implements it over eventsourcing and ``maka_es.app`` wires the two (ADR 0017).
+
+The contract a writer relies on (docs/reference/ledger.md#write-rules):
+
+* ``command()`` serialises one read-decide-save sequence of this process (the aggregate cache
+  is shared);
+* ``commit(facts, conflict=...)`` saves every fact in ONE transaction; a lost race evicts the
+  involved streams from the cache and raises ``conflict()``; any other store fault raises a
+  typed ``StoreUnavailableError``; in both cases nothing of the transaction was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from maka_es.ledger.facts import StoredFact
+from maka_es.ledger.run import Run
+from maka_es.ledger.session import Session
+
+A = TypeVar("A")
+
+#: An eventsourcing projector: (current aggregate or None, facts) -> aggregate or None.
+Projector = Callable[[A | None, Iterable[Any]], A | None]
+
+
+class RunStore(Protocol):
+    """Load aggregates and save facts (see module docstring)."""
+
+    def now_ms(self) -> int:
+        """Now, as the integer milliseconds every library-written timestamp carries."""
+        ...
+
+    def command(self) -> AbstractContextManager[object]:
+        """Serialise one read-decide-save sequence of this process."""
+        ...
+
+    def load_run(self, run_id: str) -> Run:
+        """The Run aggregate; ``RunNotFoundError`` if it does not exist."""
+        ...
+
+    def load_session(self, session_id: str) -> Session:
+        """The Session aggregate; ``SessionNotFoundError`` if it does not exist."""
+        ...
+
+    def load(self, stream_id: UUID, projector: Projector[A]) -> A | None:
+        """Any aggregate by stream id (claims), ``None`` if the stream does not exist."""
+        ...
+
+    def stream_exists(self, stream_id: UUID) -> bool: ...
+
+    def commit(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
+        """Save ``facts`` in ONE transaction (see module docstring)."""
+        ...
+
+    def facts_with_topic(self, topic: str) -> Iterator[StoredFact]:
+        """Every stored fact of one topic, in notification order."""
+        ...

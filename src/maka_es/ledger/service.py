@@ -1,0 +1,313 @@
+"""The ledger's commands and reads: sessions, runs, appends, header updates, ending a run.
+
+Why a service over a port: these are the library's write rules (docs/reference/ledger.md
+#write-rules). Each command loads the aggregates it needs from the :class:`RunStore`, lets them
+decide (pure), and commits every resulting fact in ONE transaction; a refused command leaves the
+store byte-for-byte unchanged. The service knows nothing of eventsourcing, SQLite or the
+application object (ADR 0017).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from maka_es import failpoints
+from maka_es.errors import (
+    ConcurrentWriteError,
+    InvocationSpineConflictError,
+    RunAlreadyExistsError,
+    SessionAlreadyExistsError,
+    SessionNotFoundError,
+    TerminalConflictError,
+)
+from maka_es.ledger.facts import (
+    RunCreated,
+    SessionOpened,
+    StoredFact,
+    invocation_stream_id,
+    run_stream_id,
+)
+from maka_es.ledger.ports import RunStore
+from maka_es.ledger.run import Run, bind_invocation, project_run
+from maka_es.ledger.session import Session
+from maka_es.wire.events import RuntimeEvent, as_runtime_event
+from maka_es.wire.run_header import RunHeader, terminal_header_patch
+
+#: Called after a successful append with the newly committed events (host hook).
+OnCommitted = Callable[[str, Sequence[RuntimeEvent]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """Read view of a session."""
+
+    session_id: str
+    cwd: str
+    workspace_identity: str | None
+    opened_at: float
+    run_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Outcome of an append: how many events were new, how many were exact retries."""
+
+    appended: int
+    retried: int
+    high_water: int
+
+
+def concurrent_write(run_id: str) -> ConcurrentWriteError:
+    """The refusal of a command whose run another writer changed since it was read."""
+    return ConcurrentWriteError(
+        f"run {run_id} was written concurrently; re-read and retry", detail={"runId": run_id}
+    )
+
+
+class Ledger:
+    """Sessions and runs on a :class:`RunStore` (see module docstring)."""
+
+    def __init__(self, store: RunStore, on_committed: OnCommitted) -> None:
+        self._store = store
+        self._on_committed = on_committed
+
+    def now_ms(self) -> int:
+        """Now, as the integer milliseconds every library-written timestamp carries."""
+        return self._store.now_ms()
+
+    def command(self) -> AbstractContextManager[object]:
+        """Serialise a multi-command sequence of this process (e.g. one continuation)."""
+        return self._store.command()
+
+    def load_run(self, run_id: str) -> Run:
+        """The Run aggregate (a read: its deciders return facts, they never save)."""
+        return self._store.load_run(run_id)
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def open_session(
+        self, session_id: str, cwd: str, workspace_identity: str | None = None
+    ) -> SessionInfo:
+        """Open a new session. Opening an existing one is refused (ids are identities)."""
+        with self._store.command():
+            fact = Session.open(session_id, cwd, workspace_identity, self._store.now_ms())
+            self._store.commit(
+                [fact],
+                conflict=lambda: SessionAlreadyExistsError(
+                    f"session {session_id} already exists", detail={"sessionId": session_id}
+                ),
+            )
+            return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        session = self._store.load_session(session_id)
+        return SessionInfo(
+            session_id=session.session_id,
+            cwd=session.cwd,
+            workspace_identity=session.workspace_identity,
+            opened_at=session.opened_at,
+            run_ids=tuple(entry.run_id for entry in session.runs),
+        )
+
+    def list_sessions(self) -> list[str]:
+        """Session ids in the order they were opened (from the notification log)."""
+        return [
+            fact.session_id
+            for fact in self._store.facts_with_topic(SessionOpened.TOPIC)
+            if isinstance(fact, SessionOpened)
+        ]
+
+    def session_registration(self, session_id: str, run_id: str, at: float) -> StoredFact:
+        """The fact registering ``run_id`` on its session (to save with other facts)."""
+        return self._store.load_session(session_id).register_run(run_id, at)
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
+        """Create a run (AgentRun header, non-terminal) in an existing session.
+
+        One save: the run stream, the invocation binding (one run per invocation, enforced by
+        the store) and the session's registration of the run.
+        """
+        parsed = RunHeader.decode(header)
+        with self._store.command():
+            session = self._store.load_session(parsed.session_id)
+            created_at = self._store.now_ms()
+            created = Run.create(parsed, created_at)
+            binding = bind_invocation(parsed)
+            registered = session.register_run(parsed.run_id, created_at)
+            self._store.commit(
+                [created, binding, registered], conflict=lambda: self.create_run_conflict(parsed)
+            )
+            return parsed
+
+    def create_run_conflict(self, header: RunHeader) -> Exception:
+        """Why a run's creation lost: its id, its invocation, or a concurrent session write."""
+        if self._store.stream_exists(run_stream_id(header.run_id)):
+            return RunAlreadyExistsError(
+                f"run {header.run_id} already exists", detail={"runId": header.run_id}
+            )
+        if header.invocation_id is not None and self._store.stream_exists(
+            invocation_stream_id(header.invocation_id)
+        ):
+            return InvocationSpineConflictError(
+                f"invocation {header.invocation_id} already belongs to another run",
+                detail={"invocationId": header.invocation_id},
+            )
+        return ConcurrentWriteError(
+            f"session {header.session_id} changed concurrently; retry",
+            detail={"sessionId": header.session_id},
+        )
+
+    def run_exists(self, run_id: str) -> bool:
+        return self._store.stream_exists(run_stream_id(run_id))
+
+    def import_run(
+        self,
+        header: RunHeader | Mapping[str, Any],
+        events: Sequence[RuntimeEvent | Mapping[str, Any]],
+    ) -> AppendResult:
+        """Import a whole run (e.g. a legacy JSONL ledger) in ONE save: the run, its invocation
+        binding, the session registration (and the session itself if it is new), every event,
+        and, when the imported header is terminal, the header's terminal status.
+
+        Idempotent: importing the same run again appends nothing. The same gates as live
+        writes apply (a terminal header must match a durable terminal event), so a corrupt
+        legacy run is refused as a whole rather than half-imported.
+        """
+        parsed = RunHeader.decode(header)
+        decoded = [as_runtime_event(event) for event in events]
+        if parsed.invocation_id is None and decoded:
+            parsed = parsed.model_copy(update={"invocation_id": decoded[0].invocation_id})
+        with self._store.command():
+            if self.run_exists(parsed.run_id):
+                existing = self._store.load_run(parsed.run_id)
+                result = self.append_events(parsed.run_id, decoded)
+                if parsed.is_terminal and not existing.header.is_terminal:
+                    self.update_run_header(parsed.run_id, _terminal_patch(parsed))
+                return result
+            facts, high_water, decision_counts = self._import_facts(parsed, decoded)
+            self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
+            return AppendResult(*decision_counts, high_water)
+
+    def _import_facts(
+        self, parsed: RunHeader, decoded: list[RuntimeEvent]
+    ) -> tuple[list[StoredFact], int, tuple[int, int]]:
+        """Every fact of a new imported run, decided against a fresh in-memory aggregate."""
+        facts: list[StoredFact] = []
+        now = self._store.now_ms()
+        try:
+            session = self._store.load_session(parsed.session_id)
+        except SessionNotFoundError:
+            opened = Session.open(parsed.session_id, parsed.cwd, parsed.workspace_identity, now)
+            facts.append(opened)
+            session = Session(opened)
+        live = parsed.model_copy(update={"status": "running"}) if parsed.is_terminal else parsed
+        created = Run.create(live, now)
+        run = project_run(None, [created])
+        assert run is not None  # a RunCreated fact always projects a Run
+        decision = run.decide_append(decoded, committed_at=now)
+        for fact in decision.facts:
+            run.apply(fact)
+        facts += [created, *decision.facts]
+        if parsed.is_terminal:
+            facts.append(run.decide_header_update(_terminal_patch(parsed), updated_at=now))
+        facts.append(bind_invocation(live))
+        facts.append(session.register_run(parsed.run_id, now))
+        return facts, run.high_water, (len(decision.appended), decision.retried)
+
+    def get_run_header(self, run_id: str) -> RunHeader:
+        return self._store.load_run(run_id).header
+
+    def list_runs(self, session_id: str) -> list[RunHeader]:
+        """Headers of the session's runs in creation order."""
+        session = self._store.load_session(session_id)
+        return [self.get_run_header(entry.run_id) for entry in session.runs]
+
+    def all_run_ids(self) -> list[str]:
+        """Every run id, in creation order (scans the notification log by topic)."""
+        return [
+            str(fact.header["runId"])
+            for fact in self._store.facts_with_topic(RunCreated.TOPIC)
+            if isinstance(fact, RunCreated)
+        ]
+
+    # -- appends and headers ----------------------------------------------------------------------
+
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[RuntimeEvent | Mapping[str, Any]],
+        *,
+        expected_high_water: int | None = None,
+    ) -> AppendResult:
+        """Append RuntimeEvents to a run atomically (all or nothing).
+
+        Exact retries of committed ids are no-ops; the same id with other content, an event of
+        another run, a partial event, anything after the terminal event, or a stale
+        ``expected_high_water`` is refused with a typed error and nothing is written.
+        """
+        decoded = [as_runtime_event(event) for event in events]
+        with self._store.command():
+            run = self._store.load_run(run_id)
+            decision = run.decide_append(
+                decoded, committed_at=self._store.now_ms(), expected_high_water=expected_high_water
+            )
+            if decision.facts:
+                self._store.commit(decision.facts, conflict=lambda: concurrent_write(run_id))
+            high_water = run.high_water + len(decision.appended)
+        if decision.appended:
+            self._on_committed(run_id, decision.appended)
+        return AppendResult(len(decision.appended), decision.retried, high_water)
+
+    def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
+        """Patch the mutable header fields. A terminal status is accepted only when the run's
+        terminal RuntimeEvent is already durable and matches it."""
+        with self._store.command():
+            run = self._store.load_run(run_id)
+            fact = run.decide_header_update(patch, updated_at=self._store.now_ms())
+            self._store.commit([fact], conflict=lambda: concurrent_write(run_id))
+        return self.get_run_header(run_id)
+
+    def end_run(self, run_id: str, terminal: RuntimeEvent | Mapping[str, Any]) -> RunHeader:
+        """End a run: the terminal event is made durable FIRST, then the header derived from
+        it (docs/reference/ledger.md#terminal-rules). If the process dies in between, startup
+        recovery repairs the header from the event; a terminal header without its event is
+        never written by this library."""
+        event = as_runtime_event(terminal)
+        header = self.get_run_header(run_id)
+        patch = terminal_header_patch(header, event)
+        if patch is None or not event.is_terminal:
+            raise TerminalConflictError(
+                f"event {event.id} is not a terminal fact with a run status",
+                detail={"eventId": event.id},
+            )
+        self.append_events(run_id, [event])
+        failpoints.hit(failpoints.AFTER_TERMINAL_EVENT)
+        ended = self.update_run_header(run_id, patch)
+        failpoints.hit(failpoints.AFTER_TERMINAL_HEADER)
+        return ended
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        """The run's committed RuntimeEvents, in commit order."""
+        return list(self._store.load_run(run_id).events)
+
+    def run_high_water(self, run_id: str) -> int:
+        return self._store.load_run(run_id).high_water
+
+    def read_run_payloads(self, run_id: str) -> list[str]:
+        """The stored canonical JSON of each committed event (export, digests)."""
+        run = self._store.load_run(run_id)
+        return [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+
+
+def _terminal_patch(header: RunHeader) -> dict[str, Any]:
+    """The mutable terminal fields of an imported header, as a header patch."""
+    wire = header.to_wire()
+    fields = ("status", "updatedAt", "completedAt", "failureClass", "failureMessage", "abortSource")
+    return {key: wire[key] for key in fields if key in wire}
