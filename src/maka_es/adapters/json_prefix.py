@@ -133,88 +133,118 @@ def classify_json_text(text: str) -> JsonTextClass:
     See the module docstring for the exact contract. The scan is iterative (an explicit stack
     of open containers), so deep nesting cannot exhaust the Python stack.
     """
-    end = len(text)
-    stack: list[str] = []  # open containers: "{" or "["
-    # What the grammar allows next:
-    #   "value"       a value (start of text, after ":" or after "," in an array)
-    #   "value_or_]"  a value or "]" (right after "[")
-    #   "key_or_}"    a key string or "}" (right after "{")
-    #   "key"         a key string (after "," in an object: "}" here is a trailing comma)
-    #   "colon"       ":" after a key
-    #   "after"       "," or the closer of the innermost container, or only whitespace at top
-    expect = "value"
-    i = 0
-    while True:
-        while i < end and text[i] in _WHITESPACE:
-            i += 1
-        if i == end:
-            return "complete" if expect == "after" and not stack else "incomplete-prefix"
-        char = text[i]
+    return _Scanner(text).run()
 
-        if expect == "after":
-            if not stack:
-                return "invalid"  # trailing garbage after a complete value
-            closer = "}" if stack[-1] == "{" else "]"
-            if char == closer:
-                stack.pop()
-                i += 1
-            elif char == ",":
-                expect = "key" if stack[-1] == "{" else "value"
-                i += 1
-            else:
-                return "invalid"
-            continue
 
-        if expect == "colon":
-            if char != ":":
-                return "invalid"
-            expect = "value"
-            i += 1
-            continue
+class _Scanner:
+    """One pass over ``text``: the position, the open containers and what may come next.
 
-        if expect in ("key", "key_or_}"):
-            if char == "}" and expect == "key_or_}":
-                stack.pop()
-                expect = "after"
+    ``expect`` is what the grammar allows at the next non-whitespace character:
+
+    * ``"value"``      a value (start of text, after ``:`` or after ``,`` in an array)
+    * ``"value_or_]"`` a value or ``]`` (right after ``[``)
+    * ``"key_or_}"``   a key string or ``}`` (right after ``{``)
+    * ``"key"``        a key string (after ``,`` in an object: ``}`` here is a trailing comma)
+    * ``"colon"``      ``:`` after a key
+    * ``"after"``      ``,`` or the closer of the innermost container, or only whitespace at top
+
+    Each step consumes one token and returns ``None`` to go on, or the final verdict.
+    """
+
+    __slots__ = ("end", "expect", "i", "stack", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.end = len(text)
+        self.stack: list[str] = []  # open containers: "{" or "["
+        self.expect = "value"
+        self.i = 0
+
+    def run(self) -> JsonTextClass:
+        text, end = self.text, self.end
+        while True:
+            i = self.i
+            while i < end and text[i] in _WHITESPACE:
                 i += 1
-                continue
-            if char != '"':
-                return "invalid"  # includes "}" after "," (trailing comma)
-            nxt = _scan_string(text, i)
-            if nxt == _BAD:
-                return "invalid"
-            if nxt == _EOF:
+            self.i = i
+            if i == end:
+                if self.expect == "after" and not self.stack:
+                    return "complete"
                 return "incomplete-prefix"
-            expect = "colon"
-            i = nxt
-            continue
+            char = text[i]
+            if self.expect == "after":
+                verdict = self._after_value(char)
+            elif self.expect == "colon":
+                verdict = self._colon(char)
+            elif self.expect in ("key", "key_or_}"):
+                verdict = self._key(char)
+            else:
+                verdict = self._value(char)
+            if verdict is not None:
+                return verdict
 
-        # expect is "value" or "value_or_]"
-        if char == "]" and expect == "value_or_]":
+    def _after_value(self, char: str) -> JsonTextClass | None:
+        stack = self.stack
+        if not stack:
+            return "invalid"  # trailing garbage after a complete value
+        closer = "}" if stack[-1] == "{" else "]"
+        if char == closer:
             stack.pop()
-            expect = "after"
-            i += 1
-            continue
+        elif char == ",":
+            self.expect = "key" if stack[-1] == "{" else "value"
+        else:
+            return "invalid"
+        self.i += 1
+        return None
+
+    def _colon(self, char: str) -> JsonTextClass | None:
+        if char != ":":
+            return "invalid"
+        self.expect = "value"
+        self.i += 1
+        return None
+
+    def _key(self, char: str) -> JsonTextClass | None:
+        if char == "}" and self.expect == "key_or_}":
+            self.stack.pop()
+            self.expect = "after"
+            self.i += 1
+            return None
+        if char != '"':
+            return "invalid"  # includes "}" after "," (trailing comma)
+        return self._scalar_end(_scan_string(self.text, self.i), then="colon")
+
+    def _value(self, char: str) -> JsonTextClass | None:
+        if char == "]" and self.expect == "value_or_]":
+            self.stack.pop()
+            self.expect = "after"
+            self.i += 1
+            return None
         if char in "{[":
-            if len(stack) >= MAX_DEPTH:
+            if len(self.stack) >= MAX_DEPTH:
                 return "invalid"
-            stack.append(char)
-            expect = "key_or_}" if char == "{" else "value_or_]"
-            i += 1
-            continue
+            self.stack.append(char)
+            self.expect = "key_or_}" if char == "{" else "value_or_]"
+            self.i += 1
+            return None
         if char == '"':
-            nxt = _scan_string(text, i)
+            nxt = _scan_string(self.text, self.i)
         elif char in _LITERALS:
-            nxt = _scan_literal(text, i)
+            nxt = _scan_literal(self.text, self.i)
         elif char == "-" or char in _DIGITS:
-            nxt, finished = _scan_number(text, i)
+            nxt, finished = _scan_number(self.text, self.i)
             if nxt != _BAD and not finished:
                 return "incomplete-prefix"
         else:
             return "invalid"  # includes "]" / "}" / "," where a value is required
+        return self._scalar_end(nxt, then="after")
+
+    def _scalar_end(self, nxt: int, *, then: str) -> JsonTextClass | None:
+        """Move past a scanned string, literal or number, or report why the scan stopped."""
         if nxt == _BAD:
             return "invalid"
         if nxt == _EOF:
             return "incomplete-prefix"
-        expect = "after"
-        i = nxt
+        self.expect = then
+        self.i = nxt
+        return None

@@ -25,10 +25,9 @@ Rules this module enforces:
 * Inside a Git work tree the marker must never show up as untracked, so the rule
   ``.maka-workspace.json`` is appended (once, under an exclusive ``flock``) to the repository's
   *local* ``info/exclude`` - of the common git dir for linked worktrees and submodules - and
-  this happens *before* a new marker is published. The Git layout is discovered with plain
-  file handling (no ``git`` executable needed), following Git's own discovery: a ``.git``
-  directory that is not a repository is skipped, a ``.git`` file that is not a valid
-  ``gitdir:`` link is fatal (``workspace_io_failed``, nothing published).
+  this happens *before* a new marker is published. The Git side lives in
+  ``maka_es.adapters.git_exclude``: a ``.git`` file that is not a valid ``gitdir:`` link is
+  fatal there (``workspace_io_failed``, nothing published).
 * Every other OS failure is ``workspace_io_failed``.
 
 POSIX only (``O_NOFOLLOW``, ``flock``, hard links), like the JSONL ledger.
@@ -38,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import stat
@@ -47,6 +45,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from maka_es.adapters.bounded_read import SYMLINK_ERRNOS, read_stable_bounded
+from maka_es.adapters.confined_fs import write_all
+from maka_es.adapters.git_exclude import (
+    MAX_GIT_EXCLUDE_BYTES,
+    ensure_excluded,
+    find_git_exclude_file,
+)
 from maka_es.errors import (
     InvalidWorkspaceError,
     InvalidWorkspaceMarkerError,
@@ -73,16 +78,10 @@ WORKSPACE_MARKER_FILE = ".maka-workspace.json"
 WORKSPACE_MARKER_SCHEMA_VERSION = 1
 WORKSPACE_IDENTITY_PREFIX = "workspace:v1:"
 MAX_WORKSPACE_MARKER_BYTES = 4096
-#: The exclude file is bounded so a hostile or runaway file is never slurped or grown further.
-MAX_GIT_EXCLUDE_BYTES = 1024 * 1024
-#: ``.git`` files and ``commondir`` files hold one path; anything larger is not Git's.
-_MAX_GIT_POINTER_BYTES = 64 * 1024
 
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _MARKER_KEYS = frozenset({"schemaVersion", "workspaceId"})
 _EXCLUDE_RULE = WORKSPACE_MARKER_FILE.encode("ascii")
-#: ``open(O_NOFOLLOW)`` on a symlink fails with ELOOP (Linux, macOS) or EMLINK (FreeBSD).
-_SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ def resolve_workspace_identity(
         snapshot = _snapshot(requested)
         existing = _read_marker(snapshot.path)
         if existing is not None:
-            _ensure_marker_ignored(snapshot.path)
+            ensure_excluded(snapshot.path, _EXCLUDE_RULE)
             return _identity(snapshot.path, existing, created=False)
         return _create_marker(snapshot, uuid_factory)
     except WorkspaceIdentityError:
@@ -148,16 +147,6 @@ def serialize_workspace_marker(workspace_id: str) -> bytes:
         )
     text = f'{{"schemaVersion":{WORKSPACE_MARKER_SCHEMA_VERSION},"workspaceId":"{workspace_id}"}}\n'
     return text.encode("ascii")
-
-
-def find_git_exclude_file(path: str | Path) -> str | None:
-    """The ``info/exclude`` path of the Git repository whose work tree contains ``path``
-    (already canonical), or ``None`` outside any work tree.
-
-    Exposed so hosts and tests can check the rule without shelling out to ``git``.
-    """
-    common = _enclosing_git_common_dir(os.fspath(path))
-    return None if common is None else os.path.join(common, "info", "exclude")
 
 
 # --- resolution steps ------------------------------------------------------------------------
@@ -220,7 +209,7 @@ def _create_marker(snapshot: _Snapshot, uuid_factory: Callable[[], uuid.UUID]) -
     contents = serialize_workspace_marker(workspace_id)
     # Ignore first: a marker must never be visible to ``git status``, even for an instant, and
     # a Git layout we cannot handle must block the publish instead of dirtying the work tree.
-    _ensure_marker_ignored(snapshot.path)
+    ensure_excluded(snapshot.path, _EXCLUDE_RULE)
     published = _publish_create_only(snapshot, contents)
     _assert_snapshot(snapshot)
     final = _read_marker(snapshot.path)
@@ -245,7 +234,7 @@ def _publish_create_only(snapshot: _Snapshot, contents: bytes) -> bool:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         try:
-            _write_all(fd, contents)
+            write_all(fd, contents)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -277,13 +266,13 @@ def _read_marker(root: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno in _SYMLINK_ERRNOS:
+        if exc.errno in SYMLINK_ERRNOS:
             raise invalid("must not be a symbolic link") from None
         if exc.errno in (errno.ENOTDIR, errno.ENXIO):
             raise invalid("must be a regular file") from None
         raise
     try:
-        data = _read_stable_bounded(fd, path, MAX_WORKSPACE_MARKER_BYTES, invalid)
+        data = read_stable_bounded(fd, path, MAX_WORKSPACE_MARKER_BYTES, invalid)
     finally:
         os.close(fd)
     return _parse_marker(data, invalid)
@@ -303,208 +292,6 @@ def _parse_marker(data: bytes, invalid: Callable[[str], WorkspaceIdentityError])
     if not isinstance(workspace_id, str) or not _UUID_RE.fullmatch(workspace_id):
         raise invalid("workspaceId must be a canonical lowercase RFC 4122 UUID (version 1-8)")
     return workspace_id
-
-
-# --- Git ---------------------------------------------------------------------------------
-
-
-def _ensure_marker_ignored(workspace: str) -> None:
-    common = _enclosing_git_common_dir(workspace)
-    if common is not None:
-        _add_exclude_rule(os.path.join(common, "info", "exclude"))
-
-
-def _malformed_git(path: str, reason: str) -> WorkspaceIoFailedError:
-    return WorkspaceIoFailedError(
-        f"Malformed Git repository at {path}: {reason}", detail={"path": path}
-    )
-
-
-def _enclosing_git_common_dir(start: str) -> str | None:
-    """Walk up from ``start`` like Git's discovery; the common git dir of the first repository
-    found, or ``None`` when ``start`` is not inside a work tree."""
-    current = start
-    while True:
-        common = _common_dir_for_entry(os.path.join(current, ".git"))
-        if common is not None:
-            return common
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
-def _common_dir_for_entry(entry: str) -> str | None:
-    try:
-        info = os.stat(entry)
-    except (FileNotFoundError, NotADirectoryError):
-        return None  # absent, or a dangling symlink: Git keeps walking up
-    except OSError as exc:
-        if exc.errno in _SYMLINK_ERRNOS:
-            return None  # a symlink loop cannot be a repository; Git keeps walking up
-        raise
-    if stat.S_ISDIR(info.st_mode):
-        # A ``.git`` directory that is not a repository is skipped by Git, and so by us.
-        return _common_dir_if_repository(entry)
-    if stat.S_ISREG(info.st_mode):
-        # A ``.git`` file is a promise of a repository elsewhere: Git dies if it is broken, and
-        # we refuse too rather than guess which exclude file applies.
-        git_dir = _read_git_pointer(entry, prefix=b"gitdir: ", base=os.path.dirname(entry))
-        common = _common_dir_if_repository(git_dir)
-        if common is None:
-            raise _malformed_git(entry, f"gitdir {git_dir} is not a Git repository")
-        return common
-    return None
-
-
-def _common_dir_if_repository(git_dir: str) -> str | None:
-    """Git's ``is_git_directory``: ``HEAD`` in the git dir, ``objects/`` and ``refs/`` in its
-    common dir (``commondir`` file, used by linked worktrees)."""
-    git_dir = os.path.realpath(git_dir)
-    if not os.path.isdir(git_dir) or not os.path.lexists(os.path.join(git_dir, "HEAD")):
-        return None
-    common = git_dir
-    commondir_file = os.path.join(git_dir, "commondir")
-    if os.path.lexists(commondir_file):
-        common = os.path.realpath(_read_git_pointer(commondir_file, prefix=b"", base=git_dir))
-    if not (
-        os.path.isdir(os.path.join(common, "objects"))
-        and os.path.isdir(os.path.join(common, "refs"))
-    ):
-        return None
-    return common
-
-
-def _read_git_pointer(path: str, *, prefix: bytes, base: str) -> str:
-    """Read a one-path Git pointer file (``.git`` file or ``commondir``) like Git does: strip
-    trailing CR/LF only; a relative path is relative to ``base``."""
-
-    def invalid(reason: str) -> WorkspaceIdentityError:
-        return _malformed_git(path, reason)
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        data = _read_bounded(fd, _MAX_GIT_POINTER_BYTES, invalid)
-    finally:
-        os.close(fd)
-    data = data.rstrip(b"\r\n")
-    if not data.startswith(prefix):
-        raise invalid(f"expected {prefix.decode() or 'a path'}")
-    raw = data[len(prefix) :]
-    if not raw or b"\x00" in raw:
-        raise invalid("no path")
-    try:
-        target = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        target = os.fsdecode(raw)
-    return target if os.path.isabs(target) else os.path.join(base, target)
-
-
-def _add_exclude_rule(exclude: str) -> bool:
-    """Append the marker rule to ``exclude`` unless a line already equals it; ``True`` if
-    appended. Serialised with ``flock`` so concurrent resolvers add it exactly once."""
-
-    def invalid(reason: str) -> WorkspaceIdentityError:
-        return WorkspaceIoFailedError(
-            f"Git exclude must be one bounded regular file: {exclude} ({reason})",
-            detail={"path": exclude},
-        )
-
-    info_dir = os.path.dirname(exclude)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(info_dir, 0o755)
-    try:
-        fd = os.open(
-            exclude, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
-        )
-    except OSError as exc:
-        if exc.errno in _SYMLINK_ERRNOS:
-            raise invalid("symbolic link") from None
-        raise
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        data = _read_stable_bounded(fd, exclude, MAX_GIT_EXCLUDE_BYTES, invalid)
-        if any(line.rstrip(b"\r") == _EXCLUDE_RULE for line in data.split(b"\n")):
-            return False
-        separator = b"" if not data or data.endswith(b"\n") else b"\n"
-        addition = separator + _EXCLUDE_RULE + b"\n"
-        if len(data) + len(addition) > MAX_GIT_EXCLUDE_BYTES:
-            raise invalid("the rule would exceed the size bound")
-        _write_all(fd, addition)
-        os.fsync(fd)
-        return True
-    finally:
-        os.close(fd)  # releases the flock
-
-
-# --- bounded file I/O ------------------------------------------------------------------------
-
-
-def _read_bounded(
-    fd: int, max_bytes: int, invalid: Callable[[str], WorkspaceIdentityError]
-) -> bytes:
-    """At most ``max_bytes`` of a regular file, refusing anything else or anything larger."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise invalid("not a regular file")
-    if info.st_size > max_bytes:
-        raise invalid(f"larger than {max_bytes} bytes")
-    chunks: list[bytes] = []
-    total = 0
-    while total <= max_bytes:
-        chunk = os.pread(fd, max_bytes + 1 - total, total)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    if total > max_bytes:
-        raise invalid(f"larger than {max_bytes} bytes")
-    return b"".join(chunks)
-
-
-def _read_stable_bounded(
-    fd: int, path: str, max_bytes: int, invalid: Callable[[str], WorkspaceIdentityError]
-) -> bytes:
-    """One consistent snapshot of the regular file at ``path`` opened as ``fd``.
-
-    The open file must still be the one named by ``path`` (same device/inode, checked with
-    ``lstat``) and must not change while being read; otherwise the read is refused instead of
-    trusting a file that was swapped or is being written.
-    """
-    before = _same_file_stat(fd, path, invalid)
-    data = _read_bounded(fd, max_bytes, invalid)
-    after = _same_file_stat(fd, path, invalid)
-    if (
-        before.st_size != after.st_size
-        or before.st_mtime_ns != after.st_mtime_ns
-        or len(data) != before.st_size
-    ):
-        raise invalid("changed while being read")
-    return data
-
-
-def _same_file_stat(
-    fd: int, path: str, invalid: Callable[[str], WorkspaceIdentityError]
-) -> os.stat_result:
-    handle = os.fstat(fd)
-    try:
-        named = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        raise invalid("removed while being read") from None
-    if (
-        not stat.S_ISREG(handle.st_mode)
-        or not stat.S_ISREG(named.st_mode)
-        or (handle.st_dev, handle.st_ino) != (named.st_dev, named.st_ino)
-    ):
-        raise invalid("not a regular file")
-    return handle
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _fsync_directory(path: str) -> None:

@@ -102,6 +102,14 @@ def harness_ledger(
         "turnId": turn_id if turn_id is not None else f"turn-{run_id}",
         "partial": False,
     }
+    wire = [{**identity, **event} for event in _harness_events(response_is_error)]
+    return [RuntimeEvent.model_validate(item) for item in wire[:count]]
+
+
+def _harness_events(response_is_error: bool) -> list[dict[str, Any]]:
+    """The four harness events without their spine, in ledger order. Fixed ids and timestamps:
+    a killed child and the verifying parent must build byte-identical events
+    (docs/reference/phase0.md#harness-ledger)."""
     response: dict[str, Any] = {
         "kind": "function_response",
         "id": "tool-1",
@@ -110,9 +118,8 @@ def harness_ledger(
     }
     if response_is_error:
         response["isError"] = True
-    wire: list[dict[str, Any]] = [
+    return [
         {
-            **identity,
             "id": "user",
             "ts": 1,
             "role": "user",
@@ -120,7 +127,6 @@ def harness_ledger(
             "content": {"kind": "text", "text": "run the tool"},
         },
         {
-            **identity,
             "id": "call",
             "ts": 2,
             "role": "model",
@@ -132,16 +138,8 @@ def harness_ledger(
                 "args": {"command": "touch marker"},
             },
         },
+        {"id": "response", "ts": 3, "role": "tool", "author": "tool", "content": response},
         {
-            **identity,
-            "id": "response",
-            "ts": 3,
-            "role": "tool",
-            "author": "tool",
-            "content": response,
-        },
-        {
-            **identity,
             "id": "terminal",
             "ts": 4,
             "role": "system",
@@ -150,4 +148,3 @@ def harness_ledger(
             "actions": {"endInvocation": True},
         },
     ]
-    return [RuntimeEvent.model_validate(item) for item in wire[:count]]

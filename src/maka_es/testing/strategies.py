@@ -8,6 +8,7 @@ decode them with ``RuntimeEvent.model_validate``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -42,113 +43,145 @@ def _envelope(spine: Spine, event_id: str, ts: int, role: str, author: str) -> d
     return spine.envelope(event_id, ts, role, author)
 
 
+#: Draws the body of one event shape onto its envelope (``spine``, ``event_id``, ``ts`` given).
+_Shape = Callable[[st.DrawFn, Spine, str, int], dict[str, Any]]
+
+
+def _user_text(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "user", "user")
+    event["content"] = {"kind": "text", "text": draw(_TEXT)}
+    return event
+
+
+def _model_text(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "model", "agent")
+    event["content"] = {"kind": "text", "text": draw(_TEXT)}
+    event["refs"] = {"providerEventId": draw(_ID)}
+    return event
+
+
+def _thinking(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "model", "agent")
+    event["content"] = {"kind": "thinking", "text": draw(_TEXT), "signature": draw(_ID)}
+    return event
+
+
+def _function_call(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "model", "agent")
+    event["content"] = {
+        "kind": "function_call",
+        "id": draw(_ID),
+        "name": draw(_ID),
+        "args": draw(json_values),
+    }
+    return event
+
+
+def _function_response(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "tool", "tool")
+    event["content"] = {
+        "kind": "function_response",
+        "id": draw(_ID),
+        "name": draw(_ID),
+        "result": draw(json_values),
+        "isError": draw(st.booleans()),
+    }
+    event["actions"] = {"stateDelta": {"durationMs": draw(st.integers(0, 10**6))}}
+    return event
+
+
+def _error(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "system", "system")
+    event["content"] = {"kind": "error", "message": draw(_TEXT), "code": draw(_ID)}
+    return event
+
+
+def _permission_request(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "system", "system")
+    event["actions"] = {
+        "permissionRequest": {
+            "kind": "tool_permission",
+            "requestId": draw(_ID),
+            "toolUseId": draw(_ID),
+            "toolName": draw(_ID),
+            "category": "file_write",
+            "reason": "file_write",
+            "args": draw(json_values),
+            "rememberForTurnAllowed": draw(st.booleans()),
+        }
+    }
+    return event
+
+
+def _permission_decision(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "system", "system")
+    event["actions"] = {
+        "permissionDecision": {
+            "requestId": draw(_ID),
+            "decision": draw(st.sampled_from(["allow", "deny"])),
+        }
+    }
+    return event
+
+
+def _terminal(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "system", "system")
+    event["status"] = draw(st.sampled_from(["completed", "failed", "aborted", "cancelled"]))
+    event["actions"] = {"endInvocation": True}
+    return event
+
+
+def _tool_dispatch(draw: st.DrawFn, spine: Spine, event_id: str, ts: int) -> dict[str, Any]:
+    event = _envelope(spine, event_id, ts, "system", "system")
+    operation = "toolop_" + draw(st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
+    call_id = draw(_ID)
+    event["actions"] = {
+        "toolDispatch": {
+            "protocol": "t1_after_preflight_v1",
+            "operationId": operation,
+            "providerToolCallId": call_id,
+            "toolName": draw(_ID),
+            "canonicalArgsHash": "sha256:"
+            + draw(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)),
+            "recoveryMode": draw(st.sampled_from(_RECOVERY_MODES)),
+        }
+    }
+    event["refs"] = {"operationId": operation, "toolCallId": call_id}
+    return event
+
+
+_RECOVERY_MODES = [
+    "replay_safe",
+    "idempotent",
+    "reconcile",
+    "reattach",
+    "outcome_unknown",
+    "never_auto_retry",
+]
+
+#: Every shape ``runtime_event_dicts`` draws from, in the order Hypothesis shrinks towards.
+_SHAPES: dict[str, _Shape] = {
+    "user": _user_text,
+    "model_text": _model_text,
+    "thinking": _thinking,
+    "call": _function_call,
+    "response": _function_response,
+    "error": _error,
+    "permission": _permission_request,
+    "decision": _permission_decision,
+    "terminal": _terminal,
+    "dispatch": _tool_dispatch,
+}
+
+
 @st.composite
 def runtime_event_dicts(draw: st.DrawFn, spine: Spine | None = None) -> dict[str, Any]:
     """One valid wire event of any shape in spec §1.6 (ordinary or tool lane)."""
     spine = spine or draw(spines)
     event_id = draw(_ID)
     ts = draw(st.integers(min_value=0, max_value=2**45))
-    kind = draw(
-        st.sampled_from(
-            [
-                "user",
-                "model_text",
-                "thinking",
-                "call",
-                "response",
-                "error",
-                "permission",
-                "decision",
-                "terminal",
-                "dispatch",
-            ]
-        )
-    )
-    if kind == "user":
-        event = _envelope(spine, event_id, ts, "user", "user")
-        event["content"] = {"kind": "text", "text": draw(_TEXT)}
-    elif kind == "model_text":
-        event = _envelope(spine, event_id, ts, "model", "agent")
-        event["content"] = {"kind": "text", "text": draw(_TEXT)}
-        event["refs"] = {"providerEventId": draw(_ID)}
-    elif kind == "thinking":
-        event = _envelope(spine, event_id, ts, "model", "agent")
-        event["content"] = {"kind": "thinking", "text": draw(_TEXT), "signature": draw(_ID)}
-    elif kind == "call":
-        event = _envelope(spine, event_id, ts, "model", "agent")
-        event["content"] = {
-            "kind": "function_call",
-            "id": draw(_ID),
-            "name": draw(_ID),
-            "args": draw(json_values),
-        }
-    elif kind == "response":
-        event = _envelope(spine, event_id, ts, "tool", "tool")
-        event["content"] = {
-            "kind": "function_response",
-            "id": draw(_ID),
-            "name": draw(_ID),
-            "result": draw(json_values),
-            "isError": draw(st.booleans()),
-        }
-        event["actions"] = {"stateDelta": {"durationMs": draw(st.integers(0, 10**6))}}
-    elif kind == "error":
-        event = _envelope(spine, event_id, ts, "system", "system")
-        event["content"] = {"kind": "error", "message": draw(_TEXT), "code": draw(_ID)}
-    elif kind == "permission":
-        event = _envelope(spine, event_id, ts, "system", "system")
-        event["actions"] = {
-            "permissionRequest": {
-                "kind": "tool_permission",
-                "requestId": draw(_ID),
-                "toolUseId": draw(_ID),
-                "toolName": draw(_ID),
-                "category": "file_write",
-                "reason": "file_write",
-                "args": draw(json_values),
-                "rememberForTurnAllowed": draw(st.booleans()),
-            }
-        }
-    elif kind == "decision":
-        event = _envelope(spine, event_id, ts, "system", "system")
-        event["actions"] = {
-            "permissionDecision": {
-                "requestId": draw(_ID),
-                "decision": draw(st.sampled_from(["allow", "deny"])),
-            }
-        }
-    elif kind == "terminal":
-        event = _envelope(spine, event_id, ts, "system", "system")
-        event["status"] = draw(st.sampled_from(["completed", "failed", "aborted", "cancelled"]))
-        event["actions"] = {"endInvocation": True}
-    else:
-        event = _envelope(spine, event_id, ts, "system", "system")
-        operation = "toolop_" + draw(st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
-        call_id = draw(_ID)
-        event["actions"] = {
-            "toolDispatch": {
-                "protocol": "t1_after_preflight_v1",
-                "operationId": operation,
-                "providerToolCallId": call_id,
-                "toolName": draw(_ID),
-                "canonicalArgsHash": "sha256:"
-                + draw(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)),
-                "recoveryMode": draw(
-                    st.sampled_from(
-                        [
-                            "replay_safe",
-                            "idempotent",
-                            "reconcile",
-                            "reattach",
-                            "outcome_unknown",
-                            "never_auto_retry",
-                        ]
-                    )
-                ),
-            }
-        }
-        event["refs"] = {"operationId": operation, "toolCallId": call_id}
-    return event
+    kind = draw(st.sampled_from(list(_SHAPES)))
+    return _SHAPES[kind](draw, spine, event_id, ts)
 
 
 def shuffled_keys(value: Any, permutation_seed: int) -> Any:

@@ -1,7 +1,9 @@
 """Canonical JSON and the tool identities that must be byte-identical to the reference runtime.
 
 Boundary digests live in ``boundary`` and provider replay items in ``replay_items``; both build
-on the canonical JSON defined here.
+on the canonical JSON defined here. The JavaScript text of single scalars and the object-key
+order come from ``maka_es.wire.js_text`` and are re-exported here, where callers have always
+found them.
 
 Why this module exists: the reference (TypeScript) runtime persists *bytes* — stable JSON of
 RuntimeEvents, SHA-256 identities of tool arguments, operation ids and boundary digests — and a
@@ -14,13 +16,22 @@ idiomatic Python. It is pure: no clock, randomness, filesystem or database acces
 from __future__ import annotations
 
 import hashlib
-import json.encoder
-import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
-from maka_es.errors import MakaError, NonStrictJsonError
+from maka_es.errors import MakaError
+from maka_es.wire.js_text import (
+    StrictJsonError,
+    has_lone_surrogate,
+    js_key_order,
+    js_number,
+    js_sort_key,
+    js_string,
+    non_strict,
+    scalar_text,
+    string_text,
+)
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -30,6 +41,7 @@ __all__ = [
     "canonical_args_hash",
     "as_wire",
     "canonical_json",
+    "has_lone_surrogate",
     "is_sha256_digest",
     "js_number",
     "js_sort_key",
@@ -47,18 +59,8 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 MAX_JSON_DEPTH: Final = 512
 """Deepest container nesting accepted (a top-level list/dict is depth 1)."""
 
-_EXACT_INT_LIMIT: Final = 2**53
-_ARRAY_INDEX_LIMIT: Final = 2**32 - 1  # ECMAScript "array index": 0 <= n < 2**32 - 1
-_ARRAY_INDEX_RE: Final = re.compile(r"0|[1-9][0-9]{0,9}")
-_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 _SHA256_DIGEST_RE: Final = re.compile(r"sha256:[0-9a-f]{64}")
-_ASTRAL_MIN: Final = "\U00010000"
 _MAX_UNWRAPS: Final = 4  # ``to_wire()`` returning another ``to_wire`` object, at most this deep
-
-# CPython's C ``encode_basestring`` escapes exactly what ``JSON.stringify`` escapes for
-# well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
-# ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
-_encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
 
 
 class CodecInputError(MakaError, ValueError):
@@ -74,150 +76,6 @@ class CodecInputError(MakaError, ValueError):
 # --------------------------------------------------------------------------------------------
 # Canonical (stable) JSON
 # --------------------------------------------------------------------------------------------
-
-
-class _StrictJsonError(Exception):
-    """Internal refusal; converted to :class:`NonStrictJsonError` once the path is known."""
-
-    def __init__(self, reason: str, segments: Sequence[str] = ()) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.segments = list(segments)
-
-
-def _pointer(segments: Sequence[str]) -> str:
-    return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
-
-
-def _non_strict(reason: str, segments: Sequence[str]) -> NonStrictJsonError:
-    path = _pointer(segments)
-    where = path if path else "(root)"
-    return NonStrictJsonError(f"not strict JSON at {where}: {reason}", detail={"path": path})
-
-
-def js_number(value: int | float) -> str:
-    """Format a number exactly as ``Number.prototype.toString`` / ``JSON.stringify`` would.
-
-    Why: stored event bytes and every digest over them embed numbers in JavaScript's format
-    (``1`` not ``1.0``, ``1e+21``, ``1.5e-7``, ``-0`` → ``0``). Python's ``repr`` already yields
-    the shortest round-trip digits; only the notation has to be re-laid out per ECMA-262
-    Number::toString. Raises :class:`NonStrictJsonError` for non-finite floats and for ints
-    beyond ``±2**53`` whose digits JavaScript would not print back unchanged.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _non_strict("not a number", [])
-    try:
-        text = _scalar_text(value)
-    except _StrictJsonError as failure:
-        raise _non_strict(failure.reason, []) from None
-    assert text is not None
-    return text
-
-
-def _float_text(x: float) -> str:
-    if math.isnan(x) or math.isinf(x):
-        raise _StrictJsonError("NaN and Infinity are not JSON")
-    if x == 0.0:
-        return "0"  # JSON.stringify(-0) === "0"
-    if x.is_integer() and -_EXACT_INT_LIMIT <= x <= _EXACT_INT_LIMIT:
-        # Every integer up to 2**53 is an exact double whose exact decimal is also its shortest
-        # round-trip representation.
-        return str(int(x))
-    return _js_layout(repr(x))
-
-
-def _large_int_text(value: int) -> str:
-    """An int beyond ``±2**53`` is accepted only when JavaScript would print it back with the
-    same digits (e.g. ``9007199254740994``, or ``json.loads`` of our own ``1e20``-style output);
-    anything else (``2**60`` prints as ``1152921504606847000``) would silently change value."""
-    try:
-        as_float = float(value)
-    except OverflowError:
-        as_float = math.inf
-    if not math.isinf(as_float):
-        text = _js_layout(repr(as_float))
-        if text == str(value):
-            return text
-    raise _StrictJsonError("integer is not exactly representable as a JavaScript number")
-
-
-def _js_layout(text: str) -> str:
-    """Re-lay out Python's shortest ``repr`` digits with ECMA-262 Number::toString rules."""
-    sign = ""
-    if text[0] == "-":
-        sign, text = "-", text[1:]
-    mantissa, _, exp_text = text.partition("e")
-    exponent = int(exp_text) if exp_text else 0
-    int_part, _, frac_part = mantissa.partition(".")
-    digits = (int_part + frac_part).lstrip("0")
-    stripped = digits.rstrip("0")
-    # value = stripped * 10**(exponent - len(frac_part) + trailing_zeros)
-    k = len(stripped)
-    n = exponent - len(frac_part) + (len(digits) - k) + k  # position of the decimal point
-    if k <= n <= 21:
-        body = stripped + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = stripped[:n] + "." + stripped[n:]
-    elif -6 < n <= 0:
-        body = "0." + "0" * (-n) + stripped
-    else:
-        e = n - 1
-        exp_str = ("e+" if e >= 0 else "e-") + str(abs(e))
-        body = stripped + exp_str if k == 1 else stripped[0] + "." + stripped[1:] + exp_str
-    return sign + body
-
-
-def _is_array_index(key: str) -> bool:
-    return _ARRAY_INDEX_RE.fullmatch(key) is not None and int(key) < _ARRAY_INDEX_LIMIT
-
-
-def js_sort_key(text: str) -> bytes:
-    """Sort key of JavaScript's default string order (``Array.prototype.sort``: UTF-16 code
-    units). Every place that must order strings like the reference runtime uses it."""
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def _js_key_order(keys: list[str]) -> list[str]:
-    """Order object keys the way ``JSON.stringify`` emits a key-sorted object.
-
-    The reference sorts keys with the JavaScript default sort (UTF-16 code units) and then
-    re-inserts them into an object; ECMAScript property order always lists *array-index* keys
-    (``"0"``, ``"7"``, ``"42"``, ...) first in ascending numeric order, then the remaining keys
-    in insertion (= UTF-16 sorted) order. Code-point order equals UTF-16 order unless a key
-    contains an astral-plane character, so the cheap ``str`` sort is used when possible.
-    """
-    index_keys = [k for k in keys if k and k[0] in "0123456789" and _is_array_index(k)]
-    if index_keys:
-        index_set = set(index_keys)
-        rest = [k for k in keys if k not in index_set]
-        index_keys.sort(key=int)
-    else:
-        rest = keys
-    if any(k and max(k) >= _ASTRAL_MIN for k in rest):
-        rest = sorted(rest, key=js_sort_key)
-    else:
-        rest = sorted(rest)
-    return index_keys + rest if index_keys else rest
-
-
-def has_lone_surrogate(s: str) -> bool:
-    """Whether ``s`` holds a surrogate code point: text no UTF-8 writer can encode (and that
-    pydantic's JSON serialisation silently rewrites to U+FFFD in object keys)."""
-    return not s.isascii() and _SURROGATE_RE.search(s) is not None
-
-
-def _string_text(s: str) -> str:
-    if has_lone_surrogate(s):
-        raise _StrictJsonError("string contains a lone surrogate")
-    return _encode_basestring(s)
-
-
-def js_string(s: str) -> str:
-    """``JSON.stringify(s)`` for a well-formed string (lone surrogates are refused)."""
-    try:
-        return _string_text(s)
-    except _StrictJsonError as failure:
-        raise _non_strict(failure.reason, failure.segments) from None
 
 
 def _unwrap(value: object) -> object:
@@ -255,31 +113,6 @@ def _path(stack: list[_Frame]) -> list[str]:
     return [frame.segment() for frame in stack if frame.index >= 0]
 
 
-def _scalar_text(value: object) -> str | None:
-    """Text of a JSON scalar, or None when ``value`` is not a scalar. May raise
-    ``_StrictJsonError`` without a path (the caller adds it)."""
-    if type(value) is str:
-        return _string_text(value)
-    if value is None:
-        return "null"
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is int:
-        if -_EXACT_INT_LIMIT <= value <= _EXACT_INT_LIMIT:
-            return str(value)
-        return _large_int_text(value)
-    if type(value) is float:
-        return _float_text(value)
-    # Subclasses of the JSON scalar types (StrEnum, IntEnum, ...) encode as their base value.
-    if isinstance(value, str):
-        return _string_text(str.__str__(value))
-    if isinstance(value, int):
-        return _scalar_text(int(value))
-    if isinstance(value, float):
-        return _float_text(float(value))
-    return None
-
-
 def _object_keys(obj: dict[Any, Any], stack: list[_Frame]) -> list[str]:
     keys: list[str] = []
     for key in obj:
@@ -288,90 +121,121 @@ def _object_keys(obj: dict[Any, Any], stack: list[_Frame]) -> list[str]:
         elif isinstance(key, str):
             keys.append(str.__str__(key))
         else:
-            raise _StrictJsonError(f"object key {key!r} is not a string", [*_path(stack), str(key)])
+            raise StrictJsonError(f"object key {key!r} is not a string", [*_path(stack), str(key)])
     if len(set(keys)) != len(keys):  # only possible with colliding str subclasses
-        raise _StrictJsonError("duplicate object keys", _path(stack))
-    return _js_key_order(keys)
+        raise StrictJsonError("duplicate object keys", _path(stack))
+    return js_key_order(keys)
 
 
-def _canonical(root: object, drop_proto: bool) -> str:
-    """Iterative encoder behind :func:`canonical_json` and the args identity.
+class _Encoder:
+    """One run of the iterative encoder behind :func:`canonical_json` and the args identity.
 
-    ``drop_proto`` switches on the frozen ``t1_after_preflight_v1`` args-identity quirks:
-    ``__proto__`` keys vanish and arrays held under a ``required``/``enum`` key are collated.
+    ``out`` collects the text pieces and ``stack`` the open containers. ``drop_proto`` switches
+    on the frozen ``t1_after_preflight_v1`` args-identity quirks: ``__proto__`` keys vanish and
+    arrays held under a ``required``/``enum`` key are collated (docs/reference/wire.md#args-hash).
     """
-    out: list[str] = []
-    stack: list[_Frame] = []
-    value: object = root
-    parent_key: str | None = None
-    unwraps = 0
-    while True:
-        # ---- encode ``value`` (a scalar is written; a container opens a frame) ----
-        try:
-            text = _scalar_text(value)
-        except _StrictJsonError as failure:
-            raise _non_strict(failure.reason, _path(stack)) from None
-        if text is not None:
-            out.append(text)
-        elif isinstance(value, (dict, list)):
-            if len(stack) >= MAX_JSON_DEPTH:
-                raise _non_strict(f"nesting deeper than {MAX_JSON_DEPTH}", _path(stack))
-            if isinstance(value, dict):
-                try:
-                    keys = _object_keys(value, stack)
-                except _StrictJsonError as failure:
-                    raise _non_strict(failure.reason, failure.segments) from None
-                if drop_proto and "__proto__" in keys:
-                    keys.remove("__proto__")
-                stack.append(_Frame(value, keys, False, len(out)))
-                out.append("{")
-            else:
-                collate = drop_proto and parent_key in ("required", "enum")
-                stack.append(_Frame(value, None, collate, len(out)))
-                if not collate:
-                    out.append("[")
-        else:
+
+    __slots__ = ("drop_proto", "out", "stack")
+
+    def __init__(self, drop_proto: bool) -> None:
+        self.drop_proto = drop_proto
+        self.out: list[str] = []
+        self.stack: list[_Frame] = []
+
+    def write(self, value: object, parent_key: str | None) -> None:
+        """Write a scalar's text or open a frame for a container. An object with ``to_wire()``
+        is encoded through it, at most ``_MAX_UNWRAPS`` deep; anything else is refused."""
+        unwraps = 0
+        while True:
+            try:
+                text = scalar_text(value)
+            except StrictJsonError as failure:
+                raise non_strict(failure.reason, _path(self.stack)) from None
+            if text is not None:
+                self.out.append(text)
+                return
+            if isinstance(value, (dict, list)):
+                self._open(value, parent_key)
+                return
             unwrapped = _unwrap(value)
             unwraps += 1
             if unwrapped is value or unwraps > _MAX_UNWRAPS:
                 reason = f"unsupported type {type(value).__name__}"
-                raise _non_strict(reason, _path(stack))
+                raise non_strict(reason, _path(self.stack))
             value = unwrapped
-            continue
-        unwraps = 0
-        # ---- advance to the next child, closing finished containers ----
+
+    def _open(self, value: dict[Any, Any] | list[Any], parent_key: str | None) -> None:
+        if len(self.stack) >= MAX_JSON_DEPTH:
+            raise non_strict(f"nesting deeper than {MAX_JSON_DEPTH}", _path(self.stack))
+        if isinstance(value, dict):
+            try:
+                keys = _object_keys(value, self.stack)
+            except StrictJsonError as failure:
+                raise non_strict(failure.reason, failure.segments) from None
+            if self.drop_proto and "__proto__" in keys:
+                keys.remove("__proto__")
+            self.stack.append(_Frame(value, keys, False, len(self.out)))
+            self.out.append("{")
+        else:
+            collate = self.drop_proto and parent_key in ("required", "enum")
+            self.stack.append(_Frame(value, None, collate, len(self.out)))
+            if not collate:
+                self.out.append("[")
+
+    def next_child(self) -> tuple[object, str | None] | None:
+        """The next value to encode and the key it sits under, closing every container that
+        is finished on the way; ``None`` once the root value is complete."""
+        stack = self.stack
         while stack:
             frame = stack[-1]
             frame.index += 1
-            index = frame.index
-            if frame.keys is not None:
-                if index < len(frame.keys):
-                    key = frame.keys[index]
-                    try:
-                        key_text = _string_text(key)
-                    except _StrictJsonError as failure:
-                        raise _non_strict(failure.reason, _path(stack)) from None
-                    out.append(key_text + ":" if index == 0 else "," + key_text + ":")
-                    value = frame.container[key]
-                    parent_key = key
-                    break
-                out.append("}")
-            else:
-                if index < len(frame.container):
-                    if frame.collate:
-                        frame.marks.append(len(out))
-                    elif index:
-                        out.append(",")
-                    value = frame.container[index]
-                    parent_key = None
-                    break
-                if frame.collate:
-                    _close_collated(out, frame)
-                else:
-                    out.append("]")
+            child = (
+                self._next_member(frame, frame.keys)
+                if frame.keys is not None
+                else self._next_item(frame)
+            )
+            if child is not None:
+                return child
             stack.pop()
+        return None
+
+    def _next_member(self, frame: _Frame, keys: list[str]) -> tuple[object, str | None] | None:
+        index = frame.index
+        if index < len(keys):
+            key = keys[index]
+            try:
+                key_text = string_text(key)
+            except StrictJsonError as failure:
+                raise non_strict(failure.reason, _path(self.stack)) from None
+            self.out.append(key_text + ":" if index == 0 else "," + key_text + ":")
+            return frame.container[key], key
+        self.out.append("}")
+        return None
+
+    def _next_item(self, frame: _Frame) -> tuple[object, str | None] | None:
+        index = frame.index
+        if index < len(frame.container):
+            if frame.collate:
+                frame.marks.append(len(self.out))
+            elif index:
+                self.out.append(",")
+            return frame.container[index], None
+        if frame.collate:
+            _close_collated(self.out, frame)
         else:
-            return "".join(out)
+            self.out.append("]")
+        return None
+
+
+def _canonical(root: object, drop_proto: bool) -> str:
+    """Encode ``root``: write one value, move to the next, until the root is closed."""
+    encoder = _Encoder(drop_proto)
+    write, next_child = encoder.write, encoder.next_child
+    child: tuple[object, str | None] | None = (root, None)
+    while child is not None:
+        write(*child)
+        child = next_child()
+    return "".join(encoder.out)
 
 
 def _close_collated(out: list[str], frame: _Frame) -> None:
