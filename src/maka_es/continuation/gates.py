@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from maka_es.continuation.claim import claim_id_for
+from maka_es.continuation.claim import source_boundary
 from maka_es.continuation.composite_replay import CompositeReplay
 from maka_es.continuation.gate_checks import (
     GateVerdicts,
@@ -205,7 +205,7 @@ def _composite_plan(
     decoded = decode_events(events)
     gates = GateVerdicts()
     pending_permission_gate(gates, decoded)  # (b)
-    last_seq = _source_last_event_seq(replay)
+    last_seq = source_boundary(replay).high_water
     runtime_offset_gate(gates, _expected_high_water(facts), last_seq)  # (c)
     runtime_context = replay.runtime_context
     _gates_d_to_p(gates, decoded, facts, runtime_context, composite_edges(replay))
@@ -292,29 +292,12 @@ def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
     )
 
 
-def _source_last_event_seq(replay: CompositeReplay) -> int:
-    """The ``lastEventSeq`` of the source segment (the last one) of a replayable replay."""
-    position = replay.segments[-1].boundary["position"]
-    assert isinstance(position, dict)
-    last_seq = position["lastEventSeq"]
-    assert isinstance(last_seq, int)
-    return last_seq
-
-
 def _composite_fields(replay: CompositeReplay) -> dict[str, Any]:
     """The HEAD-only plan fields of a replayable composite replay (the legacy path has none)."""
     source = replay.segments[-1]
-    identity, position = source.boundary["identity"], source.boundary["position"]
-    assert isinstance(identity, dict)
-    assert isinstance(position, dict)
     assert replay.manifest_digest is not None
     return {
-        "claim_id": claim_id_for(
-            str(identity["sessionId"]),
-            str(identity["runId"]),
-            int(str(position["lastEventSeq"])),
-            source.prefix_digest,
-        ),
+        "claim_id": source_boundary(replay).claim_id,
         "source_runtime_context": (
             source.replay_runtime_events if len(replay.segments) > 1 else None
         ),
