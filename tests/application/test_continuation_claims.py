@@ -23,9 +23,9 @@ from maka_es.continuation.claim import (
     SourceBoundary,
     continuation_header,
     continuation_start_event,
+    source_boundary,
 )
 from maka_es.continuation.composite_replay import build_composite_replay
-from maka_es.continuation.existing_claims import source_boundary
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import ContinuationStartConflictError

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.continuation.composite_replay import CompositeReplay, _project, build_composite_replay
+from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.replay_projection import project_history as _project
 from maka_es.wire.codec import CodecInputError
 from tests.projections.builders import (
     DIGEST,

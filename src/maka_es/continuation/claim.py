@@ -14,73 +14,56 @@ which writer committed that start (the claim is the authority on the start's kin
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from maka_es.continuation.boundary import PROVIDER_REPLAY_PROJECTION_VERSION
+from maka_es.continuation.composite_replay import CompositeReplay
 from maka_es.errors import ContinuationStartConflictError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,
     ContinuationStartRecorded,
+    SourceBoundary,
     StartKind,
+    claim_id_for,
     claim_stream_id,
 )
-from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
+__all__ = [
+    "ContinuationClaim",
+    "ContinuationTarget",
+    "SourceBoundary",
+    "claim_id_for",
+    "continuation_header",
+    "continuation_start_event",
+    "project_claim",
+    "record_start_fact",
+    "source_boundary",
+]
 
-def claim_id_for(session_id: str, run_id: str, high_water: int, prefix_digest: str) -> str:
-    """``claim_<32 hex>`` of sha256 over the boundary's identity, position and prefix digest."""
-    material = canonical_json([session_id, run_id, high_water, prefix_digest])
-    return "claim_" + hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
 
-
-@dataclass(frozen=True, slots=True)
-class SourceBoundary:
-    """The committed boundary a continuation starts from, with its digests (spec §5.2)."""
-
-    session_id: str
-    invocation_id: str
-    run_id: str
-    turn_id: str
-    high_water: int
-    prefix_digest: str
-    manifest_digest: str
-    provider_replay_digest: str
-
-    @property
-    def claim_id(self) -> str:
-        """Deterministic claim id: every claimer of this boundary computes the same one."""
-        return claim_id_for(self.session_id, self.run_id, self.high_water, self.prefix_digest)
-
-    @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> SourceBoundary:
-        """The boundary a claim recorded (``ContinuationClaim.boundary``)."""
-        return cls(
-            session_id=str(wire["sessionId"]),
-            invocation_id=str(wire["invocationId"]),
-            run_id=str(wire["runId"]),
-            turn_id=str(wire["turnId"]),
-            high_water=int(wire["highWater"]),
-            prefix_digest=str(wire["prefixDigest"]),
-            manifest_digest=str(wire["manifestDigest"]),
-            provider_replay_digest=str(wire["providerReplayDigest"]),
-        )
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "invocationId": self.invocation_id,
-            "runId": self.run_id,
-            "turnId": self.turn_id,
-            "highWater": self.high_water,
-            "prefixDigest": self.prefix_digest,
-            "manifestDigest": self.manifest_digest,
-            "providerReplayDigest": self.provider_replay_digest,
-        }
+def source_boundary(replay: CompositeReplay) -> SourceBoundary:
+    """The boundary a replayable composite replay ends at (what a claim records): the source
+    segment's identity, last event seq and prefix digest, and the lineage's digests."""
+    source = replay.segments[-1]
+    identity, position = source.boundary["identity"], source.boundary["position"]
+    assert isinstance(identity, dict)
+    assert isinstance(position, dict)
+    assert replay.manifest_digest is not None
+    assert replay.provider_replay_digest is not None
+    return SourceBoundary(
+        session_id=str(identity["sessionId"]),
+        invocation_id=str(identity["invocationId"]),
+        run_id=str(identity["runId"]),
+        turn_id=str(identity["turnId"]),
+        high_water=int(str(position["lastEventSeq"])),
+        prefix_digest=source.prefix_digest,
+        manifest_digest=replay.manifest_digest,
+        provider_replay_digest=replay.provider_replay_digest,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +185,7 @@ class ContinuationClaim:
         self.id = fact.originator_id
         self.version = fact.originator_version
         self.claim_id = fact.claim_id
-        self.boundary = dict(fact.boundary)
+        self.boundary = fact.boundary
         self.target = dict(fact.target)
         self.planned_start_event_id = fact.start_event_id
         self.claimed_at = fact.claimed_at
@@ -222,7 +205,8 @@ class ContinuationClaim:
 
     @property
     def source_boundary(self) -> SourceBoundary:
-        return SourceBoundary.from_wire(self.boundary)
+        """The boundary this claim recorded (the typed stored model)."""
+        return self.boundary
 
     @property
     def target_identity(self) -> ContinuationTarget:
@@ -298,7 +282,7 @@ class ContinuationClaim:
             originator_id=claim_stream_id(boundary.claim_id),
             originator_version=1,
             claim_id=boundary.claim_id,
-            boundary=boundary.to_wire(),
+            boundary=boundary,
             target={
                 "sessionId": boundary.session_id,
                 "invocationId": target.invocation_id,

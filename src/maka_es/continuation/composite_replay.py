@@ -17,8 +17,8 @@ its input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import JsonValue, field_serializer
 
@@ -28,17 +28,17 @@ from maka_es.continuation.boundary import (
     manifest_digest,
     provider_replay_digest,
 )
-from maka_es.continuation.replay_items import ToolOutputProjection, provider_replay_item
+from maka_es.continuation.replay_items import ToolOutputProjection
+from maka_es.continuation.replay_projection import (
+    HistoryProjection,
+    ProjectedItem,
+    ReplayDiagnostic,
+    ReplayDiagnosticCode,
+    project_history,
+)
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import CodecInputError
-from maka_es.wire.events import (
-    ErrorContent,
-    FunctionCallContent,
-    FunctionResponseContent,
-    RuntimeEvent,
-    TextContent,
-    ThinkingContent,
-)
+from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
 
 __all__ = [
@@ -59,19 +59,6 @@ ReplayBlockReason = Literal[
     "provider_replay_unsupported",
 ]
 
-#: Codes of the model-history projection (reference ``model-history.ts``) plus the two resolver
-#: verdicts, so a blocked replay always names the fact that blocked it.
-ReplayDiagnosticCode = Literal[
-    "tool_recovery_corruption",
-    "tool_recovery_unsettled",
-    "partial_skipped",
-    "unsupported_role",
-    "unsupported_content",
-    "unmatched_tool_result",
-    "unmatched_tool_call",
-    "tool_id_mismatch",
-]
-
 #: Projection diagnostics that make a segment's provider history unusable as a whole.
 _BLOCKING_PROJECTION_CODES: frozenset[str] = frozenset(
     {
@@ -82,15 +69,6 @@ _BLOCKING_PROJECTION_CODES: frozenset[str] = frozenset(
         "unsupported_content",
     }
 )
-
-
-class ReplayDiagnostic(ReportModel):
-    """The fact that blocked a replay segment (``segmentIndex`` is on the replay itself)."""
-
-    code: ReplayDiagnosticCode
-    message: str
-    event_id: str | None = None
-    detail: dict[str, JsonValue] | None = None
 
 
 class ReplaySegment(ReportModel):
@@ -161,166 +139,6 @@ def provider_item_role(item: dict[str, JsonValue] | None) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Model-history projection of one segment (reference ``buildRuntimeEventModelReplayPlan``)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Item:
-    """A projected provider item and the ledger position of the event that produced it."""
-
-    event_index: int
-    event_id: str
-    payload: dict[str, JsonValue]
-    alive: bool = True
-
-
-@dataclass
-class _Projection:
-    items: list[_Item] = field(default_factory=list)
-    diagnostics: list[ReplayDiagnostic] = field(default_factory=list)
-    #: ``(event index, event id, tool call id)`` of calls without a matching result, in order.
-    unmatched_calls: list[tuple[int, str, str]] = field(default_factory=list)
-
-
-def _diagnostic(
-    code: ReplayDiagnosticCode,
-    message: str,
-    event: RuntimeEvent,
-    detail: dict[str, JsonValue] | None = None,
-) -> ReplayDiagnostic:
-    return ReplayDiagnostic(code=code, message=message, event_id=event.id, detail=detail)
-
-
-def _unpaired_tool_turns(events: Sequence[RuntimeEvent]) -> frozenset[str]:
-    """Turns with a visible call lacking ``refs.stepId``: their signed thinking cannot be
-    reattached to a tool-use assistant message, so it is skipped (not blocked)."""
-    unpaired: set[str] = set()
-    for event in events:
-        if event.partial or event.is_hidden or event.function_call is None:
-            continue
-        step_id = event.refs.step_id if event.refs is not None else None
-        if not step_id:
-            unpaired.add(event.turn_id)
-    return frozenset(unpaired)
-
-
-def _payload(
-    event: RuntimeEvent, project_tool_output: ToolOutputProjection | None
-) -> dict[str, JsonValue] | None:
-    item = provider_replay_item(event.to_wire(), project_tool_output=project_tool_output)
-    return None if item is None else _json_dict(item)
-
-
-def _json_dict(item: dict[str, object]) -> dict[str, JsonValue]:
-    # provider_replay_item only copies strict-JSON values out of a wire dict
-    return cast(dict[str, JsonValue], item)
-
-
-def _project(
-    events: Sequence[RuntimeEvent], project_tool_output: ToolOutputProjection | None
-) -> _Projection:
-    """Provider items of a segment and the projection problems found on the way.
-
-    Mirrors the reference model-history projection: partial rows, wrong roles, non-replayable
-    content and results without a matching call are diagnosed; system text, error content,
-    empty model text (a step closer), content-less facts and signed thinking of unpaired tool
-    turns are skipped silently; calls that never got a result are removed from the items and
-    reported as ``unmatched_tool_call``.
-    """
-    out = _Projection()
-    unpaired_turns = _unpaired_tool_turns(events)
-    open_calls: dict[str, tuple[str, _Item]] = {}  # call id -> (tool name, call item)
-    for index, event in enumerate(events):
-        if event.partial:
-            out.diagnostics.append(
-                _diagnostic("partial_skipped", "partial RuntimeEvent skipped for replay", event)
-            )
-            continue
-        content = event.content
-        if event.is_hidden or content is None:
-            continue
-        if not event.is_model_visible:
-            if isinstance(content, TextContent) and event.role == "model":
-                continue  # empty step closer of a thinking/tool-only step
-            if isinstance(content, ErrorContent):
-                continue  # a failure fact, never conversation
-            out.diagnostics.append(
-                _diagnostic(
-                    "unsupported_content",
-                    "RuntimeEvent content is not model-replayable",
-                    event,
-                    {"kind": content.kind},
-                )
-            )
-            continue
-        if event.role == "system":
-            continue  # system notes are rebuilt by the runner, never replayed
-        wrong_role = (
-            (isinstance(content, TextContent) and event.role == "tool")
-            or (
-                isinstance(content, ThinkingContent | FunctionCallContent) and event.role != "model"
-            )
-            or (isinstance(content, FunctionResponseContent) and event.role != "tool")
-        )
-        if wrong_role:
-            out.diagnostics.append(
-                _diagnostic(
-                    "unsupported_role",
-                    f"{content.kind} RuntimeEvent role is not model-replayable",
-                    event,
-                    {"role": event.role},
-                )
-            )
-            continue
-        if (
-            isinstance(content, ThinkingContent)
-            and content.signature
-            and event.turn_id in unpaired_turns
-        ):
-            continue  # legacy tool turn: reasoning cannot be paired to its tool-use message
-        payload = _payload(event, project_tool_output)
-        if payload is None:  # unreachable after the checks above; fail closed anyway
-            out.diagnostics.append(
-                _diagnostic("unsupported_content", "RuntimeEvent has no provider projection", event)
-            )
-            continue
-        item = _Item(index, event.id, payload)
-        if isinstance(content, FunctionCallContent):
-            open_calls[content.id] = (content.name, item)
-        elif isinstance(content, FunctionResponseContent):
-            opened = open_calls.pop(content.id, None)
-            if opened is None:
-                out.diagnostics.append(
-                    _diagnostic(
-                        "unmatched_tool_result",
-                        "function_response has no prior matching function_call",
-                        event,
-                        {"toolCallId": content.id},
-                    )
-                )
-            elif opened[0] != content.name:
-                out.diagnostics.append(
-                    _diagnostic(
-                        "tool_id_mismatch",
-                        "function_response name differs from matching function_call",
-                        event,
-                        {
-                            "toolCallId": content.id,
-                            "callName": opened[0],
-                            "resultName": content.name,
-                            "callEventId": opened[1].event_id,
-                        },
-                    )
-                )
-        out.items.append(item)
-    for call_id, (_name, item) in open_calls.items():
-        item.alive = False  # a tool call without its result is a provider error; never replay it
-        out.unmatched_calls.append((item.event_index, item.event_id, call_id))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # One segment
 # --------------------------------------------------------------------------------------------
 
@@ -377,24 +195,15 @@ def _resolver_block(events: Sequence[RuntimeEvent]) -> _Blocked | None:
     return None
 
 
-def _segment(
-    events: Sequence[RuntimeEvent],
-    segment_index: int,
-    project_tool_output: ToolOutputProjection | None,
-) -> ReplaySegment | _Blocked:
-    identity = _check_prefix(events, segment_index)
-    blocked = _resolver_block(events)
-    if blocked is not None:
-        return blocked
-
-    projection = _project(events, project_tool_output)
+def _projection_block(
+    projection: HistoryProjection, alive: Sequence[ProjectedItem]
+) -> _Blocked | None:
+    """A projection problem, or a result-less call followed by provider history: only an
+    interrupted *suffix* may be dropped; history after a hole cannot be replayed."""
     for diagnostic in projection.diagnostics:
         if diagnostic.code in _BLOCKING_PROJECTION_CODES:
             return _Blocked("provider_replay_unsupported", diagnostic)
-
-    alive = [item for item in projection.items if item.alive]
     for call_index, call_event_id, call_id in projection.unmatched_calls:
-        # only an interrupted *suffix* may be dropped; history after a hole cannot be replayed
         if any(item.event_index > call_index for item in alive):
             return _Blocked(
                 "provider_replay_non_suffix_gap",
@@ -405,34 +214,45 @@ def _segment(
                     detail={"toolCallId": call_id},
                 ),
             )
+    return None
 
+
+def _is_anchor(item: ProjectedItem) -> bool:
+    """A stable item a new model turn may follow: a tool result or a user text."""
+    kind = item.payload.get("kind")
+    return kind == "tool_result" or (kind == "text" and item.payload.get("role") == "user")
+
+
+def _trimmed_suffix(
+    alive: Sequence[ProjectedItem], unmatched_calls: Sequence[tuple[int, str, str]]
+) -> set[int]:
+    """Event indexes of the interrupted suffix after the last anchor (with the result-less
+    calls after it); every model item when there is no anchor."""
     anchor = next(
-        (
-            position
-            for position in range(len(alive) - 1, -1, -1)
-            if alive[position].payload.get("kind") == "tool_result"
-            or (
-                alive[position].payload.get("kind") == "text"
-                and alive[position].payload.get("role") == "user"
-            )
-        ),
+        (position for position in range(len(alive) - 1, -1, -1) if _is_anchor(alive[position])),
         None,
     )
-    trimmed: set[int] = set()  # event indexes
     if anchor is None:
         # A continuation segment has no user event of its own: without a tool result, all of
         # its model output is an interrupted suffix, not a new anchor.
-        trimmed.update(item.event_index for item in alive)
-        trimmed.update(call_index for call_index, _id, _call in projection.unmatched_calls)
-    else:
-        anchor_index = alive[anchor].event_index
-        trimmed.update(item.event_index for item in alive[anchor + 1 :])
-        trimmed.update(
-            call_index
-            for call_index, _id, _call in projection.unmatched_calls
-            if call_index > anchor_index
-        )
+        trimmed = {item.event_index for item in alive}
+        trimmed.update(call_index for call_index, _id, _call in unmatched_calls)
+        return trimmed
+    anchor_index = alive[anchor].event_index
+    trimmed = {item.event_index for item in alive[anchor + 1 :]}
+    trimmed.update(
+        call_index for call_index, _id, _call in unmatched_calls if call_index > anchor_index
+    )
+    return trimmed
 
+
+def _replay_segment(
+    events: Sequence[RuntimeEvent],
+    identity: dict[str, str],
+    alive: Sequence[ProjectedItem],
+    trimmed: set[int],
+) -> ReplaySegment:
+    """The segment's boundary over the whole prefix, its kept events and items, its digest."""
     items = tuple(item.payload for item in alive if item.event_index not in trimmed)
     boundary = build_segment(
         identity, [(index + 1, event.to_wire()) for index, event in enumerate(events)]
@@ -450,6 +270,26 @@ def _segment(
         trimmed_suffix_event_ids=tuple(events[index].id for index in sorted(trimmed)),
         provider_items=items,
         provider_replay_digest=provider_replay_digest(items),
+    )
+
+
+def _segment(
+    events: Sequence[RuntimeEvent],
+    segment_index: int,
+    project_tool_output: ToolOutputProjection | None,
+) -> ReplaySegment | _Blocked:
+    """One segment: resolver verdicts first, then the projection, then the suffix trim."""
+    identity = _check_prefix(events, segment_index)
+    blocked = _resolver_block(events)
+    if blocked is not None:
+        return blocked
+    projection = project_history(events, project_tool_output)
+    alive = [item for item in projection.items if item.alive]
+    blocked = _projection_block(projection, alive)
+    if blocked is not None:
+        return blocked
+    return _replay_segment(
+        events, identity, alive, _trimmed_suffix(alive, projection.unmatched_calls)
     )
 
 
@@ -493,19 +333,29 @@ def build_composite_replay(
     for index, events in enumerate(decoded):
         result = _segment(events, index, project_tool_output)
         if isinstance(result, _Blocked):
-            return CompositeReplay(
-                blocked_reason=result.reason,
-                blocked_segment_index=index,
-                diagnostics=(result.diagnostic,),
-                provider_projection_version=PROVIDER_REPLAY_PROJECTION_VERSION,
-                segments=(),
-                runtime_context=(),
-                provider_items=(),
-                prefix_digests=(),
-                manifest_digest=None,
-                provider_replay_digest=None,
-            )
+            return _blocked_replay(result, index)
         planned.append(result)
+    return _replayable(planned)
+
+
+def _blocked_replay(blocked: _Blocked, segment_index: int) -> CompositeReplay:
+    """A blocked replay reports the blocking fact and nothing a caller could replay."""
+    return CompositeReplay(
+        blocked_reason=blocked.reason,
+        blocked_segment_index=segment_index,
+        diagnostics=(blocked.diagnostic,),
+        provider_projection_version=PROVIDER_REPLAY_PROJECTION_VERSION,
+        segments=(),
+        runtime_context=(),
+        provider_items=(),
+        prefix_digests=(),
+        manifest_digest=None,
+        provider_replay_digest=None,
+    )
+
+
+def _replayable(planned: Sequence[ReplaySegment]) -> CompositeReplay:
+    """The concatenation of every segment and the digests over the whole lineage."""
     items = tuple(item for segment in planned for item in segment.provider_items)
     return CompositeReplay(
         blocked_reason=None,

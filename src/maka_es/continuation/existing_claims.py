@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from maka_es.continuation.claim import ContinuationClaim, SourceBoundary, continuation_start_event
+from maka_es.continuation.claim import ContinuationClaim, continuation_start_event, source_boundary
 from maka_es.continuation.composite_replay import CompositeReplay
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.errors import MakaError
@@ -91,26 +91,6 @@ def is_continuation_start(event: RuntimeEvent) -> bool:
     return delta.get("continuationStart") is True
 
 
-def source_boundary(replay: CompositeReplay) -> SourceBoundary:
-    """The boundary a replayable composite replay ends at (what a claim records)."""
-    segment = replay.segments[-1].boundary
-    identity, position = segment["identity"], segment["position"]
-    assert isinstance(identity, dict)
-    assert isinstance(position, dict)
-    assert replay.manifest_digest is not None
-    assert replay.provider_replay_digest is not None
-    return SourceBoundary(
-        session_id=str(identity["sessionId"]),
-        invocation_id=str(identity["invocationId"]),
-        run_id=str(identity["runId"]),
-        turn_id=str(identity["turnId"]),
-        high_water=int(str(position["lastEventSeq"])),
-        prefix_digest=str(segment["prefixDigest"]),
-        manifest_digest=replay.manifest_digest,
-        provider_replay_digest=replay.provider_replay_digest,
-    )
-
-
 # -- step 5: a durable claim ------------------------------------------------------------------
 
 
@@ -134,7 +114,7 @@ def durable_claim(reader: RunReader, replay: CompositeReplay) -> ContinuationPla
         return None
     detail = {"continuationRunId": claim.target_run_id, "claimId": claim_id}
     if (
-        claim.boundary != boundary.to_wire()
+        claim.boundary != boundary
         or claim.provider_projection_version != replay.provider_projection_version
     ):
         return park(
@@ -194,12 +174,12 @@ def _header_problem(header: RunHeader, claim: ContinuationClaim) -> str | None:
         source.source_prefix_digest,
     ) != (
         claim.claim_id,
-        boundary["manifestDigest"],
-        boundary["invocationId"],
-        boundary["runId"],
-        boundary["turnId"],
-        boundary["highWater"],
-        boundary["prefixDigest"],
+        boundary.manifest_digest,
+        boundary.invocation_id,
+        boundary.run_id,
+        boundary.turn_id,
+        boundary.high_water,
+        boundary.prefix_digest,
     ):
         return "its header's continuation source is not the claimed boundary"
     if (header.session_id, header.invocation_id, header.run_id, header.turn_id) != (

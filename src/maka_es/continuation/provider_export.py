@@ -114,17 +114,88 @@ def _items(events: Iterable[RuntimeEventInput]) -> list[Item]:
     return items
 
 
-def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
-    """Group the model-visible items into turns, enforcing the exchange rules (module doc)."""
-    turns: list[_Turn] = []
-    step: _Turn | None = None  # the open assistant step, while it still accepts model items
-    results: _Turn | None = None  # the tool turn of the step whose results are arriving
-    pending: dict[str, tuple[str, str]] = {}  # call id -> (tool name, call event id)
-    seen_calls: set[str] = set()
-    deferred: list[_Turn] = []  # user texts that arrived while results were outstanding
+class _Exchange:
+    """The turns grouped so far and the state of the step whose tool exchange is open."""
 
-    def interleaved(item: Item) -> ProviderExportError:
-        call_id, (name, call_event) = next(iter(pending.items()))
+    def __init__(self) -> None:
+        self.turns: list[_Turn] = []
+        self.step: _Turn | None = None  # the open assistant step, while it accepts model items
+        self.results: _Turn | None = None  # the tool turn of the step whose results arrive
+        self.pending: dict[str, tuple[str, str]] = {}  # call id -> (tool name, call event id)
+        self.seen_calls: set[str] = set()
+        self.deferred: list[_Turn] = []  # user texts that arrived while results were outstanding
+
+    def user_text(self, item: Item) -> None:
+        """A user text closes the step, or waits until the step's results are all in."""
+        turn = _Turn("user", [item])
+        if self.pending:
+            self.deferred.append(turn)
+        else:
+            self.turns.append(turn)
+            self.step = None
+
+    def tool_result(self, item: Item) -> None:
+        """A result answers one open call with the same tool name; the last one releases the
+        deferred user texts."""
+        call_id = str(item["toolCallId"])
+        if call_id not in self.pending:
+            again = " again" if call_id in self.seen_calls else ""
+            raise _export_error(
+                f"tool result {call_id} (event {item['eventId']}) answers no open call{again}",
+                "unmatched_tool_result",
+                item,
+            )
+        name, _ = self.pending[call_id]
+        if item["toolName"] != name:
+            raise _export_error(
+                f"tool result {call_id} names {item['toolName']!r}, its call {name!r}",
+                "tool_id_mismatch",
+                item,
+            )
+        del self.pending[call_id]
+        if self.results is None:
+            self.results = _Turn("tool")
+            self.turns.append(self.results)
+            self.step = None
+        self.results.items.append(item)
+        if not self.pending:
+            self.results = None
+            self.turns.extend(self.deferred)
+            self.deferred.clear()
+
+    def model_item(self, item: Item) -> None:
+        """Assistant text, thinking or a tool call joins the open step (or opens one)."""
+        if self.results is not None:  # the step's results started arriving but are incomplete
+            raise self._interleaved(item)
+        if item["kind"] == "tool_call":
+            call_id = str(item["toolCallId"])
+            if call_id in self.seen_calls:
+                raise _export_error(
+                    f"tool call id {call_id} is used twice (event {item['eventId']})",
+                    "duplicate_tool_call",
+                    item,
+                )
+            self.seen_calls.add(call_id)
+            self.pending[call_id] = (str(item["toolName"]), str(item["eventId"]))
+        if self.step is None:
+            self.step = _Turn("assistant")
+            self.turns.append(self.step)
+        self.step.items.append(item)
+
+    def finish(self) -> list[_Turn]:
+        """The turns, once no call is left without its result."""
+        if self.pending:
+            call_id, (name, call_event) = next(iter(self.pending.items()))
+            raise ProviderExportError(
+                f"tool call {call_id} ({name}, event {call_event}) has no result",
+                reason="unmatched_tool_call",
+                tool_call_id=call_id,
+                event_id=call_event,
+            )
+        return self.turns
+
+    def _interleaved(self, item: Item) -> ProviderExportError:
+        call_id, (name, call_event) = next(iter(self.pending.items()))
         return ProviderExportError(
             f"tool call {call_id} ({name}, event {call_event}) has no result before "
             f"event {item['eventId']}",
@@ -133,72 +204,28 @@ def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
             event_id=str(item["eventId"]),
         )
 
+
+def _export_error(message: str, reason: ExportReason, item: Item) -> ProviderExportError:
+    """A refusal naming the tool call and the event of ``item``."""
+    return ProviderExportError(
+        message,
+        reason=reason,
+        tool_call_id=str(item["toolCallId"]),
+        event_id=str(item["eventId"]),
+    )
+
+
+def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
+    """Group the model-visible items into turns, enforcing the exchange rules (module doc)."""
+    exchange = _Exchange()
     for item in _items(events):
-        kind = item["kind"]
-        if kind == "text" and item["role"] == "user":
-            turn = _Turn("user", [item])
-            if pending:
-                deferred.append(turn)
-            else:
-                turns.append(turn)
-                step = None
-            continue
-        if kind == "tool_result":
-            call_id = str(item["toolCallId"])
-            if call_id not in pending:
-                again = " again" if call_id in seen_calls else ""
-                raise ProviderExportError(
-                    f"tool result {call_id} (event {item['eventId']}) answers no open call{again}",
-                    reason="unmatched_tool_result",
-                    tool_call_id=call_id,
-                    event_id=str(item["eventId"]),
-                )
-            name, _ = pending[call_id]
-            if item["toolName"] != name:
-                raise ProviderExportError(
-                    f"tool result {call_id} names {item['toolName']!r}, its call {name!r}",
-                    reason="tool_id_mismatch",
-                    tool_call_id=call_id,
-                    event_id=str(item["eventId"]),
-                )
-            del pending[call_id]
-            if results is None:
-                results = _Turn("tool")
-                turns.append(results)
-                step = None
-            results.items.append(item)
-            if not pending:
-                results = None
-                turns.extend(deferred)
-                deferred.clear()
-            continue
-        # a model item: assistant text, thinking or a tool call
-        if results is not None:  # the step's results started arriving but are incomplete
-            raise interleaved(item)
-        if kind == "tool_call":
-            call_id = str(item["toolCallId"])
-            if call_id in seen_calls:
-                raise ProviderExportError(
-                    f"tool call id {call_id} is used twice (event {item['eventId']})",
-                    reason="duplicate_tool_call",
-                    tool_call_id=call_id,
-                    event_id=str(item["eventId"]),
-                )
-            seen_calls.add(call_id)
-            pending[call_id] = (str(item["toolName"]), str(item["eventId"]))
-        if step is None:
-            step = _Turn("assistant")
-            turns.append(step)
-        step.items.append(item)
-    if pending:
-        call_id, (name, call_event) = next(iter(pending.items()))
-        raise ProviderExportError(
-            f"tool call {call_id} ({name}, event {call_event}) has no result",
-            reason="unmatched_tool_call",
-            tool_call_id=call_id,
-            event_id=call_event,
-        )
-    return turns
+        if item["kind"] == "text" and item["role"] == "user":
+            exchange.user_text(item)
+        elif item["kind"] == "tool_result":
+            exchange.tool_result(item)
+        else:
+            exchange.model_item(item)
+    return exchange.finish()
 
 
 def _result_text(output: Any) -> str:

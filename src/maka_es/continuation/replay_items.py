@@ -137,6 +137,32 @@ def provider_replay_item(
     event = as_wire(event_wire)
     if not isinstance(event, Mapping):
         raise CodecInputError("not a RuntimeEvent wire object", code="provider_replay_invalid")
+    content = _replayable_content(event)
+    role = event.get("role")
+    if content is None or (role == "system" and not include_system):
+        return None
+    refs = event.get("refs")
+    refs = refs if isinstance(refs, Mapping) else {}
+    kind = content.get("kind")
+    item: dict[str, object] | None
+    if kind == "text":
+        item = _text_item(content, role, refs, event.get("id"))
+    elif kind == "thinking":
+        item = _thinking_item(content, role, refs)
+    elif kind == "function_call":
+        item = _tool_call_item(content, role, refs)
+    else:
+        item = _tool_result_item(content, role, project_tool_output)
+    if item is None:
+        return None
+    item["eventId"] = event.get("id")
+    item["ts"] = event.get("ts")
+    return item
+
+
+def _replayable_content(event: Mapping[str, object]) -> Mapping[str, object] | None:
+    """The content of a committed, visible event of a replayable kind (non-empty text,
+    thinking, a call or a result); ``None`` for anything else."""
     if event.get("partial") is True or event.get("modelVisibility") == "hidden":
         return None
     content = event.get("content")
@@ -145,91 +171,101 @@ def provider_replay_item(
     kind = content.get("kind")
     if kind == "text":
         text = content.get("text")
-        if not isinstance(text, str) or not text:
-            return None
-    elif kind not in ("thinking", "function_call", "function_response"):
+        return content if isinstance(text, str) and text else None
+    return content if kind in ("thinking", "function_call", "function_response") else None
+
+
+def _step_id(refs: Mapping[str, object]) -> str | None:
+    """The provider step a model text or thinking belongs to."""
+    return _truthy_str(refs.get("providerEventId")) or _truthy_str(refs.get("storedMessageId"))
+
+
+def _text_item(
+    content: Mapping[str, object], role: object, refs: Mapping[str, object], event_id: object
+) -> dict[str, object] | None:
+    replay_role = {"user": "user", "model": "assistant", "system": "system"}.get(str(role))
+    if replay_role is None:
         return None
-    role = event.get("role")
-    if role == "system" and not include_system:
-        return None
-    event_id = event.get("id")
-    ts = event.get("ts")
-    refs = event.get("refs")
-    refs = refs if isinstance(refs, Mapping) else {}
-    item: dict[str, object]
-    if kind == "text":
-        replay_role = {"user": "user", "model": "assistant", "system": "system"}.get(str(role))
-        if replay_role is None:
-            return None
-        steering = content.get("steering") is True and replay_role == "user"
-        body = format_text_with_inline_refs(content)
-        item = {
-            "kind": "text",
-            "role": replay_role,
-            "content": _steering_envelope(body) if steering else body,
-        }
-        if steering:
-            item["steering"] = {"eventId": event_id}
-        if content.get("attachments") is not None:
-            item["attachments"] = content["attachments"]
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        if replay_role == "assistant":
-            step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
-                refs.get("storedMessageId")
-            )
-            if step_id:
-                item["stepId"] = step_id
-    elif kind == "thinking":
-        if role != "model":
-            return None
-        item = {"kind": "thinking", "text": content.get("text")}
-        signature = _truthy_str(content.get("signature"))
-        if signature:
-            item["signature"] = signature
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        step_id = _truthy_str(refs.get("providerEventId")) or _truthy_str(
-            refs.get("storedMessageId")
-        )
+    steering = content.get("steering") is True and replay_role == "user"
+    body = format_text_with_inline_refs(content)
+    item: dict[str, object] = {
+        "kind": "text",
+        "role": replay_role,
+        "content": _steering_envelope(body) if steering else body,
+    }
+    if steering:
+        item["steering"] = {"eventId": event_id}
+    if content.get("attachments") is not None:
+        item["attachments"] = content["attachments"]
+    if "providerOptions" in content:
+        item["providerOptions"] = content["providerOptions"]
+    if replay_role == "assistant":
+        step_id = _step_id(refs)
         if step_id:
             item["stepId"] = step_id
-    elif kind == "function_call":
-        if role != "model":
-            return None
-        item = {
-            "kind": "tool_call",
-            "toolCallId": content.get("id"),
-            "toolName": content.get("name"),
-            "input": content.get("args"),
-        }
-        if "providerOptions" in content:
-            item["providerOptions"] = content["providerOptions"]
-        if "providerExecuted" in content:
-            item["providerExecuted"] = content["providerExecuted"]
-        step_id = _truthy_str(refs.get("stepId"))
-        if step_id:
-            item["stepId"] = step_id
-    else:  # function_response
-        if role != "tool":
-            return None
-        name = content.get("name")
-        output = (
-            content["providerOutput"]
-            if content.get("providerExecuted") and "providerOutput" in content
-            else content.get("result")
-        )
-        if project_tool_output is not None and isinstance(name, str):
-            output = project_tool_output(name, output)
-        item = {
-            "kind": "tool_result",
-            "toolCallId": content.get("id"),
-            "toolName": name,
-            "output": output,
-            "isError": content.get("isError") is True,
-        }
-        if "providerExecuted" in content:
-            item["providerExecuted"] = content["providerExecuted"]
-    item["eventId"] = event_id
-    item["ts"] = ts
+    return item
+
+
+def _thinking_item(
+    content: Mapping[str, object], role: object, refs: Mapping[str, object]
+) -> dict[str, object] | None:
+    if role != "model":
+        return None
+    item: dict[str, object] = {"kind": "thinking", "text": content.get("text")}
+    signature = _truthy_str(content.get("signature"))
+    if signature:
+        item["signature"] = signature
+    if "providerOptions" in content:
+        item["providerOptions"] = content["providerOptions"]
+    step_id = _step_id(refs)
+    if step_id:
+        item["stepId"] = step_id
+    return item
+
+
+def _tool_call_item(
+    content: Mapping[str, object], role: object, refs: Mapping[str, object]
+) -> dict[str, object] | None:
+    if role != "model":
+        return None
+    item: dict[str, object] = {
+        "kind": "tool_call",
+        "toolCallId": content.get("id"),
+        "toolName": content.get("name"),
+        "input": content.get("args"),
+    }
+    if "providerOptions" in content:
+        item["providerOptions"] = content["providerOptions"]
+    if "providerExecuted" in content:
+        item["providerExecuted"] = content["providerExecuted"]
+    step_id = _truthy_str(refs.get("stepId"))
+    if step_id:
+        item["stepId"] = step_id
+    return item
+
+
+def _tool_result_item(
+    content: Mapping[str, object],
+    role: object,
+    project_tool_output: ToolOutputProjection | None,
+) -> dict[str, object] | None:
+    if role != "tool":
+        return None
+    name = content.get("name")
+    output = (
+        content["providerOutput"]
+        if content.get("providerExecuted") and "providerOutput" in content
+        else content.get("result")
+    )
+    if project_tool_output is not None and isinstance(name, str):
+        output = project_tool_output(name, output)
+    item: dict[str, object] = {
+        "kind": "tool_result",
+        "toolCallId": content.get("id"),
+        "toolName": name,
+        "output": output,
+        "isError": content.get("isError") is True,
+    }
+    if "providerExecuted" in content:
+        item["providerExecuted"] = content["providerExecuted"]
     return item

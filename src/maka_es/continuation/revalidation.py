@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from maka_es.continuation.claim import SourceBoundary, claim_id_for
+from maka_es.continuation.claim import SourceBoundary, claim_id_for, source_boundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.existing_claims import source_boundary
 from maka_es.continuation.gates import CwdPolicy, RuntimeContinuation, normalize_cwd
 from maka_es.continuation.host import HostInspector, HostObservation
 from maka_es.continuation.planner import (

@@ -11,10 +11,15 @@ invocation i1" must be the same row for every process and every machine, so that
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictStr
+from pydantic.alias_generators import to_camel
+from pydantic.dataclasses import dataclass
+
+from maka_es.wire.codec import canonical_json
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.
@@ -145,10 +150,54 @@ class RunSealed(StoredFact):
     sealed_at: EpochMs
 
 
+def claim_id_for(session_id: str, run_id: str, high_water: int, prefix_digest: str) -> str:
+    """``claim_<32 hex>`` of sha256 over the boundary's identity, position and prefix digest."""
+    material = canonical_json([session_id, run_id, high_water, prefix_digest])
+    return "claim_" + hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(
+    frozen=True,
+    slots=True,
+    config=ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    ),
+)
+class SourceBoundary:
+    """The committed boundary a continuation starts from, with its digests
+    (docs/reference/continuation.md#claims).
+
+    Why typed here: a claim stores it (``ContinuationClaimed.boundary``) and the planner,
+    revalidation and startup recovery compare it field by field; one model reads and writes
+    the stored shape, which is exactly the camelCase object claims have always stored
+    (``sessionId``, ``invocationId``, ``runId``, ``turnId``, ``highWater``, ``prefixDigest``,
+    ``manifestDigest``, ``providerReplayDigest``), so no stored row needs an upcaster.
+    """
+
+    session_id: StrictStr
+    invocation_id: StrictStr
+    run_id: StrictStr
+    turn_id: StrictStr
+    high_water: StrictInt
+    prefix_digest: StrictStr
+    manifest_digest: StrictStr
+    provider_replay_digest: StrictStr
+
+    @property
+    def claim_id(self) -> str:
+        """Deterministic claim id: every claimer of this boundary computes the same one."""
+        return claim_id_for(self.session_id, self.run_id, self.high_water, self.prefix_digest)
+
+
 class ContinuationClaimed(StoredFact):
     """Version 1 of a claim stream whose id derives from the source boundary: the store lets
     exactly one writer create it.
 
+    ``boundary`` is the claimed :class:`SourceBoundary` (stored as its camelCase object).
     ``start_event_id`` is the id the claimer planned for the target's start fact.
     ``provider_projection_version`` and ``target_run_header`` (the target's header as claimed)
     were added later: rows written before them lack the keys and read as version 1 and "no
@@ -157,7 +206,7 @@ class ContinuationClaimed(StoredFact):
     TOPIC = "maka_es.claim.claimed.v1"
 
     claim_id: str
-    boundary: dict[str, JsonValue]
+    boundary: SourceBoundary
     target: dict[str, JsonValue]
     start_event_id: str
     claimed_at: EpochMs

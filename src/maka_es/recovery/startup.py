@@ -100,17 +100,7 @@ def recovered_terminal_id(run_id: str) -> str:
 
 def claim_boundary(claim: ContinuationClaim) -> SourceBoundary:
     """The source boundary a claim recorded."""
-    wire = claim.boundary
-    return SourceBoundary(
-        session_id=str(wire["sessionId"]),
-        invocation_id=str(wire["invocationId"]),
-        run_id=str(wire["runId"]),
-        turn_id=str(wire["turnId"]),
-        high_water=int(str(wire["highWater"])),
-        prefix_digest=str(wire["prefixDigest"]),
-        manifest_digest=str(wire["manifestDigest"]),
-        provider_replay_digest=str(wire["providerReplayDigest"]),
-    )
+    return claim.source_boundary
 
 
 def claim_target(claim: ContinuationClaim) -> ContinuationTarget:

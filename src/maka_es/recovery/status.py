@@ -193,9 +193,7 @@ class RecoveryStatusProjector:
                 fact = self.source.to_fact(notification)
                 assert isinstance(fact, ContinuationClaimed)
                 claims[notification.id] = fact
-                source = fact.boundary.get("runId")
-                if source is not None:
-                    unknown.add(run_stream_id(str(source)))
+                unknown.add(run_stream_id(fact.boundary.run_id))
         known = self.store.stream_run_ids(unknown) if unknown else {}
         introduced: set[UUID] = set(known)  # run streams created before this notification
         for notification in page:
@@ -218,13 +216,13 @@ class RecoveryStatusProjector:
                 target = str(claim.target["runId"])
                 batch.claim_targets.setdefault(claim.claim_id, target)
                 batch.touch(target)
-                source = claim.boundary.get("runId")
-                source_stream = None if source is None else run_stream_id(str(source))
+                source = claim.boundary.run_id
+                source_stream = run_stream_id(source)
                 # Only a source whose RunCreated came before the claim: a source that did not
                 # exist yet gets its row from its own RunCreated, so the order in which rows
                 # first appear does not depend on how the log was paged.
-                if source_stream is not None and source_stream in introduced:
-                    batch.touch(str(source))
+                if source_stream in introduced:
+                    batch.touch(source)
         return batch
 
     def _recompute(self, batch: _Batch) -> list[RunRecoveryStatus]:
@@ -260,7 +258,7 @@ class RecoveryStatusProjector:
             )
         return RunRecoveryStatus(
             run_id=run_id,
-            session_id=str(claim.target.get("sessionId", claim.boundary.get("sessionId", ""))),
+            session_id=str(claim.target.get("sessionId", claim.boundary.session_id)),
             header_status=MISSING_HEADER_STATUS,
             terminal_event=False,
             header_matches_terminal=False,
