@@ -33,13 +33,13 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded
-from maka_es.ledger.run import build_dispatch_event
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
 from maka_es.tooljournal.resolution import ResolverIssue
 from maka_es.tooljournal.resolver import ResolverState
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import dispatch_fact as build_dispatch_event
 from tests.store.test_tool_journal_support import (
     DIGEST,
     RUN,

@@ -36,12 +36,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Spine, run_header
 from maka_es.errors import MakaError
-from maka_es.ledger.run import build_dispatch_event
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
 from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import dispatch_fact as build_dispatch_event
 
 TOOL_NAMES = ("Bash", "Write", "Read")
 _ARGS = st.fixed_dictionaries(

@@ -1,8 +1,10 @@
-"""RecoveryResolver: the single authority that classifies tool operations after a crash (spec §5.3).
+"""RecoveryResolver: the single authority that classifies tool operations after a crash
+(tool-journal.md#resolver).
 
 Why one scanner: the online projection, a rebuild from events and the resume planner must never
 disagree about whether a tool may have run. They all consume the same physical-order scan of the
-immutable ledger, and recovery bundles (spec §5.4) are interpreted by one function here.
+immutable ledger (:mod:`maka_es.tooljournal.scanner`), and recovery bundles are read by the one
+bundle validator (:mod:`maka_es.tooljournal.bundle`).
 
 Why an incremental fold: a run aggregate validates every tool-bearing append against the ledger
 it already holds. Rescanning the whole run per append is O(history); ``ResolverState`` instead
@@ -18,34 +20,25 @@ O(history)); the price is that one state object must not be used from several th
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal, TypeVar
 
+from maka_es.tooljournal.bundle import BundleInterpretation, interpret_bundle
 from maka_es.tooljournal.resolution import (
     DecisionReason,
     DecisionStatus,
     Resolution,
     ResolverIssue,
-    ResolverIssueCode,
     SettlementOrigin,
     ToolBoundaryProtocol,
     ToolDecision,
 )
-from maka_es.wire.codec import canonical_args_hash
-from maka_es.wire.events import (
-    TOOL_BOUNDARY_PROTOCOL_V1,
-    CompletedDecisionPayload,
-    ParkedDecisionPayload,
-    ReconcileResultPayload,
-    RuntimeEvent,
-)
-from maka_es.wire.lanes import classify_lane
+from maka_es.tooljournal.scanner import ScannedOperation, ToolScanner
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
 from maka_es.wire.report import RuntimeEventInput, decode_events
 
 __all__ = [
-    "BundleInterpretation",
     "OPERATION_ISSUE_PRIORITY",
     "ResolverState",
     "resolve_tool_operations",
@@ -63,13 +56,8 @@ OperationIssueCode = Literal[
     "identity_conflict",
     "event_order_conflict",
 ]
-ParkedReason = Literal[
-    "reconcile_matches_prior_state", "reconcile_diverged", "reconcile_unreadable"
-]
 
-_K = TypeVar("_K")
 _T = TypeVar("_T")
-_V = TypeVar("_V")
 
 #: When an operation carries several defects, its decision reason is the first of these it has.
 OPERATION_ISSUE_PRIORITY: tuple[OperationIssueCode, ...] = (
@@ -83,89 +71,12 @@ OPERATION_ISSUE_PRIORITY: tuple[OperationIssueCode, ...] = (
     "event_order_conflict",
 )
 
-_PARKED_REASON_FOR_OBSERVATION: dict[str, ParkedReason] = {
-    "matches_prior_state": "reconcile_matches_prior_state",
-    "diverged": "reconcile_diverged",
-    "unreadable": "reconcile_unreadable",
-}
-
 _PARKED_REASONS: dict[str, ParkedReason] = {
-    reason: reason for reason in _PARKED_REASON_FOR_OBSERVATION.values()
+    reason: reason for reason in PARKED_REASON_FOR_OBSERVATION.values()
 }
 
-BundleCode = Literal[
-    "recovery_fact_shape_conflict",
-    "event_order_conflict",
-    "call_identity_conflict",
-    "canonical_args_hash_conflict",
-    "dispatch_identity_conflict",
-    "recovery_mode_unsupported",
-    "reconcile_fact_invalid",
-    "decision_fact_invalid",
-    "recovery_fact_identity_conflict",
-    "operation_identity_conflict",
-    "outcome_required",
-    "outcome_identity_conflict",
-    "outcome_not_successful",
-    "outcome_reference_conflict",
-    "reconcile_decision_conflict",
-    "outcome_for_parked",
-    "evidence_order_conflict",
-]
 
-
-@dataclass(slots=True, eq=False)
-class _Operation:
-    """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
-
-    Mutable and private: only ``ResolverState`` touches it, always through the journal helpers.
-    """
-
-    tool_call_id: str
-    tool_name: str | None
-    operation_id: str | None = None
-    call_event: RuntimeEvent | None = None
-    dispatch_event: RuntimeEvent | None = None
-    response_event: RuntimeEvent | None = None
-    reconcile_events: list[RuntimeEvent] = field(default_factory=list)
-    decision_events: list[RuntimeEvent] = field(default_factory=list)
-    issue_codes: list[ResolverIssueCode] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class BundleInterpretation:
-    """Read-side reading of one operation's recovery facts (spec §5.4).
-
-    ``kind`` is ``absent`` (no recovery facts), ``valid`` (then ``disposition`` and
-    ``reason_code`` come from the decision) or ``corruption`` (then ``code`` says why).
-    """
-
-    kind: Literal["absent", "valid", "corruption"]
-    code: BundleCode | None = None
-    disposition: Literal["completed", "parked"] | None = None
-    reason_code: Literal["reconcile_matches_expected_state"] | ParkedReason | None = None
-
-
-_ABSENT = BundleInterpretation("absent")
-
-
-def _corrupt(code: BundleCode) -> BundleInterpretation:
-    return BundleInterpretation("corruption", code=code)
-
-
-def _same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
-    return first is not None and first.identity == second.identity
-
-
-def _hash_or_none(tool_name: str, args: Any) -> str | None:
-    """The canonical args hash, or ``None`` when the args cannot authenticate a T1 fact."""
-    try:
-        return canonical_args_hash(tool_name, args)
-    except (ValueError, TypeError, RecursionError):  # NonStrictJsonError is a ValueError
-        return None
-
-
-class ResolverState:
+class ResolverState(ToolScanner):
     """Incremental RecoveryResolver scanner: ``feed`` events in physical order, then
     ``resolution()``.
 
@@ -174,34 +85,7 @@ class ResolverState:
     contract of the prospective checks.
     """
 
-    __slots__ = (
-        "_by_call",
-        "_by_operation",
-        "_count",
-        "_marker_issues",
-        "_operations",
-        "_positions",
-        "_protocol",
-        "_scanner_issues",
-        "_seen_ids",
-        "_spines",
-        "_undo",
-    )
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._protocol: ToolBoundaryProtocol | None = None
-        self._marker_issues: list[ResolverIssue] = []
-        self._scanner_issues: list[ResolverIssue] = []
-        # dict used as an ordered set so that the journal helpers cover it too
-        self._seen_ids: dict[str, None] = {}
-        # last physical index of every event id (duplicates included), for bundle order checks
-        self._positions: dict[str, int] = {}
-        self._spines: dict[str, tuple[str, str, str]] = {}
-        self._operations: list[_Operation] = []
-        self._by_call: dict[tuple[str, str], _Operation] = {}
-        self._by_operation: dict[str, _Operation] = {}
-        self._undo: list[Callable[[], None]] | None = None
+    __slots__ = ()
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -300,422 +184,92 @@ class ResolverState:
             and (operation.reconcile_events or operation.decision_events)
         }
 
-    # -- journalled mutation helpers -----------------------------------------------------------
+    # -- decisions (tool-journal.md#decisions) ---------------------------------------------------
 
-    def _set(self, target: object, name: str, value: object) -> None:
-        if self._undo is not None:
-            previous = getattr(target, name)
-            self._undo.append(lambda: setattr(target, name, previous))
-        setattr(target, name, value)
-
-    def _put(self, mapping: MutableMapping[_K, _V], key: _K, value: _V) -> None:
-        if self._undo is not None:
-            if key in mapping:
-                previous = mapping[key]
-                self._undo.append(lambda: mapping.__setitem__(key, previous))
-            else:
-                self._undo.append(lambda: mapping.__delitem__(key))
-        mapping[key] = value
-
-    def _append(self, items: list[_V], value: _V) -> None:
-        if self._undo is not None:
-            self._undo.append(lambda: items.__delitem__(-1))
-        items.append(value)
-
-    def _issue(
-        self,
-        introduced: list[ResolverIssue],
-        code: ResolverIssueCode,
-        event_id: str,
-        *operations: _Operation,
-    ) -> None:
-        issue = ResolverIssue(code=code, event_id=event_id)
-        self._append(self._scanner_issues, issue)
-        for operation in operations:
-            self._append(operation.issue_codes, code)
-        introduced.append(issue)
-
-    # -- the scanner step ----------------------------------------------------------------------
-
-    def _step(self, event: RuntimeEvent) -> tuple[ResolverIssue, ...]:
-        index = self._count
-        self._set(self, "_count", index + 1)
-        self._put(self._positions, event.id, index)
-        markers = self._marker_step(event, index)
-        scanned: list[ResolverIssue] = []
-        self._scan(event, scanned)
-        return (*markers, *scanned)
-
-    def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
-        """Protocol marker: only the first event may declare it, and only the known value."""
-        marker = event.protocol_marker
-        if marker is None:
-            return []
-        if index == 0 and marker == TOOL_BOUNDARY_PROTOCOL_V1:
-            self._set(self, "_protocol", TOOL_BOUNDARY_PROTOCOL_V1)
-            return []
-        issue = ResolverIssue(code="protocol_marker_invalid", event_id=event.id)
-        self._append(self._marker_issues, issue)
-        return [issue]
-
-    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
-        if event.id in self._seen_ids:
-            self._issue(out, "duplicate_event_id", event.id)
-            return
-        self._put(self._seen_ids, event.id, None)
-
-        spine = (event.session_id, event.run_id, event.turn_id)
-        known_spine = self._spines.get(event.invocation_id)
-        if known_spine is not None and known_spine != spine:
-            self._issue(out, "invocation_identity_conflict", event.id)
-        else:
-            self._put(self._spines, event.invocation_id, spine)
-
-        lane = classify_lane(event)
-        if lane.is_conflict:
-            self._issue(out, "semantic_lane_conflict", event.id)
-            return
-        if event.partial:
-            return  # partial ordinary events never take part in tool analysis
-        if lane.lane == "function_call":
-            self._scan_call(event, out)
-        elif lane.lane == "tool_dispatch":
-            self._scan_dispatch(event, out)
-        elif lane.lane == "function_response":
-            self._scan_response(event, out)
-        elif lane.lane in ("reconcile_result", "recovery_decision"):
-            self._scan_recovery_fact(event, lane.lane == "reconcile_result", out)
-
-    def _register(self, key: tuple[str, str], operation: _Operation) -> None:
-        self._append(self._operations, operation)
-        self._put(self._by_call, key, operation)
-
-    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
-        call = event.function_call
-        assert call is not None
-        key = (event.invocation_id, call.id)
-        existing = self._by_call.get(key)
-        if existing is None:
-            self._register(key, _Operation(call.id, call.name, call_event=event))
-            return
-        if existing.call_event is not None:
-            self._issue(out, "duplicate_call", event.id, existing)
-            return
-        # a dispatch or response arrived first; the call completes that operation
-        self._set(existing, "call_event", event)
-        if existing.tool_name != call.name:
-            self._issue(out, "identity_conflict", event.id, existing)
-
-    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
-        assert event.actions is not None
-        dispatch = event.actions.tool_dispatch
-        assert dispatch is not None
-        key = (event.invocation_id, dispatch.provider_tool_call_id)
-        operation = self._by_call.get(key)
-        if operation is None:
-            operation = _Operation(
-                dispatch.provider_tool_call_id,
-                dispatch.tool_name,
-                operation_id=dispatch.operation_id,
-                dispatch_event=event,
-            )
-            self._register(key, operation)
-            self._issue(out, "event_order_conflict", event.id, operation)
-        elif operation.dispatch_event is not None:
-            self._issue(out, "duplicate_dispatch", event.id, operation)
-            return
-
-        bound = self._by_operation.get(dispatch.operation_id)
-        if bound is not None and bound is not operation:
-            self._issue(out, "duplicate_operation", event.id, bound, operation)
-            return
-
-        self._set(operation, "operation_id", dispatch.operation_id)
-        self._set(operation, "dispatch_event", event)
-        self._put(self._by_operation, dispatch.operation_id, operation)
-
-        refs = event.refs
-        if (
-            operation.tool_name != dispatch.tool_name
-            or refs is None
-            or refs.operation_id != dispatch.operation_id
-            or refs.tool_call_id != dispatch.provider_tool_call_id
-            or (
-                operation.call_event is not None
-                and not _same_execution(operation.call_event, event)
-            )
-        ):
-            self._issue(out, "identity_conflict", event.id, operation)
-
-        call = operation.call_event.function_call if operation.call_event is not None else None
-        if call is not None and _hash_or_none(call.name, call.args) != dispatch.canonical_args_hash:
-            self._issue(out, "canonical_args_hash_conflict", event.id, operation)
-
-        response = operation.response_event
-        if response is not None:
-            # the outcome was committed before T1: impossible order, and the earlier response
-            # must now also be bound to this operation
-            self._issue(out, "event_order_conflict", event.id, operation)
-            response_refs = response.refs
-            if (
-                response_refs is None
-                or response_refs.operation_id != dispatch.operation_id
-                or response_refs.tool_call_id != dispatch.provider_tool_call_id
-                or not _same_execution(event, response)
-            ):
-                self._issue(out, "identity_conflict", response.id, operation)
-
-    def _scan_response(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
-        response = event.function_response
-        assert response is not None
-        key = (event.invocation_id, response.id)
-        operation = self._by_call.get(key)
-        if operation is None:
-            orphan = _Operation(response.id, response.name, response_event=event)
-            self._register(key, orphan)
-            self._issue(out, "orphan_response", event.id, orphan)
-            return
-        if operation.response_event is not None:
-            self._issue(out, "duplicate_response", event.id, operation)
-            return
-        self._set(operation, "response_event", event)
-        refs = event.refs
-        if (
-            operation.tool_name != response.name
-            or not _same_execution(operation.call_event, event)
-            or (
-                operation.operation_id is not None
-                and (
-                    refs is None
-                    or refs.operation_id != operation.operation_id
-                    or refs.tool_call_id != operation.tool_call_id
-                )
-            )
-        ):
-            self._issue(out, "identity_conflict", event.id, operation)
-
-    def _scan_recovery_fact(
-        self, event: RuntimeEvent, is_reconcile: bool, out: list[ResolverIssue]
-    ) -> None:
-        assert event.actions is not None
-        fact = event.actions.tool_recovery
-        assert fact is not None
-        operation = self._by_operation.get(fact.payload.operation_id)
-        if operation is None:
-            # a recovery fact for an operation that never crossed T1 (or not yet): top-level
-            self._issue(out, "event_order_conflict", event.id)
-            return
-        target = operation.reconcile_events if is_reconcile else operation.decision_events
-        self._append(target, event)
-
-    # -- decisions -----------------------------------------------------------------------------
-
-    def _decide(self, operation: _Operation) -> ToolDecision:
+    def _decide(self, operation: ScannedOperation) -> ToolDecision:
+        """The first matching row of the decision table wins."""
         call, dispatch, response = (
             operation.call_event,
             operation.dispatch_event,
             operation.response_event,
         )
-        response_content = response.function_response if response is not None else None
-
-        def decision(
-            status: DecisionStatus, reason: DecisionReason, origin: SettlementOrigin | None = None
-        ) -> ToolDecision:
-            return ToolDecision(
-                tool_call_id=operation.tool_call_id,
-                tool_name=operation.tool_name or None,
-                operation_id=operation.operation_id or None,
-                status=status,
-                reason=reason,
-                settlement_origin=origin,
-                call_runtime_event_id=call.id if call is not None else None,
-                dispatch_runtime_event_id=dispatch.id if dispatch is not None else None,
-                response_runtime_event_id=response.id if response is not None else None,
-                response_is_error=(
-                    None
-                    if response is None
-                    else response_content is not None and response_content.is_error is True
-                ),
-            )
-
         if call is None and dispatch is not None:
-            return decision("corruption", "orphan_dispatch")
+            return _decision(operation, "corruption", "orphan_dispatch")
         if call is None and response is not None:
-            return decision("corruption", "orphan_response")
+            return _decision(operation, "corruption", "orphan_response")
         for code in OPERATION_ISSUE_PRIORITY:
             if code in operation.issue_codes:
-                return decision("corruption", code)
-
-        status: DecisionStatus
-        reason: DecisionReason
-        origin: SettlementOrigin | None = None
-        if response is not None:
-            status, reason = "completed", "matching_response"
-            origin = "normal_t2" if dispatch is not None else "pre_t1_synthetic"
-        elif dispatch is not None:
-            status, reason = "indeterminate", "dispatch_without_response"
-        elif self._protocol is not None:
-            status, reason = "definitely_not_dispatched", "new_protocol_before_dispatch"
-        else:
-            # absence of a dispatch fact proves nothing without the declared protocol
-            status, reason = "indeterminate", "legacy_dispatch_unknown"
-
+                return _decision(operation, "corruption", code)
         interpretation = self._interpret_bundle(operation)
-        if interpretation.kind == "absent":
-            return decision(status, reason, origin)
         if interpretation.kind == "corruption":
-            return decision("corruption", "recovery_fact_corruption")
-        if interpretation.disposition == "completed":
-            return decision("completed", "recovery_bundle_completed", "recovery_bundle")
-        parked_reason = _PARKED_REASONS.get(interpretation.reason_code or "")
-        if parked_reason is None:  # unreachable: a valid parked decision has a parked reason
-            return decision("corruption", "recovery_fact_corruption")
-        return decision("parked", parked_reason, "recovery_bundle")
+            return _decision(operation, "corruption", "recovery_fact_corruption")
+        if interpretation.kind == "valid":
+            if interpretation.disposition == "completed":
+                return _decision(
+                    operation, "completed", "recovery_bundle_completed", "recovery_bundle"
+                )
+            parked = _PARKED_REASONS.get(interpretation.reason_code or "")
+            if parked is None:  # unreachable: a valid parked decision has a parked reason
+                return _decision(operation, "corruption", "recovery_fact_corruption")
+            return _decision(operation, "parked", parked, "recovery_bundle")
+        return _decision(operation, *self._ledger_status(operation))
 
-    # -- recovery bundles (spec §5.4, read side) -----------------------------------------------
-
-    def _interpret_bundle(self, operation: _Operation) -> BundleInterpretation:
-        if not operation.reconcile_events and not operation.decision_events:
-            return _ABSENT
-        call, dispatch_event = operation.call_event, operation.dispatch_event
-        if (
-            len(operation.reconcile_events) != 1
-            or len(operation.decision_events) != 1
-            or call is None
-            or dispatch_event is None
-            or not operation.operation_id
-            or dispatch_event.actions is None
-            or dispatch_event.actions.tool_dispatch is None
-        ):
-            return _corrupt("recovery_fact_shape_conflict")
-        reconcile_event = operation.reconcile_events[0]
-        decision_event = operation.decision_events[0]
-        problem = _validate_bundle(operation, call, dispatch_event, reconcile_event, decision_event)
-        if isinstance(problem, str):
-            return _corrupt(problem)
-        facts = [call, dispatch_event, reconcile_event]
+    def _ledger_status(
+        self, operation: ScannedOperation
+    ) -> tuple[DecisionStatus, DecisionReason, SettlementOrigin | None]:
+        """Rows 7-11: what the call, dispatch and response alone prove."""
         if operation.response_event is not None:
-            facts.append(operation.response_event)
-        facts.append(decision_event)
-        positions = [self._positions[fact.id] for fact in facts]
-        if any(later <= earlier for earlier, later in itertools.pairwise(positions)):
-            return _corrupt("event_order_conflict")
-        return problem
+            origin: SettlementOrigin = (
+                "normal_t2" if operation.dispatch_event is not None else "pre_t1_synthetic"
+            )
+            return "completed", "matching_response", origin
+        if operation.dispatch_event is not None:
+            return "indeterminate", "dispatch_without_response", None
+        if self._protocol is not None:
+            return "definitely_not_dispatched", "new_protocol_before_dispatch", None
+        # absence of a dispatch fact proves nothing without the declared protocol
+        return "indeterminate", "legacy_dispatch_unknown", None
 
-
-def _validate_bundle(
-    operation: _Operation,
-    call_event: RuntimeEvent,
-    dispatch_event: RuntimeEvent,
-    reconcile_event: RuntimeEvent,
-    decision_event: RuntimeEvent,
-) -> BundleCode | BundleInterpretation:
-    """Validation codes of a committed bundle, first failing wins (spec §5.4)."""
-    assert dispatch_event.actions is not None
-    assert dispatch_event.actions.tool_dispatch is not None
-    dispatch = dispatch_event.actions.tool_dispatch
-    operation_id = operation.operation_id
-    tool_call_id = operation.tool_call_id
-    tool_name = operation.tool_name or dispatch.tool_name
-    spine = (dispatch_event.invocation_id, dispatch_event.run_id, dispatch_event.turn_id)
-
-    def on_spine(event: RuntimeEvent) -> bool:
-        return not event.partial and (event.invocation_id, event.run_id, event.turn_id) == spine
-
-    def bound(event: RuntimeEvent) -> bool:
-        refs = event.refs
-        return (
-            refs is not None
-            and refs.operation_id == operation_id
-            and refs.tool_call_id == tool_call_id
+    def _interpret_bundle(self, operation: ScannedOperation) -> BundleInterpretation:
+        return interpret_bundle(
+            operation_id=operation.operation_id,
+            tool_call_id=operation.tool_call_id,
+            tool_name=operation.tool_name,
+            call=operation.call_event,
+            dispatch=operation.dispatch_event,
+            reconciles=operation.reconcile_events,
+            decisions=operation.decision_events,
+            outcome=operation.response_event,
+            position=self._positions.__getitem__,
         )
 
-    call = call_event.function_call
-    if (
-        call is None
-        or call.id != tool_call_id
-        or call.name != tool_name
-        or classify_lane(call_event).is_conflict
-        or not on_spine(call_event)
-    ):
-        return "call_identity_conflict"
-    if _hash_or_none(call.name, call.args) != dispatch.canonical_args_hash:
-        return "canonical_args_hash_conflict"
-    if (
-        dispatch.operation_id != operation_id
-        or dispatch.provider_tool_call_id != tool_call_id
-        or dispatch.tool_name != tool_name
-        or classify_lane(dispatch_event).is_conflict
-        or not on_spine(dispatch_event)
-        or dispatch_event.session_id != call_event.session_id
-        or not bound(dispatch_event)
-    ):
-        return "dispatch_identity_conflict"
-    if dispatch.recovery_mode != "reconcile":
-        return "recovery_mode_unsupported"
 
-    reconcile_fact = reconcile_event.actions.tool_recovery if reconcile_event.actions else None
-    if (
-        reconcile_fact is None
-        or reconcile_fact.kind != "maka.tool.reconcile_result"
-        or not isinstance(reconcile_fact.payload, ReconcileResultPayload)
-    ):
-        return "reconcile_fact_invalid"
-    decision_fact = decision_event.actions.tool_recovery if decision_event.actions else None
-    if (
-        decision_fact is None
-        or decision_fact.kind != "maka.tool.recovery_decision"
-        or not isinstance(decision_fact.payload, CompletedDecisionPayload | ParkedDecisionPayload)
-    ):
-        return "decision_fact_invalid"
-    reconcile = reconcile_fact.payload
-    decision = decision_fact.payload
-
-    for fact_event in (reconcile_event, decision_event):
-        if (
-            classify_lane(fact_event).is_conflict
-            or not on_spine(fact_event)
-            or fact_event.session_id != call_event.session_id
-            or not bound(fact_event)
-        ):
-            return "recovery_fact_identity_conflict"
-    if reconcile.operation_id != operation_id or decision.operation_id != operation_id:
-        return "operation_identity_conflict"
-
-    expected_evidence = [call_event.id, dispatch_event.id, reconcile_event.id]
-    outcome_event = operation.response_event
-    if isinstance(decision, CompletedDecisionPayload):
-        if outcome_event is None:
-            return "outcome_required"
-        outcome = outcome_event.function_response
-        if (
-            outcome_event.session_id != call_event.session_id
-            or classify_lane(outcome_event).is_conflict
-            or not on_spine(outcome_event)
-            or outcome is None
-            or outcome.id != tool_call_id
-            or outcome.name != tool_name
-            or not bound(outcome_event)
-        ):
-            return "outcome_identity_conflict"
-        if outcome.is_error is True:
-            return "outcome_not_successful"
-        if decision.outcome_event_id != outcome_event.id:
-            return "outcome_reference_conflict"
-        if reconcile.observation != "matches_expected_state":
-            return "reconcile_decision_conflict"
-        expected_evidence.append(outcome_event.id)
-    else:
-        if outcome_event is not None:
-            return "outcome_for_parked"
-        if decision.reason_code != _PARKED_REASON_FOR_OBSERVATION.get(reconcile.observation):
-            return "reconcile_decision_conflict"
-
-    if list(decision.evidence_event_ids) != expected_evidence:
-        return "evidence_order_conflict"
-    return BundleInterpretation(
-        "valid", disposition=decision.disposition, reason_code=decision.reason_code
+def _decision(
+    operation: ScannedOperation,
+    status: DecisionStatus,
+    reason: DecisionReason,
+    origin: SettlementOrigin | None = None,
+) -> ToolDecision:
+    response = operation.response_event
+    content = response.function_response if response is not None else None
+    return ToolDecision(
+        tool_call_id=operation.tool_call_id,
+        tool_name=operation.tool_name or None,
+        operation_id=operation.operation_id or None,
+        status=status,
+        reason=reason,
+        settlement_origin=origin,
+        call_runtime_event_id=_event_id(operation.call_event),
+        dispatch_runtime_event_id=_event_id(operation.dispatch_event),
+        response_runtime_event_id=_event_id(response),
+        response_is_error=(
+            None if response is None else content is not None and content.is_error is True
+        ),
     )
+
+
+def _event_id(event: RuntimeEvent | None) -> str | None:
+    return None if event is None else event.id
 
 
 def resolve_tool_operations(events: Sequence[RuntimeEventInput]) -> Resolution:

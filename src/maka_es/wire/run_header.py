@@ -8,7 +8,6 @@ depend on the header alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, StrictStr, field_validator, model_validator
@@ -16,6 +15,7 @@ from pydantic import Field, JsonValue, StrictStr, field_validator, model_validat
 from maka_es.errors import InvalidRunHeaderError, MakaError
 from maka_es.wire.base import WireModel
 from maka_es.wire.events import JsonNumber, NonEmptyStr, RuntimeEvent, Sha256Digest
+from maka_es.wire.facts import terminal_fact
 
 RunStatus = Literal["created", "running", "waiting_for_user", "completed", "failed", "cancelled"]
 TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
@@ -268,40 +268,6 @@ def terminal_header_patch(header: RunHeader, event: RuntimeEvent) -> dict[str, A
     return patch
 
 
-def terminal_event(
-    spine: Mapping[str, Any],
-    *,
-    event_id: str,
-    ts: float,
-    status: str,
-    failure_class: str | None = None,
-    state_delta: Mapping[str, Any] | None = None,
-    message: str | None = None,
-) -> RuntimeEvent:
-    """A terminal fact for the run of ``spine`` (``sessionId, invocationId, runId, turnId``).
-    A failed one carries its failure class both as error content and as
-    ``stateDelta.failureClass``, so the header derived from it matches it; the error content's
-    ``message`` defaults to the failure class."""
-    actions: dict[str, Any] = {"endInvocation": True}
-    delta = dict(state_delta or {})
-    wire: dict[str, Any] = {
-        "id": event_id,
-        **{key: spine[key] for key in ("sessionId", "invocationId", "runId", "turnId")},
-        "ts": ts,
-        "partial": False,
-        "role": "system",
-        "author": "system",
-        "status": status,
-    }
-    if failure_class is not None:
-        wire["content"] = {
-            "kind": "error",
-            "code": failure_class,
-            "reason": failure_class,
-            "message": failure_class if message is None else message,
-        }
-        delta["failureClass"] = failure_class
-    if delta:
-        actions["stateDelta"] = delta
-    wire["actions"] = actions
-    return RuntimeEvent.model_validate(wire)
+#: A terminal fact for the run of a spine. Spelled once, in :mod:`maka_es.wire.facts`; the name
+#: stays here for its existing callers.
+terminal_event = terminal_fact

@@ -1,0 +1,155 @@
+"""The Run aggregate's state: an AgentRun header plus its committed RuntimeEvent ledger.
+
+Why the Run is the consistency boundary: every fact of one tool operation lives in one run, so
+validating a new fact needs only this run's state, and "one save of the Run" is one store
+transaction (ledger.md#streams). State changes only by folding facts that were committed
+(:meth:`RunState.apply`), so a failed save can never leave a half-applied aggregate behind; the
+commands that decide which facts to save live in the ``run_*`` decider modules and only read
+this state.
+
+State is kept incrementally (event-id index, terminal position, canonical payloads, the
+resolver's scan and the journal fold), so the cost of validating one append does not grow with
+the run's history.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from maka_es.errors import StoreCorruptionError
+from maka_es.ledger.facts import (
+    RunHeaderUpdated,
+    RunSealed,
+    RuntimeEventRecorded,
+    StoredFact,
+    ToolMetadataRecorded,
+)
+from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
+from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.resolver import ResolverState
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
+
+__all__ = ["RunState"]
+
+
+class RunState:
+    """What a run's committed facts say: header, ledger, seal, resolver scan, journal fold."""
+
+    __slots__ = (
+        "_event_index",
+        "_events",
+        "_journal",
+        "_payloads",
+        "_resolver",
+        "_sealed_by",
+        "_terminal_seq",
+        "header",
+        "id",
+        "version",
+    )
+
+    def __init__(self, stream_id: UUID, header: RunHeader, version: int) -> None:
+        self.id = stream_id
+        self.header = header
+        self.version = version
+        self._events: list[RuntimeEvent] = []
+        self._payloads: list[str] = []
+        self._event_index: dict[str, int] = {}
+        self._terminal_seq: int | None = None
+        self._resolver = ResolverState()
+        self._sealed_by: str | None = None
+        self._journal = ToolJournal()
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id
+
+    @property
+    def events(self) -> tuple[RuntimeEvent, ...]:
+        """The committed ledger in order (event_seq = position + 1)."""
+        return tuple(self._events)
+
+    @property
+    def high_water(self) -> int:
+        """Number of committed RuntimeEvents (the last event_seq)."""
+        return len(self._events)
+
+    @property
+    def terminal_event(self) -> RuntimeEvent | None:
+        return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+
+    @property
+    def sealed_by(self) -> str | None:
+        """The continuation claim that sealed this run, if any."""
+        return self._sealed_by
+
+    def resolution(self) -> Resolution:
+        """The RecoveryResolver's verdict over the committed ledger (kept incrementally)."""
+        return self._resolver.resolution()
+
+    @property
+    def resolver(self) -> ResolverState:
+        """The incremental resolver state (read it; never feed it from outside)."""
+        return self._resolver
+
+    @property
+    def tool_operations(self) -> tuple[ToolOperationState, ...]:
+        """Operations that crossed T1, in T1 order, as the journal fold sees them."""
+        return self._journal.operations
+
+    def tool_operation(self, operation_id: str) -> ToolOperationState | None:
+        """The journal state of one operation that crossed T1 (``None``: it never did)."""
+        return self._journal.get(operation_id)
+
+    def payload_at(self, event_seq: int) -> str:
+        """Canonical JSON of the committed event at ``event_seq`` (1-based)."""
+        return self._payloads[event_seq - 1]
+
+    def committed_payload(self, event_id: str) -> str | None:
+        """Canonical JSON of the committed event ``event_id`` (``None``: not committed). Exact
+        retries are recognised by comparing these bytes."""
+        index = self._event_index.get(event_id)
+        return None if index is None else self._payloads[index]
+
+    def committed_event(self, event_id: str) -> RuntimeEvent | None:
+        """The committed event ``event_id`` (``None``: not committed)."""
+        index = self._event_index.get(event_id)
+        return None if index is None else self._events[index]
+
+    # -- evolution --------------------------------------------------------------------------------
+
+    def apply(self, fact: StoredFact) -> None:
+        """Fold one committed fact into the state (used only for committed facts)."""
+        if fact.originator_version != self.version + 1:
+            raise StoreCorruptionError(
+                f"run stream {self.id} jumps from version {self.version} to "
+                f"{fact.originator_version}"
+            )
+        if isinstance(fact, RuntimeEventRecorded):
+            self._record(fact)
+        elif isinstance(fact, RunSealed):
+            self._sealed_by = fact.claim_id
+        elif isinstance(fact, ToolMetadataRecorded):
+            self._journal.apply_metadata(fact.operation_id, fact.metadata)
+        elif isinstance(fact, RunHeaderUpdated):
+            self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
+        else:
+            raise StoreCorruptionError(f"unexpected fact {type(fact).__name__} in run stream")
+        self.version = fact.originator_version
+
+    def _record(self, fact: RuntimeEventRecorded) -> None:
+        if fact.event_seq != len(self._events) + 1:
+            raise StoreCorruptionError(
+                f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
+            )
+        event = RuntimeEvent.model_validate_json(fact.payload)
+        self._event_index[event.id] = len(self._events)
+        self._events.append(event)
+        self._payloads.append(fact.payload)
+        self._resolver.feed(event)
+        self._journal.apply(event)
+        if event.is_terminal and self._terminal_seq is None:
+            self._terminal_seq = fact.event_seq

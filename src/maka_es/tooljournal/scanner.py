@@ -1,0 +1,291 @@
+"""The RecoveryResolver's scanner: one physical-order fold of a run's tool facts.
+
+Why a separate module: the scan (which event attaches to which operation, and which ledger
+issue it raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the
+decisions and bundle readings built on top of it live in :mod:`maka_es.tooljournal.resolver`.
+
+Why journalled mutation: a prospective check (would this write introduce an issue?) runs the
+very same step code and then rolls back. Every change to the scan state therefore goes through
+:meth:`ToolScanner._set`, ``_put`` or ``_append``, which record an undo step while a
+prospective check is open. The state is never copied (copying would be O(history)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from maka_es.tooljournal.bundle import hash_or_none
+from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
+from maka_es.wire.lanes import classify_lane
+
+__all__ = ["ScannedOperation", "ToolScanner", "same_execution"]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+@dataclass(slots=True, eq=False)
+class ScannedOperation:
+    """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
+
+    Mutable and private to the resolver: only the scanner touches it, always through the
+    journal helpers.
+    """
+
+    tool_call_id: str
+    tool_name: str | None
+    operation_id: str | None = None
+    call_event: RuntimeEvent | None = None
+    dispatch_event: RuntimeEvent | None = None
+    response_event: RuntimeEvent | None = None
+    reconcile_events: list[RuntimeEvent] = field(default_factory=list)
+    decision_events: list[RuntimeEvent] = field(default_factory=list)
+    issue_codes: list[ResolverIssueCode] = field(default_factory=list)
+
+
+def same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
+    """Both events carry the same execution spine (session, invocation, run, turn)."""
+    return first is not None and first.identity == second.identity
+
+
+class ToolScanner:
+    """The scan state and its step (tool-journal.md#scanner); see the module docstring."""
+
+    __slots__ = (
+        "_by_call",
+        "_by_operation",
+        "_count",
+        "_marker_issues",
+        "_operations",
+        "_positions",
+        "_protocol",
+        "_scanner_issues",
+        "_seen_ids",
+        "_spines",
+        "_undo",
+    )
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._protocol: ToolBoundaryProtocol | None = None
+        self._marker_issues: list[ResolverIssue] = []
+        self._scanner_issues: list[ResolverIssue] = []
+        # dict used as an ordered set so that the journal helpers cover it too
+        self._seen_ids: dict[str, None] = {}
+        # last physical index of every event id (duplicates included), for bundle order checks
+        self._positions: dict[str, int] = {}
+        self._spines: dict[str, tuple[str, str, str]] = {}
+        self._operations: list[ScannedOperation] = []
+        self._by_call: dict[tuple[str, str], ScannedOperation] = {}
+        self._by_operation: dict[str, ScannedOperation] = {}
+        self._undo: list[Callable[[], None]] | None = None
+
+    # -- journalled mutation helpers -----------------------------------------------------------
+
+    def _set(self, target: object, name: str, value: object) -> None:
+        if self._undo is not None:
+            previous = getattr(target, name)
+            self._undo.append(lambda: setattr(target, name, previous))
+        setattr(target, name, value)
+
+    def _put(self, mapping: MutableMapping[_K, _V], key: _K, value: _V) -> None:
+        if self._undo is not None:
+            if key in mapping:
+                previous = mapping[key]
+                self._undo.append(lambda: mapping.__setitem__(key, previous))
+            else:
+                self._undo.append(lambda: mapping.__delitem__(key))
+        mapping[key] = value
+
+    def _append(self, items: list[_V], value: _V) -> None:
+        if self._undo is not None:
+            self._undo.append(lambda: items.__delitem__(-1))
+        items.append(value)
+
+    def _issue(
+        self,
+        introduced: list[ResolverIssue],
+        code: ResolverIssueCode,
+        event_id: str,
+        *operations: ScannedOperation,
+    ) -> None:
+        issue = ResolverIssue(code=code, event_id=event_id)
+        self._append(self._scanner_issues, issue)
+        for operation in operations:
+            self._append(operation.issue_codes, code)
+        introduced.append(issue)
+
+    # -- the scanner step ----------------------------------------------------------------------
+
+    def _step(self, event: RuntimeEvent) -> tuple[ResolverIssue, ...]:
+        index = self._count
+        self._set(self, "_count", index + 1)
+        self._put(self._positions, event.id, index)
+        markers = self._marker_step(event, index)
+        scanned: list[ResolverIssue] = []
+        self._scan(event, scanned)
+        return (*markers, *scanned)
+
+    def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
+        """Protocol marker: only the first event may declare it, and only the known value."""
+        marker = event.protocol_marker
+        if marker is None:
+            return []
+        if index == 0 and marker == TOOL_BOUNDARY_PROTOCOL_V1:
+            self._set(self, "_protocol", TOOL_BOUNDARY_PROTOCOL_V1)
+            return []
+        issue = ResolverIssue(code="protocol_marker_invalid", event_id=event.id)
+        self._append(self._marker_issues, issue)
+        return [issue]
+
+    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+        if event.id in self._seen_ids:
+            self._issue(out, "duplicate_event_id", event.id)
+            return
+        self._put(self._seen_ids, event.id, None)
+
+        spine = (event.session_id, event.run_id, event.turn_id)
+        known_spine = self._spines.get(event.invocation_id)
+        if known_spine is not None and known_spine != spine:
+            self._issue(out, "invocation_identity_conflict", event.id)
+        else:
+            self._put(self._spines, event.invocation_id, spine)
+
+        lane = classify_lane(event)
+        if lane.is_conflict:
+            self._issue(out, "semantic_lane_conflict", event.id)
+            return
+        if event.partial:
+            return  # partial ordinary events never take part in tool analysis
+        if lane.lane == "function_call":
+            self._scan_call(event, out)
+        elif lane.lane == "tool_dispatch":
+            self._scan_dispatch(event, out)
+        elif lane.lane == "function_response":
+            self._scan_response(event, out)
+        elif lane.lane in ("reconcile_result", "recovery_decision"):
+            self._scan_recovery_fact(event, lane.lane == "reconcile_result", out)
+
+    def _register(self, key: tuple[str, str], operation: ScannedOperation) -> None:
+        self._append(self._operations, operation)
+        self._put(self._by_call, key, operation)
+
+    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+        call = event.function_call
+        assert call is not None
+        key = (event.invocation_id, call.id)
+        existing = self._by_call.get(key)
+        if existing is None:
+            self._register(key, ScannedOperation(call.id, call.name, call_event=event))
+            return
+        if existing.call_event is not None:
+            self._issue(out, "duplicate_call", event.id, existing)
+            return
+        # a dispatch or response arrived first; the call completes that operation
+        self._set(existing, "call_event", event)
+        if existing.tool_name != call.name:
+            self._issue(out, "identity_conflict", event.id, existing)
+
+    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+        assert event.actions is not None
+        dispatch = event.actions.tool_dispatch
+        assert dispatch is not None
+        key = (event.invocation_id, dispatch.provider_tool_call_id)
+        operation = self._by_call.get(key)
+        if operation is None:
+            operation = ScannedOperation(
+                dispatch.provider_tool_call_id,
+                dispatch.tool_name,
+                operation_id=dispatch.operation_id,
+                dispatch_event=event,
+            )
+            self._register(key, operation)
+            self._issue(out, "event_order_conflict", event.id, operation)
+        elif operation.dispatch_event is not None:
+            self._issue(out, "duplicate_dispatch", event.id, operation)
+            return
+
+        bound = self._by_operation.get(dispatch.operation_id)
+        if bound is not None and bound is not operation:
+            self._issue(out, "duplicate_operation", event.id, bound, operation)
+            return
+
+        self._set(operation, "operation_id", dispatch.operation_id)
+        self._set(operation, "dispatch_event", event)
+        self._put(self._by_operation, dispatch.operation_id, operation)
+
+        refs = event.refs
+        if (
+            operation.tool_name != dispatch.tool_name
+            or refs is None
+            or refs.operation_id != dispatch.operation_id
+            or refs.tool_call_id != dispatch.provider_tool_call_id
+            or (
+                operation.call_event is not None and not same_execution(operation.call_event, event)
+            )
+        ):
+            self._issue(out, "identity_conflict", event.id, operation)
+
+        call = operation.call_event.function_call if operation.call_event is not None else None
+        if call is not None and hash_or_none(call.name, call.args) != dispatch.canonical_args_hash:
+            self._issue(out, "canonical_args_hash_conflict", event.id, operation)
+
+        response = operation.response_event
+        if response is not None:
+            # the outcome was committed before T1: impossible order, and the earlier response
+            # must now also be bound to this operation
+            self._issue(out, "event_order_conflict", event.id, operation)
+            response_refs = response.refs
+            if (
+                response_refs is None
+                or response_refs.operation_id != dispatch.operation_id
+                or response_refs.tool_call_id != dispatch.provider_tool_call_id
+                or not same_execution(event, response)
+            ):
+                self._issue(out, "identity_conflict", response.id, operation)
+
+    def _scan_response(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+        response = event.function_response
+        assert response is not None
+        key = (event.invocation_id, response.id)
+        operation = self._by_call.get(key)
+        if operation is None:
+            orphan = ScannedOperation(response.id, response.name, response_event=event)
+            self._register(key, orphan)
+            self._issue(out, "orphan_response", event.id, orphan)
+            return
+        if operation.response_event is not None:
+            self._issue(out, "duplicate_response", event.id, operation)
+            return
+        self._set(operation, "response_event", event)
+        refs = event.refs
+        if (
+            operation.tool_name != response.name
+            or not same_execution(operation.call_event, event)
+            or (
+                operation.operation_id is not None
+                and (
+                    refs is None
+                    or refs.operation_id != operation.operation_id
+                    or refs.tool_call_id != operation.tool_call_id
+                )
+            )
+        ):
+            self._issue(out, "identity_conflict", event.id, operation)
+
+    def _scan_recovery_fact(
+        self, event: RuntimeEvent, is_reconcile: bool, out: list[ResolverIssue]
+    ) -> None:
+        assert event.actions is not None
+        fact = event.actions.tool_recovery
+        assert fact is not None
+        operation = self._by_operation.get(fact.payload.operation_id)
+        if operation is None:
+            # a recovery fact for an operation that never crossed T1 (or not yet): top-level
+            self._issue(out, "event_order_conflict", event.id)
+            return
+        target = operation.reconcile_events if is_reconcile else operation.decision_events
+        self._append(target, event)
