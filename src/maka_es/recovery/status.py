@@ -47,7 +47,7 @@ from maka_es.adapters.recovery_status_store import (
     needs_attention_for,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
-from maka_es.errors import MakaError, RunNotFoundError, StoreCorruptionError
+from maka_es.errors import RecoveryStatusUnsupportedError, RunNotFoundError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,
     RunCreated,
@@ -91,12 +91,6 @@ _RUN_STREAM_TOPICS: Final = frozenset(
 
 _SQLITE_MODULES: Final = frozenset({"maka_es.adapters.sqlite", "eventsourcing.sqlite"})
 _POPO_MODULES: Final = frozenset({"eventsourcing.popo"})
-
-
-class RecoveryStatusUnsupportedError(MakaError):
-    """The application's persistence module has no recovery-status store (yet)."""
-
-    default_code = "recovery_status_unsupported"
 
 
 def recovery_status_store_for(app: RuntimeApplication) -> RecoveryStatusStore:

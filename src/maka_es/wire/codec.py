@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from maka_es.errors import MakaError, NonStrictJsonError
+from maka_es.errors import CodecInputError, NonStrictJsonError
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -59,16 +59,6 @@ _MAX_UNWRAPS: Final = 4  # ``to_wire()`` returning another ``to_wire`` object, a
 # well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
 # ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
 _encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
-
-
-class CodecInputError(MakaError, ValueError):
-    """Input to a digest/identity function is structurally invalid (not a JSON problem).
-
-    Carries a stable ``code``: ``prefix_invalid``, ``boundary_invalid``,
-    ``tool_identity_invalid`` or ``provider_replay_invalid``.
-    """
-
-    default_code = "codec_input_invalid"
 
 
 # --------------------------------------------------------------------------------------------
