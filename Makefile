@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install fmt lint typecheck layers test test-deep demo check clean
+.PHONY: help install fmt lint typecheck layers test test-deep demo docs-codes check clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
 
 demo: $(STAMP) ## Write a run to a SQLite file, reopen it, print the committed ledger and plan
 	$(BIN)/python -m maka_es.cli.demo
+
+docs-codes: $(STAMP) ## Regenerate docs/exceptions.md from the code registry (maka_es.codes)
+	$(BIN)/python -m maka_es.codes > docs/exceptions.md.tmp && mv docs/exceptions.md.tmp docs/exceptions.md
 
 check: lint typecheck layers test ## lint + types + layers + tests
 

@@ -1,15 +1,15 @@
-"""One exception hierarchy for every refusal maka_es makes.
+"""Every exception maka_es defines, in one hierarchy (raising modules re-export them).
 
-Why: a host decides what to do after a crash from *stable codes*, not from message text.
-Every error carries a ``code`` that is part of the public contract (tests pin them), and an
-optional ``detail`` mapping with machine-readable context. Refusals are raised *before*
-anything is written, so catching one never means "maybe half of it landed".
+Why: a host decides what to do after a crash from *stable codes*, not from message text. Every
+error carries a public ``code`` (its meaning and the host's action are registered in
+:mod:`maka_es.codes`, published as ``docs/exceptions.md``) and a machine-readable ``detail``.
+Refusals are raised *before* anything is written: catching one never means "maybe half landed".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 
 class MakaError(Exception):
@@ -18,11 +18,7 @@ class MakaError(Exception):
     default_code: ClassVar[str] = "maka_error"
 
     def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        detail: Mapping[str, Any] | None = None,
+        self, message: str, *, code: str | None = None, detail: Mapping[str, Any] | None = None
     ) -> None:
         super().__init__(message)
         self.code: str = code or self.default_code
@@ -62,6 +58,22 @@ class NonStrictJsonError(MakaError, ValueError):
     """A value is not strict JSON (NaN, Infinity, non-string key, unsupported type, ...)."""
 
     default_code = "non_strict_json"
+
+
+class StrictJsonError(Exception):
+    """Internal to the codec: becomes :class:`NonStrictJsonError` once the path is known."""
+
+    def __init__(self, reason: str, segments: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.reason, self.segments = reason, list(segments)
+
+
+class CodecInputError(MakaError, ValueError):
+    """Input to a digest/identity function is structurally invalid (not a JSON problem).
+    ``code``: ``prefix_invalid``, ``boundary_invalid``, ``tool_identity_invalid`` or
+    ``provider_replay_invalid``."""
+
+    default_code = "codec_input_invalid"
 
 
 # --- store refusals ------------------------------------------------------------------------
@@ -151,8 +163,7 @@ class ConcurrentWriteError(StoreRefusal):
 
 
 class ToolLedgerRejectionError(StoreRefusal):
-    """A tool-bearing write would introduce a RecoveryResolver issue (``code`` is the issue
-    code: ``duplicate_call``, ``orphan_response``, ``protocol_marker_invalid``, ...)."""
+    """A tool-bearing write would introduce a RecoveryResolver issue; ``code`` is the issue."""
 
     default_code = "tool_ledger_rejection"
 
@@ -188,8 +199,19 @@ class ToolOperationSettledError(StoreRefusal):
     default_code = "tool_operation_settled"
 
 
+class ToolAlreadyDispatchedError(MakaError):
+    """T1 for this operation had already committed elsewhere, so the tool was not run again."""
+
+    default_code = "tool_already_dispatched"
+
+
+class OutcomeUnknownError(Exception):
+    """Raised by a tool that cannot know whether its side effect happened (a request timed out
+    after being sent); committed as a structured, non-retryable failure. Carries no code."""
+
+
 class RecoveryBundleRejectedError(StoreRefusal):
-    """A recovery bundle fails validation; ``code`` is the spec §5.4 validation code."""
+    """A recovery bundle fails validation; ``code`` is the bundle validation code."""
 
     default_code = "recovery_bundle_rejected"
 
@@ -202,11 +224,10 @@ class ContinuationStartConflictError(StoreRefusal):
 
 
 class StoreUnavailableError(StoreRefusal):
-    """The store could not serve the command (read-only, locked, out of space, its file deleted
-    or replaced, ...): nothing of it was written. Not a verdict about the facts; the same
-    command may succeed later. ``detail["reason"]`` says which fault (``locked``, ``full``,
-    ``read_only``, ``store_file_deleted``, ``store_file_replaced``, ...). Catch this class to
-    treat every store fault alike; the subclasses below only refine the code."""
+    """The store could not serve the command, so nothing of it was written; not a verdict about
+    the facts (the same command may succeed later). ``detail["reason"]``: ``locked``, ``full``,
+    ``read_only``, ``store_file_deleted``, ``store_file_replaced``, ... Catch this class to treat
+    every store fault alike; the subclasses below only refine the code."""
 
     default_code = "store_unavailable"
 
@@ -226,8 +247,7 @@ class StorePathError(StoreUnavailableError):
 
 
 class InvalidPlanRequestError(MakaError, ValueError):
-    """A planning request is malformed (e.g. an expected high-water that is not a
-    non-negative integer); nothing was read or written."""
+    """A planning request is malformed (e.g. a negative expected high-water); nothing read."""
 
     default_code = "invalid_plan_request"
 
@@ -238,32 +258,96 @@ class StoreCorruptionError(MakaError):
     default_code = "store_corruption"
 
 
-# --- JSONL ledger --------------------------------------------------------------------------
+# --- continuation, provider, recovery-status read model --------------------------------------
 
 
-class JsonlLedgerError(MakaError):
-    """A JSONL ledger line is not a valid committed RuntimeEvent (and is not a torn tail), or
-    another refusal of the JSONL ledger named by ``code`` (``ledger_symlink_refused``: a
-    symlink below the ledger root; ``ledger_path_invalid``: a layout entry of the wrong kind)."""
+class LineagePark(Exception):  # noqa: N818 - control flow, never escapes the planner
+    """Internal: a single-reason park found while reading the lineage (``code``: the reason)."""
 
-    default_code = "invalid_jsonl_line"
+    def __init__(self, code: str, message: str, detail: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = dict(detail or {})
+
+
+class ContinuationRevalidationError(MakaError):
+    """Execution refused just before it would start; ``code`` names the check that failed."""
+
+    default_code = "continuation_revalidation_failed"
+
+
+class InvalidProviderOutputError(MakaError, ValueError):
+    """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
+
+    default_code = "provider_output_invalid"
+
+
+class ProviderScriptExhaustedError(MakaError, RuntimeError):
+    """A ``ScriptedProvider`` was called more often than it was scripted."""
+
+    default_code = "provider_script_exhausted"
+
+
+ExportReason = Literal[
+    "unmatched_tool_call",
+    "unmatched_tool_result",
+    "tool_id_mismatch",
+    "duplicate_tool_call",
+    "tool_exchange_interleaved",
+    "tool_input_not_object",
+]
+
+
+class ProviderExportError(MakaError, ValueError):
+    """The replay context cannot be exported without sending an unpaired tool exchange.
+    ``detail``: ``reason`` (an :data:`ExportReason`), where known ``toolCallId``, ``eventId``."""
+
+    default_code = "provider_export_invalid"
 
     def __init__(
         self,
         message: str,
         *,
-        line: int | None = None,
-        code: str | None = None,
-        detail: Mapping[str, Any] | None = None,
+        reason: ExportReason,
+        tool_call_id: str | None = None,
+        event_id: str | None = None,
     ) -> None:
-        merged = dict(detail or {})
+        known = {"toolCallId": tool_call_id, "eventId": event_id}
+        detail = {"reason": reason, **{k: v for k, v in known.items() if v is not None}}
+        super().__init__(message, detail=detail)
+        self.reason: ExportReason = reason
+
+
+class RecoveryStatusConflictError(MakaError):
+    """Another projector advanced the tracking position first; this batch was not written
+    (merging could write rows older than the position the other batch recorded)."""
+
+    default_code = "recovery_status_conflict"
+
+
+class RecoveryStatusUnsupportedError(MakaError):
+    """The application's persistence module has no recovery-status store (yet)."""
+
+    default_code = "recovery_status_unsupported"
+
+
+# --- JSONL ledger, workspace identity and workspace paths ----------------------------------
+
+
+class JsonlLedgerError(MakaError):
+    """A JSONL ledger line is not a valid committed RuntimeEvent (nor a torn tail), or another
+    refusal of the JSONL ledger named by ``code`` (``ledger_symlink_refused``, ...)."""
+
+    default_code = "invalid_jsonl_line"
+
+    def __init__(
+        self, message: str, *, line: int | None = None, code: str | None = None, **kw: Any
+    ) -> None:
+        merged = dict(kw.get("detail") or {})
         if line is not None:
             merged["line"] = line
         super().__init__(message, code=code, detail=merged)
         self.line = line
-
-
-# --- workspace identity (spec §5.6) --------------------------------------------------------
 
 
 class WorkspaceIdentityError(MakaError):
@@ -293,8 +377,8 @@ class InvalidWorkspaceMarkerError(WorkspaceIdentityError, ValueError):
 
 
 class WorkspaceIdentityChangedError(WorkspaceIdentityError):
-    """The workspace directory was replaced (device/inode changed) while a marker was being
-    published, so the new marker cannot be attributed to the directory that was resolved."""
+    """The workspace directory was replaced (device/inode changed) while its marker was being
+    published: the marker cannot be attributed to the resolved directory."""
 
     default_code = "workspace_identity_changed"
 
@@ -306,14 +390,9 @@ class WorkspaceIoFailedError(WorkspaceIdentityError):
     default_code = "workspace_io_failed"
 
 
-# --- workspace paths (the Write tool) ------------------------------------------------------
-
-
 class WorkspacePathRefusedError(MakaError, ValueError):
-    """A path a tool was given could reach outside its workspace, so nothing was read or
-    written there. ``code``: ``workspace_path_escape`` (absolute, or a ``..`` component),
-    ``workspace_symlink_refused`` (a symlink at the target or on the way to it),
-    ``workspace_path_invalid`` (names a directory, or crosses or names something that is
-    neither a directory nor a regular file)."""
+    """A path a tool (``Write``) was given could reach outside its workspace, so nothing was
+    read or written there. ``code``: ``workspace_path_escape``, ``workspace_symlink_refused``
+    or ``workspace_path_invalid`` (see :mod:`maka_es.codes`)."""
 
     default_code = "workspace_path_refused"

@@ -22,7 +22,11 @@ from hypothesis import strategies as st
 
 from maka_es import failpoints
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
-from maka_es.adapters.recovery_status_store import INSIDE_COMMIT_FAILPOINT
+from maka_es.adapters.recovery_status_store import (
+    INSIDE_COMMIT_FAILPOINT,
+    InMemoryRecoveryStatusStore,
+    SqliteRecoveryStatusStore,
+)
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
@@ -36,12 +40,10 @@ from maka_es.continuation.claim import (
 from maka_es.errors import MakaError
 from maka_es.ledger.run import Run
 from maka_es.recovery.status import (
-    InMemoryRecoveryStatusStore,
     RecoveryStatusConflictError,
     RecoveryStatusProjector,
     RecoveryStatusStore,
     RunRecoveryStatus,
-    SqliteRecoveryStatusStore,
 )
 
 DIGEST_A = "sha256:" + "a" * 64

@@ -36,7 +36,7 @@ RESHAPED_MODULES = (
     "resume/failpoint_catalog.py",
     "adapters/json_prefix.py",
     "adapters/recovery_status_store.py",
-    "adapters/recovery_status_contract.py",
+    "recovery/status_store.py",
     "adapters/recovery_status_sqlite.py",
     "adapters/workspace_marker.py",
     "adapters/git_exclude.py",

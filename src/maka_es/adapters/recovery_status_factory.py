@@ -16,7 +16,7 @@ from maka_es.adapters.recovery_status_store import (
     SqliteRecoveryStatusStore,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
-from maka_es.recovery.status import RecoveryStatusUnsupportedError
+from maka_es.errors import RecoveryStatusUnsupportedError
 
 __all__ = ["recovery_status_store_for"]
 

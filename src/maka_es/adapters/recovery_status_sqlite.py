@@ -23,12 +23,12 @@ from typing import Any
 from uuid import UUID
 
 from maka_es import failpoints
-from maka_es.adapters.recovery_status_contract import (
+from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.recovery.status_store import (
     INSIDE_COMMIT_FAILPOINT,
     RunRecoveryStatus,
     check_position,
 )
-from maka_es.adapters.sqlite_faults import typed_store_faults
 
 __all__ = ["SCHEMA_VERSION", "SqliteRecoveryStatusStore"]
 

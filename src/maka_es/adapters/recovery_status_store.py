@@ -7,7 +7,7 @@ store keeps one small row per run instead, maintained by the application's proje
 event store's notification log.
 
 This module holds the in-memory store. The row type, the store protocol and the position rule
-are in ``maka_es.adapters.recovery_status_contract``; the SQLite store, with the reasons its
+are in ``maka_es.recovery.status_store``; the SQLite store, with the reasons its
 rows and position are committed in one transaction, is in
 ``maka_es.adapters.recovery_status_sqlite``. Every name keeps importing from here.
 """
@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from uuid import UUID
 
 from maka_es import failpoints
-from maka_es.adapters.recovery_status_contract import (
+from maka_es.adapters.recovery_status_sqlite import SCHEMA_VERSION, SqliteRecoveryStatusStore
+from maka_es.recovery.status_store import (
     CLAIM_STATES,
     INSIDE_COMMIT_FAILPOINT,
     MISSING_HEADER_STATUS,
@@ -30,7 +31,6 @@ from maka_es.adapters.recovery_status_contract import (
     check_position,
     needs_attention_for,
 )
-from maka_es.adapters.recovery_status_sqlite import SCHEMA_VERSION, SqliteRecoveryStatusStore
 
 __all__ = [
     "CLAIM_STATES",

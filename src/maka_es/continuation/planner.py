@@ -16,7 +16,7 @@ about the data, and nothing escapes raw.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ from maka_es.continuation.gates import (
     replay_blocked_plan,
 )
 from maka_es.continuation.host import HostInspector, HostObservation
-from maka_es.errors import MakaError
+from maka_es.errors import LineagePark, MakaError
 from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
 from maka_es.wire.codec import CodecInputError, js_sort_key
 from maka_es.wire.events import RuntimeEvent
@@ -68,15 +68,6 @@ FEATURE_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 #: Segments a lineage may hold before another hop is refused (spec §4.3 step 2).
 MAX_LINEAGE_SEGMENTS = 64
 RESUMABLE_STATUSES = frozenset({"failed", "cancelled"})
-
-
-class LineagePark(Exception):  # noqa: N818 - control flow, never escapes the planner
-    """Internal: a single-reason park found while reading the lineage."""
-
-    def __init__(self, code: str, message: str, detail: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.detail = dict(detail or {})
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from maka_es.continuation.provider_export import (
     to_anthropic_messages,
     to_openai_chat_messages,
 )
-from maka_es.errors import MakaError
+from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
 from maka_es.wire.events import RuntimeEvent, TextContent, ThinkingContent
 from maka_es.wire.report import RuntimeEventInput, decode_events
 
@@ -37,18 +37,6 @@ __all__ = [
     "ProviderTurn",
     "ScriptedProvider",
 ]
-
-
-class InvalidProviderOutputError(MakaError, ValueError):
-    """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
-
-    default_code = "provider_output_invalid"
-
-
-class ProviderScriptExhaustedError(MakaError, RuntimeError):
-    """A :class:`ScriptedProvider` was called more often than it was scripted."""
-
-    default_code = "provider_script_exhausted"
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from maka_es.continuation.replay_items import provider_replay_item
-from maka_es.errors import MakaError
+from maka_es.errors import ExportReason, ProviderExportError
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.report import RuntimeEventInput, decode_events
 
@@ -54,42 +54,6 @@ __all__ = [
 
 #: One provider request message (a plain JSON-compatible dict, ready for the provider SDK).
 ProviderMessage = dict[str, Any]
-
-ExportReason = Literal[
-    "unmatched_tool_call",
-    "unmatched_tool_result",
-    "tool_id_mismatch",
-    "duplicate_tool_call",
-    "tool_exchange_interleaved",
-    "tool_input_not_object",
-]
-
-
-class ProviderExportError(MakaError, ValueError):
-    """The replay context cannot be exported without sending an unpaired tool exchange.
-
-    ``detail`` carries ``reason`` (an :data:`ExportReason`: the first four reuse the reference
-    replay-diagnostic vocabulary), and where known ``toolCallId`` and ``eventId``.
-    """
-
-    default_code = "provider_export_invalid"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: ExportReason,
-        tool_call_id: str | None = None,
-        event_id: str | None = None,
-    ) -> None:
-        detail: dict[str, Any] = {"reason": reason}
-        if tool_call_id is not None:
-            detail["toolCallId"] = tool_call_id
-        if event_id is not None:
-            detail["eventId"] = event_id
-        super().__init__(message, detail=detail)
-        self.reason: ExportReason = reason
-
 
 # --- format-neutral exchange pass -------------------------------------------------------------
 

@@ -29,17 +29,12 @@ from maka_es.continuation.planner import (
     prefix_segment,
     read_lineage,
 )
+from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
 from maka_es.ledger.faults import STORE_FAULTS
 from maka_es.ledger.run import Run
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.run_header import RunHeader, run_status_for_terminal_event
-
-
-class ContinuationRevalidationError(MakaError):
-    """Execution refused immediately before it would start (spec §4.7 codes)."""
-
-    default_code = "continuation_revalidation_failed"
 
 
 def refuse(code: str, message: str, **detail: Any) -> ContinuationRevalidationError:

@@ -36,18 +36,8 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
-from maka_es.adapters.recovery_status_store import (
-    MISSING_HEADER_STATUS,
-    ClaimState,
-    InMemoryRecoveryStatusStore,
-    RecoveryStatusConflictError,
-    RecoveryStatusStore,
-    RunRecoveryStatus,
-    SqliteRecoveryStatusStore,
-    needs_attention_for,
-)
 from maka_es.continuation.claim import ContinuationClaim
-from maka_es.errors import MakaError, RunNotFoundError, StoreCorruptionError
+from maka_es.errors import RunNotFoundError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,
     RunCreated,
@@ -59,6 +49,14 @@ from maka_es.ledger.facts import (
     run_stream_id,
 )
 from maka_es.ledger.run import Run
+from maka_es.recovery.status_store import (
+    MISSING_HEADER_STATUS,
+    ClaimState,
+    RecoveryStatusConflictError,
+    RecoveryStatusStore,
+    RunRecoveryStatus,
+    needs_attention_for,
+)
 from maka_es.resume.plan import build_resume_plan
 from maka_es.wire.run_header import header_matches_terminal
 
@@ -77,12 +75,10 @@ class RecoveryStatusSource(Protocol):
 
 __all__ = [
     "ClaimState",
-    "InMemoryRecoveryStatusStore",
     "RecoveryStatusConflictError",
     "RecoveryStatusProjector",
     "RecoveryStatusStore",
     "RunRecoveryStatus",
-    "SqliteRecoveryStatusStore",
 ]
 
 #: Notifications per page (and per read-model transaction).
@@ -97,12 +93,6 @@ _RUN_STREAM_TOPICS: Final = frozenset(
         ToolMetadataRecorded.TOPIC,
     }
 )
-
-
-class RecoveryStatusUnsupportedError(MakaError):
-    """The application's persistence module has no recovery-status store (yet)."""
-
-    default_code = "recovery_status_unsupported"
 
 
 @dataclass

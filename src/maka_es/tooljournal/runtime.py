@@ -31,7 +31,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from maka_es import failpoints
-from maka_es.errors import InvalidRuntimeEventError, MakaError, NonStrictJsonError
+from maka_es.errors import InvalidRuntimeEventError, NonStrictJsonError
+from maka_es.errors import OutcomeUnknownError as OutcomeUnknownError
+from maka_es.errors import ToolAlreadyDispatchedError as ToolAlreadyDispatchedError
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.ports import ToolJournalStore
 from maka_es.wire.codec import canonical_json, sha256_digest
@@ -51,18 +53,6 @@ _PARKED_REASON: dict[str, str] = {
 AFTER_T1 = "tool.after_t1"
 BEFORE_T2 = "tool.before_t2"
 AFTER_T2 = "tool.after_t2"
-
-
-class OutcomeUnknownError(Exception):
-    """Raised by an implementation that cannot know whether its side effect happened (e.g. a
-    request timed out after being sent). Committed as a structured, non-retryable failure."""
-
-
-class ToolAlreadyDispatchedError(MakaError):
-    """T1 for this operation had already committed: another dispatcher owns it, so the tool
-    was not run again."""
-
-    default_code = "tool_already_dispatched"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
-from maka_es.errors import MakaError
+from maka_es.errors import CodecInputError
 from maka_es.wire.js_text import (
     StrictJsonError,
     has_lone_surrogate,
@@ -61,16 +61,6 @@ MAX_JSON_DEPTH: Final = 512
 
 _SHA256_DIGEST_RE: Final = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_UNWRAPS: Final = 4  # ``to_wire()`` returning another ``to_wire`` object, at most this deep
-
-
-class CodecInputError(MakaError, ValueError):
-    """Input to a digest/identity function is structurally invalid (not a JSON problem).
-
-    Carries a stable ``code``: ``prefix_invalid``, ``boundary_invalid``,
-    ``tool_identity_invalid`` or ``provider_replay_invalid``.
-    """
-
-    default_code = "codec_input_invalid"
 
 
 # --------------------------------------------------------------------------------------------

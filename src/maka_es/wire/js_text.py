@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from maka_es.errors import NonStrictJsonError
+from maka_es.errors import StrictJsonError as StrictJsonError
 
 __all__ = [
     "EXACT_INT_LIMIT",
@@ -46,15 +47,6 @@ _ASTRAL_MIN: Final = "\U00010000"
 # well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
 # ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
 _encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
-
-
-class StrictJsonError(Exception):
-    """Internal refusal; converted to :class:`NonStrictJsonError` once the path is known."""
-
-    def __init__(self, reason: str, segments: Sequence[str] = ()) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.segments = list(segments)
 
 
 def _pointer(segments: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, cast, get_args
 from uuid import UUID
 
-from maka_es.errors import MakaError
+from maka_es.errors import RecoveryStatusConflictError as RecoveryStatusConflictError
 from maka_es.wire.run_header import TERMINAL_RUN_STATUSES
 
 __all__ = [
@@ -140,16 +140,6 @@ class RunRecoveryStatus:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-class RecoveryStatusConflictError(MakaError):
-    """Another projector advanced the tracking position first; this batch was not written.
-
-    Why refuse instead of merging: the other batch may hold rows computed later than ours, and
-    writing ours over them would make the read model older than its position claims.
-    """
-
-    default_code = "recovery_status_conflict"
 
 
 class RecoveryStatusStore(Protocol):

@@ -1,0 +1,40 @@
+"""One registry of every stable code maka_es emits: what it means and what a host should do.
+
+Why: a host reacts to codes, not to message text, so each code needs one authoritative
+explanation. The registry is typed (:class:`CodeEntry`), checked against the source by
+``tests/unit/test_error_registry.py`` (every code raised, parked or diagnosed is registered, and
+every registered code is emitted), and ``docs/exceptions.md`` is generated from it
+(``python -m maka_es.codes > docs/exceptions.md``, or ``make docs-codes``). Where and in which
+order each code fires is described in docs/reference/codes.md.
+"""
+
+from __future__ import annotations
+
+from maka_es.codes.edge_codes import CONTINUATION, JSONL_LEDGER, WORKSPACE_IDENTITY, WORKSPACE_PATHS
+from maka_es.codes.error_codes import BASES, STORE, STORE_FAULTS, TOOLS, WIRE
+from maka_es.codes.journal_codes import BUNDLE_CODES, RESOLVER_ISSUES, SHARED
+from maka_es.codes.model import CODE_KINDS, CodeEntry, CodeKind, CodeRegistry
+from maka_es.codes.plan_codes import DIAGNOSTICS, PARK_REASONS, REVALIDATION
+
+__all__ = ["CODE_KINDS", "REGISTRY", "CodeEntry", "CodeKind", "CodeRegistry"]
+
+#: Every registered code, in the order the generated page lists them.
+REGISTRY = CodeRegistry(
+    (
+        *BASES,
+        *WIRE,
+        *STORE,
+        *STORE_FAULTS,
+        *TOOLS,
+        *RESOLVER_ISSUES,
+        *SHARED,
+        *BUNDLE_CODES,
+        *JSONL_LEDGER,
+        *WORKSPACE_IDENTITY,
+        *WORKSPACE_PATHS,
+        *CONTINUATION,
+        *REVALIDATION,
+        *PARK_REASONS,
+        *DIAGNOSTICS,
+    )
+)

@@ -1,0 +1,138 @@
+"""Registered codes of refusals at the edges: JSONL ledgers, the workspace, providers, read model.
+
+Behaviour: docs/reference/ledger.md#jsonl, docs/reference/continuation.md#workspace-identity,
+docs/reference/tool-journal.md#write-tool, docs/reference/continuation.md#provider-history and
+docs/reference/continuation.md#recovery-status.
+"""
+
+from __future__ import annotations
+
+from maka_es import errors as e
+from maka_es.codes.model import error, group
+
+JSONL = "The JSONL ledger is unusable as is: repair its files by hand, then import again."
+WORKSPACE = "Fix the workspace and resolve again; until then a continuation parks."
+PATH = "Report it to the model as a failed call: it is refused before T1 and nothing was written."
+
+JSONL_LEDGER = group(
+    "error",
+    JSONL,
+    {
+        "invalid_jsonl_line": "A row is not a valid committed RuntimeEvent, nor a torn tail.",
+        "unsafe_id": (
+            "A session or run id cannot name a ledger directory (empty, a dot name, a slash, a "
+            "control character, too long).",
+            "Keep such a run in the event store; it cannot be written to a JSONL ledger.",
+        ),
+        "run_header_missing": "The run directory has no header file.",
+        "run_header_invalid": "The run's header file is not a valid run header.",
+        "run_header_mismatch": "The header names another session or run than its directory.",
+        "torn_tail_invalid": (
+            "The unterminated last row is neither complete JSON nor a torn prefix, so nothing "
+            "is appended after it."
+        ),
+        "ledger_symlink_refused": (
+            "A symbolic link below the ledger root; it is never followed.",
+            "Replace the link with the real directory or file.",
+        ),
+        "ledger_path_invalid": "A layout entry of the wrong kind (a file for a directory, ...).",
+    },
+    e.JsonlLedgerError,
+)
+
+WORKSPACE_IDENTITY = (
+    error(
+        "workspace_identity_error",
+        "Default of WorkspaceIdentityError, the base of every workspace-identity refusal.",
+        "Catch WorkspaceIdentityError to treat them alike; a continuation parks meanwhile.",
+        e.WorkspaceIdentityError,
+    ),
+    error(
+        "workspace_not_found",
+        "The workspace path does not exist (or a component of it is not a directory).",
+        WORKSPACE,
+        e.WorkspaceNotFoundError,
+    ),
+    error(
+        "invalid_workspace",
+        "The workspace path exists but is not a directory.",
+        WORKSPACE,
+        e.InvalidWorkspaceError,
+    ),
+    error(
+        "invalid_workspace_marker",
+        ".maka-workspace.json is not one bounded regular file with the exact marker shape.",
+        "Restore the marker by hand: an existing marker is never repaired or replaced.",
+        e.InvalidWorkspaceMarkerError,
+    ),
+    error(
+        "workspace_identity_changed",
+        "The workspace directory was replaced while its marker was being published.",
+        "Resolve the identity again once the directory stays put.",
+        e.WorkspaceIdentityChangedError,
+    ),
+    error(
+        "workspace_io_failed",
+        "Another I/O failure (permissions, a malformed enclosing Git repository, no hard links).",
+        WORKSPACE,
+        e.WorkspaceIoFailedError,
+    ),
+)
+
+WORKSPACE_PATHS = group(
+    "error",
+    PATH,
+    {
+        "workspace_path_refused": (
+            "Default of WorkspacePathRefusedError; a specific code replaces it.",
+            "Catch the class; the specific code says why the path was refused.",
+        ),
+        "workspace_path_escape": "A tool path is absolute or has a .. component.",
+        "workspace_symlink_refused": "A symbolic link at the target or on the way to it.",
+        "workspace_path_invalid": (
+            "The path names a directory, or crosses or names something that is neither a "
+            "directory nor a regular file."
+        ),
+    },
+    e.WorkspacePathRefusedError,
+)
+
+CONTINUATION = (
+    error(
+        "continuation_revalidation_failed",
+        "Default of ContinuationRevalidationError; a revalidation code replaces it.",
+        "Catch the class and switch on its revalidation code.",
+        e.ContinuationRevalidationError,
+    ),
+    error(
+        "provider_output_invalid",
+        "A provider output is not model text or thinking content (detail.index).",
+        "Fix the provider adapter; in execute_continuation the target run ends failed.",
+        e.InvalidProviderOutputError,
+    ),
+    error(
+        "provider_script_exhausted",
+        "A ScriptedProvider (the test provider) was called more often than scripted.",
+        "Script one more turn in the test, or find the unexpected extra call.",
+        e.ProviderScriptExhaustedError,
+    ),
+    error(
+        "provider_export_invalid",
+        "A replay context cannot be exported without an unpaired or interleaved tool exchange "
+        "(detail.reason, detail.toolCallId).",
+        "Do not send it; a validated continuation context never yields this: report a bug.",
+        e.ProviderExportError,
+    ),
+    error(
+        "recovery_status_conflict",
+        "A read-model catch-up lost its compare-and-set on the tracking position.",
+        "Harmless: catch up again from the winner's position.",
+        e.RecoveryStatusConflictError,
+    ),
+    error(
+        "recovery_status_unsupported",
+        "The persistence module has no recovery-status store.",
+        "Use maka_es.adapters.sqlite (the default) or eventsourcing.popo.",
+        e.RecoveryStatusUnsupportedError,
+    ),
+)

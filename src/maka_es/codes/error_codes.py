@@ -1,0 +1,253 @@
+"""Registered codes of raised refusals (``MakaError.code``), grouped by the class that raises them.
+
+Every refusal is raised before anything is written, so "what a host should do" never includes
+cleaning up a half-written command. Behaviour behind each family: docs/reference/codes.md#errors,
+docs/reference/ledger.md#write-rules, docs/reference/tool-journal.md#bundle-codes.
+"""
+
+from __future__ import annotations
+
+from maka_es import errors as e
+from maka_es.codes.model import error, group
+
+FIX_CALLER = (
+    "Fix the caller: the input is malformed, nothing was written, and it fails again as is."
+)
+SWITCH = "Never raised with this code; catch the class and switch on the specific code."
+
+WIRE = (
+    error(
+        "invalid_runtime_event",
+        "An event (or a part of it) is not the exact wire shape; .field names where.",
+        FIX_CALLER,
+        e.InvalidRuntimeEventError,
+    ),
+    error(
+        "invalid_run_header",
+        "A run header is not the exact wire shape, or a run would be created terminal or "
+        "without invocationId.",
+        FIX_CALLER,
+        e.InvalidRunHeaderError,
+    ),
+    error(
+        "non_strict_json",
+        "A value is not strict JSON (NaN, Infinity, a non-string key, ...); detail.path.",
+        FIX_CALLER,
+        e.NonStrictJsonError,
+    ),
+    *group(
+        "error",
+        FIX_CALLER,
+        {
+            "codec_input_invalid": (
+                "Default of CodecInputError; a specific code replaces it.",
+                SWITCH,
+            ),
+            "prefix_invalid": "A committed prefix cannot be digested (empty, a gap, a partial).",
+            "boundary_invalid": "No boundary can be built (no segment, two sessions, bad digest).",
+            "tool_identity_invalid": "An operation id or args hash lacks a tool name or call id.",
+            "provider_replay_invalid": "An event cannot become a provider replay item.",
+        },
+        e.CodecInputError,
+    ),
+    error(
+        "invalid_plan_request",
+        "A planning request is malformed (e.g. a negative expected high-water); nothing was read.",
+        FIX_CALLER,
+        e.InvalidPlanRequestError,
+    ),
+)
+
+BASES = (
+    error(
+        "maka_error",
+        "Default of MakaError, the base of every refusal; raised bare only by the test kit.",
+        "Catch MakaError and switch on .code; nothing of the refused command was written.",
+        e.MakaError,
+    ),
+    error(
+        "store_refusal",
+        "Default of StoreRefusal, the base of every refused store command.",
+        SWITCH,
+        e.StoreRefusal,
+    ),
+)
+
+
+STORE = (
+    error(
+        "session_not_found",
+        "No session has this id.",
+        "Open the session first (open_session), or fix the id.",
+        e.SessionNotFoundError,
+    ),
+    error(
+        "session_already_exists",
+        "A session with this id already exists.",
+        "Use the existing session, or choose another id.",
+        e.SessionAlreadyExistsError,
+    ),
+    error(
+        "run_not_found",
+        "No run has this id.",
+        "Create the run first (create_run), or fix the id.",
+        e.RunNotFoundError,
+    ),
+    error(
+        "run_already_exists",
+        "A run with this id already exists.",
+        "Read the existing run; a new run needs fresh run, turn and invocation ids.",
+        e.RunAlreadyExistsError,
+    ),
+    error(
+        "invocation_spine_conflict",
+        "The invocation id already belongs to another (session, run, turn).",
+        "Mint a fresh invocation id: one invocation maps to exactly one run and turn.",
+        e.InvocationSpineConflictError,
+    ),
+    error(
+        "event_id_conflict",
+        "An event id already committed (or seen earlier in the batch) came with other content.",
+        "Mint a new id for new content; a retry must resend the same bytes (exact retries pass).",
+        e.EventIdConflictError,
+        e.JsonlLedgerError,
+    ),
+    error(
+        "event_identity_mismatch",
+        "The event's session, run, turn or invocation is not the run's.",
+        "Fix the caller: build events from the run's header (maka_es.builders).",
+        e.EventIdentityMismatchError,
+        e.JsonlLedgerError,
+    ),
+    error(
+        "partial_event_refused",
+        "A partial (streaming) event was sent to the immutable ledger.",
+        "Keep partials in memory and append only the completed event.",
+        e.PartialEventRefusedError,
+        e.JsonlLedgerError,
+    ),
+    error(
+        "run_sealed",
+        "The run takes no new event: it has its terminal event, or a continuation claimed it.",
+        "Do not write to it: write to the run that continues it, or start a new run.",
+        e.RunSealedError,
+    ),
+    error(
+        "terminal_conflict",
+        "A second terminal event, a terminal header without its terminal event, or end_run "
+        "with a non-terminal event.",
+        "End a run only through end_run with one terminal event; read how it already ended.",
+        e.TerminalConflictError,
+    ),
+    error(
+        "runtime_offset_mismatch",
+        "An append's expected_high_water is not the run's committed event count.",
+        "Your view is stale: re-read the run, decide again from its committed prefix, then append.",
+        e.RuntimeOffsetMismatchError,
+    ),
+    error(
+        "reserved_fact",
+        "A reserved fact (dispatch, recovery fact, continuation start, workspace fact, bound "
+        "response) came through the generic append; detail.fact names it.",
+        "Use its own command: ToolRuntime (T1, T2), commit_tool_recovery_bundle, or "
+        "execute_continuation.",
+        e.ReservedFactError,
+    ),
+    error(
+        "header_update_refused",
+        "A header patch touched an immutable field or made an illegal status change.",
+        "Patch mutable fields only; end a run with end_run, which derives the header.",
+        e.HeaderUpdateRefusedError,
+    ),
+    error(
+        "concurrent_write",
+        "Another writer committed to the same stream first (optimistic concurrency).",
+        "Re-read and retry the command; what the other writer committed stands.",
+        e.ConcurrentWriteError,
+    ),
+    error(
+        "continuation_start_conflict",
+        "A claim's start is already recorded, or the offered start is not this claim's.",
+        "Do not write a second start: read the claim; recover() repairs a claim without one.",
+        e.ContinuationStartConflictError,
+    ),
+)
+
+STORE_FAULTS = (
+    error(
+        "store_unavailable",
+        "The store could not serve the command (locked, read-only, full, file deleted or "
+        "replaced; detail.reason). Not a verdict about the facts.",
+        "Fix the environment (space, permissions, the file) or retry the same command later.",
+        e.StoreUnavailableError,
+    ),
+    error(
+        "store_schema_missing",
+        "The database has no maka_es tables: a wrong path, a foreign file, or read-only too early.",
+        "Check the path; open the store writable once so that it creates its tables.",
+        e.StoreSchemaMissingError,
+    ),
+    error(
+        "store_path_unusable",
+        "No store can be opened or created at the path (detail.path).",
+        "Fix the path: an existing directory must hold the file, and the path is not a directory.",
+        e.StorePathError,
+    ),
+    error(
+        "store_corruption",
+        "Stored facts cannot be folded (a version gap, an unexpected fact): it fails closed.",
+        "Stop writing to it; keep the file for inspection and restore from a backup.",
+        e.StoreCorruptionError,
+    ),
+)
+
+TOOLS = (
+    error(
+        "tool_ledger_rejection",
+        "Default of ToolLedgerRejectionError; the resolver issue code replaces it.",
+        SWITCH,
+        e.ToolLedgerRejectionError,
+    ),
+    error(
+        "recovery_bundle_rejected",
+        "Default of RecoveryBundleRejectedError; a bundle validation code replaces it.",
+        SWITCH,
+        e.RecoveryBundleRejectedError,
+    ),
+    error(
+        "tool_ledger_corruption",
+        "The run's ledger already holds a tool-ledger issue, so tool writes fail-stop.",
+        "Stop tool work on this run (its plan is blocked); an operator inspects detail.issueCode.",
+        e.ToolLedgerCorruptionError,
+    ),
+    error(
+        "tool_operation_not_found",
+        "T2 or a recovery bundle names an operation that never crossed T1 in this run.",
+        "Fix the caller: only an operation with a durable dispatch gets an outcome or a bundle.",
+        e.ToolOperationNotFoundError,
+    ),
+    error(
+        "tool_operation_conflict",
+        "T1 for an operation that was already prepared with different facts.",
+        "Never reuse an operation id for another call; an exact T1 retry is accepted.",
+        e.ToolOperationConflictError,
+    ),
+    error(
+        "outcome_conflict",
+        "A second, different outcome (T2) for an operation that already has one.",
+        "Keep the committed outcome: an exact retry is accepted, another result is not.",
+        e.ToolOutcomeConflictError,
+    ),
+    error(
+        "tool_operation_settled",
+        "The operation is settled; only an exact retry of what settled it is accepted.",
+        "Read the settlement (tool_operations) instead of writing again.",
+        e.ToolOperationSettledError,
+    ),
+    error(
+        "tool_already_dispatched",
+        "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
+        "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",
+        e.ToolAlreadyDispatchedError,
+    ),
+)
