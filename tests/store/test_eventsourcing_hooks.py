@@ -1,0 +1,78 @@
+"""Fail loudly if the eventsourcing internals the adapters build on change shape.
+
+Why: ``maka_es.adapters.sqlite`` overrides private hooks of eventsourcing's SQLite module (the
+pool's connection factory, the recorder's insert step inside the write transaction, the raw
+connection behind the wrapper) and ``maka_es.adapters.event_store`` evicts from the repository's
+aggregate cache. A minor eventsourcing release may rename any of them; durability
+(``synchronous=FULL``), the crash failpoint inside the transaction and the store-file identity
+check would then silently stop applying. This test names every such hook, so an upgrade fails
+here, with the hook's name, instead of in a crash test or not at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sqlite3
+from pathlib import Path
+
+import pytest
+from eventsourcing import sqlite as es_sqlite
+from eventsourcing.persistence import ConnectionPool
+
+from maka_es.adapters import sqlite as adapter
+from maka_es.app import RuntimeApplication
+
+#: (owner, attribute, what maka_es uses it for)
+PRIVATE_HOOKS = [
+    (
+        es_sqlite.SQLiteConnectionPool,
+        "_create_connection",
+        "PRAGMA synchronous=FULL per connection",
+    ),
+    (
+        es_sqlite.SQLiteApplicationRecorder,
+        "_insert_events",
+        "failpoint + file identity before COMMIT",
+    ),
+    (es_sqlite.SQLiteDatastore, "transaction", "typed store faults around every transaction"),
+    (ConnectionPool, "close", "the factory replaces eventsourcing's pool with the durable one"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "why"), PRIVATE_HOOKS)
+def test_the_overridden_hook_still_exists(owner: type, name: str, why: str) -> None:
+    assert callable(getattr(owner, name, None)), f"{owner.__qualname__}.{name} is gone ({why})"
+
+
+def test_the_hooks_keep_the_signatures_the_overrides_call() -> None:
+    insert = inspect.signature(es_sqlite.SQLiteApplicationRecorder._insert_events)
+    assert list(insert.parameters)[:3] == ["self", "c", "stored_events"]
+    pool = inspect.signature(es_sqlite.SQLiteConnectionPool.__init__)
+    assert {"db_name", "lock_timeout"} <= set(pool.parameters)
+    datastore = inspect.signature(es_sqlite.SQLiteDatastore.__init__)
+    assert {"lock_timeout", "single_row_tracking", "originator_id_type"} <= set(
+        datastore.parameters
+    )
+
+
+def test_the_project_overrides_are_the_ones_in_use(tmp_path: Path) -> None:
+    """Through a real application: the durable pool, the failpoint recorder, FULL sync, and a
+    raw connection reachable where ``_create_connection`` expects it."""
+    with RuntimeApplication.open_sqlite(str(tmp_path / "hooks.sqlite")) as app:
+        factory = app.factory
+        assert isinstance(factory, adapter.Factory)
+        datastore = factory.datastore
+        assert isinstance(datastore, adapter.DurableSQLiteDatastore)
+        assert isinstance(datastore.pool, adapter.DurableSQLiteConnectionPool)
+        assert isinstance(app.recorder, adapter.FailpointSQLiteApplicationRecorder)
+        with datastore.transaction(commit=False) as cursor:
+            cursor.execute("PRAGMA synchronous")
+            assert cursor.fetchone()[0] == adapter.SYNCHRONOUS_FULL
+        connection = datastore.pool.get_connection()
+        try:
+            assert isinstance(connection._sqlite_conn, sqlite3.Connection)
+        finally:
+            datastore.pool.put_connection(connection)
+        cache = app.repository.cache
+        assert cache is not None
+        assert "evict" in inspect.signature(cache.get).parameters
