@@ -137,6 +137,15 @@ def test_feature_flag_must_be_exactly_one(db_path: Path) -> None:
     assert plan.rejection_reasons == ("resume_feature_disabled",)
 
 
+def test_feature_flag_is_checked_before_the_session_is_read(db_path: Path) -> None:
+    """The flag is the first pre-planner park (docs/reference/continuation.md#pre-planner):
+    with the flag off, an unknown session is ``resume_feature_disabled``, not
+    ``resume_candidate_missing``, and nothing is read to find that out."""
+    with open_app(db_path, flag=False) as app:
+        plan = app.plan_continuation("no-such-session")
+    assert plan.rejection_reasons == ("resume_feature_disabled",)
+
+
 def test_no_candidate(app: RuntimeApplication) -> None:
     assert app.plan_continuation("s1").rejection_reasons == ("resume_candidate_missing",)
     app.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))  # running, not failed

@@ -16,7 +16,13 @@ from maka_es.continuation.claims import Claims
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostInspector
-from maka_es.continuation.planner import ContinuationPlanner, PlannerSettings, RunReader, park
+from maka_es.continuation.planner import (
+    FEATURE_FLAG,
+    ContinuationPlanner,
+    PlannerSettings,
+    RunReader,
+    park,
+)
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.continuation.telemetry import Telemetry
@@ -74,6 +80,10 @@ class Continuations:
                 detail={"expectedHighWater": repr(expected_high_water)},
             )
         planner = self.planner(settings)
+        if not self.feature_enabled():
+            plan = park("resume_feature_disabled", f"{FEATURE_FLAG} is not exactly '1'")
+            self._report(planner, session_id, source_run_id, plan)
+            return plan
         try:
             session = self.ledger.get_session(session_id)
         except STORE_FAULTS as exc:
