@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
 from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
 from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
@@ -181,9 +181,7 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
 
 
 def _event(**fields: Any) -> RuntimeEvent:
-    return RuntimeEvent.model_validate(
-        {**SPINE.envelope("x", 1, fields.pop("role", "system"), "system"), **fields}
-    )
+    return Events.decoded(SPINE, ts=1).event("x", role=fields.pop("role", "system"), **fields)
 
 
 @pytest.mark.parametrize(
