@@ -56,14 +56,15 @@ class ToolFacts(EventKit[EventT]):
         operation_id: str | None = None,
         t1: bool = False,
         parent: tuple[str, str] | None = None,
+        step_id: str | None = None,
         with_refs: bool = False,
         hidden: bool = False,
         **overrides: Any,
     ) -> EventT:
         """A function_call (``args`` default ``{"command": "do-it"}``). It carries ``refs``
         when bound to an operation (``operation_id``, or ``t1=True`` for the one T1 computes),
-        given a ``parent``, or asked ``with_refs`` (then just ``toolCallId``)
-        (docs/reference/wire.md#example-call)."""
+        given a ``parent`` or the model ``step_id``, or asked ``with_refs`` (then just
+        ``toolCallId``) (docs/reference/wire.md#example-call)."""
         if t1:
             operation_id = self._operation(call_id, operation_id)
         content = {
@@ -73,8 +74,10 @@ class ToolFacts(EventKit[EventT]):
             "args": fresh(args),
         }
         fields: dict[str, Any] = {"content": content, **visibility(hidden)}
-        if with_refs or operation_id is not None or parent is not None:
+        if with_refs or operation_id is not None or parent is not None or step_id is not None:
             fields["refs"] = tool_refs(call_id, operation_id, parent)
+            if step_id is not None:
+                fields["refs"]["stepId"] = step_id
         return self._emit(event_id or f"call-{call_id}", "model", "agent", fields, overrides)
 
     def dispatch(
