@@ -62,16 +62,19 @@ class LedgerBuilder:
         event_id: str | None = None,
         **kw: Any,
     ) -> Wire:
+        """A user message; ``marker=True`` declares the T1 protocol (on a run's first event)."""
         return self.add(self._kit().user(self._id(event_id), text, marker=marker, **kw))
 
     def model_text(
         self, text: str = "working on it", *, event_id: str | None = None, **kw: Any
     ) -> Wire:
+        """Model text (role ``model``, author ``agent``)."""
         return self.add(self._kit().text(self._id(event_id), text, **kw))
 
     def thinking(
         self, text: str = "thinking it over", *, event_id: str | None = None, **kw: Any
     ) -> Wire:
+        """Model reasoning; pass ``signature=`` for a provider that replays signed thinking."""
         return self.add(self._kit().thinking(self._id(event_id), text, **kw))
 
     def call(
@@ -136,11 +139,13 @@ class LedgerBuilder:
         call_id: str = "tool-1",
         name: str = "Bash",
         reason: str = "permission denied",
+        *,
+        event_id: str | None = None,
         **kw: Any,
     ) -> Wire:
-        """A pre-T1 refusal: an error response without ``refs``."""
-        event_id = self._id(kw.pop("event_id", None))
-        return self.add(self._kit().refusal(call_id, name, reason, event_id=event_id, **kw))
+        """A pre-T1 refusal: an error response without ``refs`` (the host names it)."""
+        refusal = self._kit().refusal(call_id, name, reason, event_id=self._id(event_id), **kw)
+        return self.add(refusal)
 
     def evidence(self, call_id: str = "tool-1") -> list[str]:
         """``[call, dispatch, reconcile]`` ids of ``call_id``'s operation in this ledger."""
@@ -157,6 +162,7 @@ class LedgerBuilder:
         observation: str = "matches_expected_state",
         **kw: Any,
     ) -> Wire:
+        """The reconcile result of ``call_id``'s operation (id ``<operationId>_reconcile``)."""
         return self.add(self._kit().reconcile(call_id, observation, **kw))
 
     def completed_decision(self, call_id: str = "tool-1", **kw: Any) -> Wire:
@@ -172,15 +178,24 @@ class LedgerBuilder:
         kit = self._kit()
         return self.add(kit.parked_decision(call_id, self.evidence(call_id), reason_code, **kw))
 
-    def permission_request(self, request_id: str | None = None, **kw: Any) -> Wire:
-        event_id = self._id(kw.pop("event_id", None))
-        return self.add(self._kit().permission_request(event_id, request_id, **kw))
+    def permission_request(
+        self, request_id: str | None = None, *, event_id: str | None = None, **kw: Any
+    ) -> Wire:
+        """A tool permission request; ``request_id`` defaults to the event's own id."""
+        kit = self._kit()
+        return self.add(kit.permission_request(self._id(event_id), request_id, **kw))
 
     def permission_decision(
-        self, request_id: str, decision: Literal["allow", "deny"] = "allow", **kw: Any
+        self,
+        request_id: str,
+        decision: Literal["allow", "deny"] = "allow",
+        *,
+        event_id: str | None = None,
+        **kw: Any,
     ) -> Wire:
-        event_id = self._id(kw.pop("event_id", None))
-        return self.add(self._kit().permission_decision(event_id, request_id, decision, **kw))
+        """The decision that closes ``request_id``."""
+        kit = self._kit()
+        return self.add(kit.permission_decision(self._id(event_id), request_id, decision, **kw))
 
     def terminal(
         self, status: str = "completed", *, event_id: str | None = None, **kw: Any
