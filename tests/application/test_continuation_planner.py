@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation.boundary import build_segment, manifest_digest
 from maka_es.continuation.claim import claim_id_for
 from maka_es.continuation.composite_replay import build_composite_replay
@@ -105,15 +105,7 @@ def continuation_of(
     }
 
     def body(ledger: LedgerBuilder) -> None:
-        start = ledger.spine.envelope(f"{target.run_id}-start", 5000, "system", "system")
-        start["actions"] = {"stateDelta": {"continuationStart": True}}
-        start["refs"] = {
-            "sourceInvocationId": source.invocation_id,
-            "sourceRunId": source.run_id,
-            "sourceTurnId": source.turn_id,
-            "sourceRuntimeEventHighWater": high_water,
-        }
-        ledger.add(start)
+        ledger.legacy_continuation_start(source=source, high_water=high_water, ts=5000)
         ledger.call(f"c-{target.run_id}", "Read", {"path": "a.txt"})
         ledger.response(f"c-{target.run_id}", "Read")
         ledger.model_text("interrupted thought")
@@ -299,9 +291,7 @@ def _target(app: RuntimeApplication) -> LedgerBuilder:
 
 
 def _start(ledger: LedgerBuilder) -> dict[str, Any]:
-    start = ledger.spine.envelope("r2-start", 5000, "system", "system")
-    start["actions"] = {"stateDelta": {"continuationStart": True}}
-    return ledger.add(start)
+    return ledger.legacy_continuation_start(event_id="r2-start", ts=5000)
 
 
 def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplication) -> None:
@@ -401,10 +391,9 @@ def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> 
     """Spec §5.2: source [user "go", terminal failed] committed through the store."""
     vector = Spine("s1", "i1", "r1", "t1")
     app.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
-    user = vector.envelope("user", 1, "user", "user")
-    user["content"] = {"kind": "text", "text": "go"}
-    term = vector.envelope("term", 1, "system", "system")
-    term.update({"status": "failed", "actions": {"endInvocation": True}})
+    at_1 = Events.wire(vector, ts=1)
+    user = at_1.user("user", "go")
+    term = at_1.terminal("term", "failed", error_code=None)
     app.append_events("r1", [user, term])
     events = app.read_run_events("r1")
     identity = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}

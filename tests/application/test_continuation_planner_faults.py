@@ -51,9 +51,7 @@ def failed_run(app: RuntimeApplication, spine: Spine, header: dict[str, Any] | N
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
     app.create_run(run_header(spine, workspaceIdentity=WORKSPACE, **(header or {})))
     if header and "continuationSource" in header:
-        start = spine.envelope(f"{spine.run_id}-start", 5000, "system", "system")
-        start["actions"] = {"stateDelta": {"continuationStart": True}}
-        ledger.add(start)
+        ledger.legacy_continuation_start(ts=5000)
     else:
         ledger.user("fix the port")
     ledger.terminal("failed")

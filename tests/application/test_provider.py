@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from maka_es.builders import Events, Spine
 from maka_es.continuation.provider import (
     InvalidProviderOutputError,
     Provider,
@@ -23,15 +24,16 @@ from maka_es.continuation.provider_export import (
 )
 from maka_es.errors import InvalidRuntimeEventError, MakaError
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import call, response, terminal, user
+
+EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 
 def context() -> tuple[RuntimeEvent, ...]:
     return (
-        user("user-1", "run the tests"),
-        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
-        response("result-1", "tool-1", "Bash", {"exitCode": 0}),
-        terminal("terminal-1", "failed"),
+        EV.user("user-1", "run the tests"),
+        EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
+        EV.response("tool-1", "Bash", {"exitCode": 0}, event_id="result-1", with_refs=True),
+        EV.terminal("terminal-1", "failed", error_code=None),
     )
 
 
@@ -78,7 +80,7 @@ def test_request_is_frozen_and_normalises_its_inputs() -> None:
 
 
 def test_request_refuses_an_invalid_event() -> None:
-    broken: Any = [{**user().to_wire(), "partial": "no"}]
+    broken: Any = [{**EV.user(text="run it").to_wire(), "partial": "no"}]
     with pytest.raises(InvalidRuntimeEventError):
         request(replay_context=broken)
 
@@ -92,7 +94,12 @@ def test_request_message_views_delegate_to_the_exporters() -> None:
 
 
 def test_request_views_refuse_a_dangling_call() -> None:
-    req = request(replay_context=(user(), call("call-1", "tool-1")))
+    req = request(
+        replay_context=(
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="call-1", with_refs=True),
+        )
+    )
     with pytest.raises(ProviderExportError):
         req.openai_messages()
     with pytest.raises(ProviderExportError):

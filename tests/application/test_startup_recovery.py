@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
 from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
 from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
@@ -32,38 +32,29 @@ def app(db_path: Path) -> Iterator[RuntimeApplication]:
 
 
 def _permission_request(ledger: LedgerBuilder) -> dict[str, Any]:
-    event = ledger._next("system", "system")
-    event["actions"] = {
-        "permissionRequest": {
-            "kind": "tool_permission",
-            "requestId": "perm_1",
-            "toolUseId": "c1",
-            "toolName": "Write",
-            "category": "file_write",
-            "reason": "file_write",
-            "args": {"path": "config.json"},
-            "rememberForTurnAllowed": True,
-        }
-    }
-    return ledger.add(event)
+    return ledger.permission_request(
+        "perm_1",
+        tool_call_id="c1",
+        tool_name="Write",
+        category="file_write",
+        args={"path": "config.json"},
+        remember_for_turn_allowed=True,
+    )
 
 
 def _permission_decision(ledger: LedgerBuilder) -> dict[str, Any]:
-    event = ledger._next("system", "system")
-    event["actions"] = {"permissionDecision": {"requestId": "perm_1", "decision": "deny"}}
-    return ledger.add(event)
+    return ledger.permission_decision("perm_1", "deny")
 
 
 def _error(ledger: LedgerBuilder) -> dict[str, Any]:
-    event = ledger._next("model", "agent")
-    event["content"] = {"kind": "error", "message": "stream broke"}
-    return ledger.add(event)
+    return ledger.event(
+        role="model", author="agent", content={"kind": "error", "message": "stream broke"}
+    )
 
 
 def _steering(ledger: LedgerBuilder) -> dict[str, Any]:
-    event = ledger._next("user", "user")
-    event["content"] = {"kind": "text", "text": "also check tests", "steering": True}
-    return ledger.add(event)
+    steering = {"kind": "text", "text": "also check tests", "steering": True}
+    return ledger.event(role="user", author="user", content=steering)
 
 
 Build = Callable[[LedgerBuilder], object]
@@ -190,9 +181,7 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
 
 
 def _event(**fields: Any) -> RuntimeEvent:
-    return RuntimeEvent.model_validate(
-        {**SPINE.envelope("x", 1, fields.pop("role", "system"), "system"), **fields}
-    )
+    return Events.decoded(SPINE, ts=1).event("x", role=fields.pop("role", "system"), **fields)
 
 
 @pytest.mark.parametrize(
@@ -250,8 +239,7 @@ def test_failed_terminal_without_failure_class_gives_the_header_app_restarted(
     app.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     ledger.user()
-    bare = ledger._next("system", "system")
-    ledger.add({**bare, "status": "failed", "actions": {"endInvocation": True}})
+    ledger.terminal("failed", error_code=None)
     app.append_events("r1", ledger.events)
     events_before = app.read_run_payloads("r1")
 
@@ -269,8 +257,7 @@ def test_aborted_terminal_without_abort_source_gives_unknown(app: RuntimeApplica
     app.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     ledger.user()
-    bare = ledger._next("system", "system")
-    ledger.add({**bare, "status": "aborted", "actions": {"endInvocation": True}})
+    ledger.terminal("aborted")
     app.append_events("r1", ledger.events)
     app.recover()
     header = app.get_run_header("r1")

@@ -15,36 +15,29 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import run_header
+from maka_es.builders import Events, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.store_probe import store_snapshot
-from tests.store.test_tool_journal_support import (
-    RUN,
-    SPINE,
-    bound_response,
-    call_event,
-    completed_bundle,
-    dispatch_id,
-    op_id,
-    parked_bundle,
-    response_id,
-    user_event,
-)
+
+SPINE = Spine()
+RUN = SPINE.run_id
+EV = Events.wire()
+WRITE_ARGS: dict[str, Any] = {"path": "notes.txt", "content": "after"}
 
 pytestmark = pytest.mark.crash
 
-OP = op_id("c1")
-CALL = call_event("c1")
-RESPONSE = bound_response("c1")
+OP = SPINE.operation_id("c1")
+CALL = EV.call("c1", "Write", WRITE_ARGS)
+RESPONSE = EV.bound_response("c1", "Write", "ok")
 BUNDLES: dict[str, dict[str, dict[str, Any]]] = {
-    "completed": completed_bundle("c1"),
-    "parked": parked_bundle("c1", "diverged"),
+    "completed": EV.completed_bundle("c1", "Write", "ok"),
+    "parked": EV.parked_bundle("c1", "diverged"),
 }
 BUNDLE_STATE = {"completed": "recovery_completed", "parked": "recovery_parked"}
 SETUP: list[dict[str, Any]] = [
     {"op": "open_session", "session_id": SPINE.session_id, "cwd": "/workspace"},
     {"op": "create_run", "header": run_header(SPINE)},
-    {"op": "append", "run_id": RUN, "events": [user_event()]},
+    {"op": "append", "run_id": RUN, "events": [EV.user(marker=True)]},
 ]
 METADATA: dict[str, Any] = {"expectedDigest": "sha256:" + "b" * 64}
 T1_STEP = {
@@ -100,7 +93,7 @@ def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path) -> None:
     db = tmp_path / "runtime.sqlite"
     killed(db, [T1_STEP], inside=False)
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        assert event_ids(app) == ["user-1", "call-c1", dispatch_id("c1")]
+        assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         (operation,) = app.tool_operations(RUN)
         assert (operation.state, operation.recovery_mode) == ("prepared", "reconcile")
         assert dict(operation.metadata) == METADATA
@@ -128,7 +121,7 @@ def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path) -> None:
     db = tmp_path / "runtime.sqlite"
     killed(db, [T1_STEP, T2_STEP], inside=True)
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        assert event_ids(app) == ["user-1", "call-c1", dispatch_id("c1")]
+        assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         assert states(app) == ["prepared"]
         assert app.resolve_run(RUN).decisions[0].status == "indeterminate"
         assert app.plan_resume(RUN).disposition == "blocked"
@@ -143,7 +136,12 @@ def test_kill_after_t2_keeps_the_outcome(tmp_path: Path) -> None:
     db = tmp_path / "runtime.sqlite"
     killed(db, [T1_STEP, T2_STEP], inside=False)
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        assert event_ids(app) == ["user-1", "call-c1", dispatch_id("c1"), response_id("c1")]
+        assert event_ids(app) == [
+            "user-1",
+            "call-c1",
+            SPINE.fact_id("c1", "dispatch"),
+            SPINE.fact_id("c1", "response"),
+        ]
         assert states(app) == ["outcome_committed"]
         (decision,) = app.resolve_run(RUN).decisions
         assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
@@ -163,7 +161,7 @@ def test_kill_inside_a_bundle_persists_nothing_of_it(tmp_path: Path, kind: str) 
     db = tmp_path / "runtime.sqlite"
     killed(db, [T1_STEP, bundle_step(kind)], inside=True)
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        assert event_ids(app) == ["user-1", "call-c1", dispatch_id("c1")]
+        assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         (operation,) = app.tool_operations(RUN)
         assert (operation.state, operation.observation) == ("prepared", None)
         assert app.resolve_run(RUN).decisions[0].status == "indeterminate"
@@ -181,7 +179,7 @@ def test_kill_after_a_bundle_keeps_it(tmp_path: Path, kind: str) -> None:
     killed(db, [T1_STEP, bundle_step(kind)], inside=False)
     parts = BUNDLES[kind]
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        expected = ["user-1", "call-c1", dispatch_id("c1")]
+        expected = ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         expected += [
             parts[slot]["id"] for slot in ("reconcile", "outcome", "decision") if slot in parts
         ]

@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Spine
+from maka_es.builders import Events, Spine
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane
 
 SPINE = Spine()
+EV = Events.decoded(SPINE, ts=1)
 H = "sha256:" + "cd" * 32
 DISPATCH = {
     "protocol": "t1_after_preflight_v1",
@@ -48,7 +49,7 @@ REFS = {"operationId": "op", "toolCallId": "c1"}
 
 
 def ev(role: str, author: str, **fields: Any) -> RuntimeEvent:
-    return RuntimeEvent.model_validate({**SPINE.envelope("e", 1, role, author), **fields})
+    return EV.event("e", role=role, author=author, **fields)
 
 
 VALID = [

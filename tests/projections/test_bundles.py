@@ -6,18 +6,13 @@ from typing import Any
 
 import pytest
 
+from maka_es.builders import Events, Spine
 from maka_es.resume.plan import build_resume_plan
 from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import (
-    call,
-    completed_decision,
-    dispatch,
-    parked_decision,
-    reconcile,
-    response,
-)
+
+EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 WRITE_ARGS = {"path": "notes.txt", "content": "after"}
 EVIDENCE = ["call-event-1", "dispatch-event-1", "reconcile-event-1"]
@@ -25,30 +20,36 @@ COMPLETED_EVIDENCE = [*EVIDENCE, "outcome-event-1"]
 
 
 def call_event() -> RuntimeEvent:
-    return call("call-event-1", "provider-call-1", "Write", WRITE_ARGS, with_refs=False)
+    return EV.call("provider-call-1", "Write", WRITE_ARGS, event_id="call-event-1")
 
 
 def dispatch_event(recovery_mode: str = "reconcile") -> RuntimeEvent:
-    return dispatch(
-        "dispatch-event-1",
-        "operation-1",
+    return EV.dispatch(
         "provider-call-1",
         "Write",
         WRITE_ARGS,
+        event_id="dispatch-event-1",
+        operation_id="operation-1",
         recovery_mode=recovery_mode,
     )
 
 
 def reconcile_event(observation: str = "matches_expected_state", **kw: Any) -> RuntimeEvent:
-    return reconcile("reconcile-event-1", "operation-1", "provider-call-1", observation, **kw)
+    return EV.reconcile(
+        "provider-call-1",
+        observation,
+        event_id="reconcile-event-1",
+        operation_id="operation-1",
+        **kw,
+    )
 
 
 def outcome_event(is_error: bool = False) -> RuntimeEvent:
-    return response(
-        "outcome-event-1",
+    return EV.response(
         "provider-call-1",
         "Write",
         "failed" if is_error else "ok",
+        event_id="outcome-event-1",
         is_error=is_error,
         operation_id="operation-1",
     )
@@ -57,24 +58,24 @@ def outcome_event(is_error: bool = False) -> RuntimeEvent:
 def decision_event(
     evidence: list[str] | None = None, outcome_id: str = "outcome-event-1"
 ) -> RuntimeEvent:
-    return completed_decision(
-        "decision-event-1",
+    return EV.completed_decision(
+        "provider-call-1",
         COMPLETED_EVIDENCE if evidence is None else evidence,
         outcome_id,
-        "operation-1",
-        "provider-call-1",
+        event_id="decision-event-1",
+        operation_id="operation-1",
     )
 
 
 def parked_event(
     reason_code: str = "reconcile_diverged", evidence: list[str] | None = None
 ) -> RuntimeEvent:
-    return parked_decision(
-        "decision-event-1",
+    return EV.parked_decision(
+        "provider-call-1",
         EVIDENCE if evidence is None else evidence,
         reason_code,
-        "operation-1",
-        "provider-call-1",
+        event_id="decision-event-1",
+        operation_id="operation-1",
     )
 
 
@@ -213,7 +214,12 @@ def _outcome_before_reconcile() -> list[RuntimeEvent]:
                 call_event(),
                 dispatch_event(),
                 reconcile_event("diverged"),
-                reconcile("reconcile-event-2", "operation-1", "provider-call-1", "diverged"),
+                EV.reconcile(
+                    "provider-call-1",
+                    "diverged",
+                    event_id="reconcile-event-2",
+                    operation_id="operation-1",
+                ),
                 parked_event(),
             ],
             "recovery_fact_shape_conflict",
@@ -320,7 +326,9 @@ def test_invalid_bundles_are_recovery_fact_corruption(
 
 
 def test_orphan_reconcile_is_top_level_corruption() -> None:
-    orphan = reconcile("orphan-reconcile-event", "unknown-operation", "unknown-provider-call")
+    orphan = EV.reconcile(
+        "unknown-provider-call", event_id="orphan-reconcile-event", operation_id="unknown-operation"
+    )
     events = [call_event(), outcome_event(), orphan]
     resolution = resolve_tool_operations(events)
     assert resolution.has_corruption is True

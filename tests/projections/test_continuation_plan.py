@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from maka_es.builders import Spine, run_header
+from maka_es.builders import Events, Spine, event_ids, run_header
 from maka_es.continuation.composite_replay import build_composite_replay
 from maka_es.continuation.gates import (
     ContinuationFacts,
@@ -18,19 +18,11 @@ from maka_es.continuation.gates import (
     normalize_cwd,
     terminal_boundary_consistent,
 )
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.run_header import RunHeader
-from tests.projections.builders import (
-    T1,
-    call,
-    event,
-    ids,
-    response,
-    terminal,
-    text,
-    user,
-)
 
 SPINE = Spine("session-1", "invocation-1", "run-1", "turn-1")
+EV = Events.decoded(SPINE, ts=1)
 CHILD = {
     "sessionId": "session-1",
     "invocationId": "invocation-2",
@@ -70,20 +62,13 @@ def header(status: str = "failed", **overrides: Any) -> RunHeader:
 
 
 def permission_request(event_id: str, tool_call_id: str = "tool-1") -> Any:
-    return event(
+    return EV.permission_request(
         event_id,
-        actions={
-            "permissionRequest": {
-                "kind": "tool_permission",
-                "requestId": event_id,
-                "toolUseId": tool_call_id,
-                "toolName": "Write",
-                "category": "file_write",
-                "reason": "file_write",
-                "args": {"path": "README.md"},
-                "rememberForTurnAllowed": True,
-            }
-        },
+        tool_call_id=tool_call_id,
+        tool_name="Write",
+        category="file_write",
+        args={"path": "README.md"},
+        remember_for_turn_allowed=True,
     )
 
 
@@ -108,21 +93,34 @@ def plan_of(events: list[Any], **overrides: Any) -> ContinuationPlan:
 
 def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
     root = [
-        user("root-user", "finish the task"),
-        event(
+        EV.user("root-user", "finish the task"),
+        EV.event(
             "root-interrupted-thinking",
             role="model",
             author="agent",
             content={"kind": "thinking", "text": "unfinished", "signature": "signed-root"},
         ),
-        text("root-interrupted-text", "model", "I was interrupted"),
-        terminal("root-terminal"),
+        EV.text("root-interrupted-text", "I was interrupted"),
+        EV.terminal("root-terminal", "failed", error_code=None),
     ]
     child = [
-        on_child(event("continuation-start", actions={"stateDelta": {"continuationStart": True}})),
-        on_child(call("child-call", "tool-2", "Bash", {"command": "npm test"})),
-        on_child(response("child-result", "tool-2", "Bash", {"exitCode": 0}, is_error=False)),
-        on_child(terminal("child-terminal")),
+        on_child(EV.legacy_continuation_start("continuation-start")),
+        on_child(
+            EV.call(
+                "tool-2", "Bash", {"command": "npm test"}, event_id="child-call", with_refs=True
+            )
+        ),
+        on_child(
+            EV.response(
+                "tool-2",
+                "Bash",
+                {"exitCode": 0},
+                event_id="child-result",
+                is_error=False,
+                with_refs=True,
+            )
+        ),
+        on_child(EV.terminal("child-terminal", "failed", error_code=None)),
     ]
     replay = build_composite_replay([root, child])
     expected = [
@@ -152,19 +150,23 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
     legacy = build_continuation_plan(child, f, ancestors=[replay.segments[0].replay_runtime_events])
     assert legacy.disposition == "continue", legacy.rejection_reasons
     assert legacy.continuation is not None
-    assert ids(legacy.continuation.runtime_context) == expected
-    assert ids(legacy.continuation.runtime_context[2:]) == ids(child)  # source segment, whole
+    assert event_ids(legacy.continuation.runtime_context) == expected
+    assert event_ids(legacy.continuation.runtime_context[2:]) == event_ids(
+        child
+    )  # source segment, whole
     assert legacy.continuation.source_run_id == "run-2"
     assert legacy.continuation.source_runtime_event_high_water == 4
 
     composite = build_continuation_plan(child, f, replay=replay)
     assert composite.disposition == "continue", composite.rejection_reasons
     assert composite.continuation is not None
-    assert ids(composite.continuation.runtime_context) == expected
+    assert event_ids(composite.continuation.runtime_context) == expected
 
 
 def test_item10_pre_t1_call_is_not_dispatched_dangling_state() -> None:
-    plan = plan_of([user(marker=T1), call("call-1", "tool-1", "Bash", with_refs=False)])
+    plan = plan_of(
+        [EV.user(text="run it", marker=T1), EV.call("tool-1", "Bash", event_id="call-1")]
+    )
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("dangling_tool_state",)
     assert codes(plan) == ["tool_not_dispatched"]
@@ -173,9 +175,9 @@ def test_item10_pre_t1_call_is_not_dispatched_dangling_state() -> None:
 
 def test_item11_composite_replay_trims_pre_t1_call_and_continues() -> None:
     events = [
-        user(marker=T1),
-        call("call-1", "tool-1", "Bash", {"command": "touch marker"}, with_refs=False),
-        terminal("terminal-1"),
+        EV.user(text="run it", marker=T1),
+        EV.call("tool-1", "Bash", {"command": "touch marker"}, event_id="call-1"),
+        EV.terminal("terminal-1", "failed", error_code=None),
     ]
     replay = build_composite_replay([events])
     assert replay.replayable
@@ -183,15 +185,17 @@ def test_item11_composite_replay_trims_pre_t1_call_and_continues() -> None:
     assert plan.disposition == "continue"
     assert plan.rejection_reasons == ()
     assert plan.continuation is not None
-    assert ids(plan.continuation.runtime_context) == ["user-1", "terminal-1"]
+    assert event_ids(plan.continuation.runtime_context) == ["user-1", "terminal-1"]
     assert plan.continuation.source_runtime_event_high_water == 3
 
 
 def test_item12_fully_committed_boundary_exact_continuation() -> None:
     events = [
-        user("user-1", "run the tests"),
-        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
-        response("result-1", "tool-1", "Bash", {"exitCode": 0}, is_error=False),
+        EV.user("user-1", "run the tests"),
+        EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
+        EV.response(
+            "tool-1", "Bash", {"exitCode": 0}, event_id="result-1", is_error=False, with_refs=True
+        ),
     ]
     plan = plan_of(
         events,
@@ -222,7 +226,7 @@ def test_item12_fully_committed_boundary_exact_continuation() -> None:
 
 
 def test_item13_unanswered_permission_request_parks() -> None:
-    plan = plan_of([user("user-1", "edit the file"), permission_request("permission-1")])
+    plan = plan_of([EV.user("user-1", "edit the file"), permission_request("permission-1")])
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("pending_permission",)
     assert plan.continuation is None
@@ -232,24 +236,24 @@ def test_item13_unanswered_permission_request_parks() -> None:
 
 
 def test_item14_accepted_answer_clears_pending_permission() -> None:
-    answer = event(
+    answer = EV.event(
         "permission-answer-1",
         author="user",
         actions={"permissionAnswerAccepted": {"requestId": "permission-1"}},
         refs={"toolCallId": "tool-1"},
     )
-    plan = plan_of([user("user-1", "edit the file"), permission_request("permission-1"), answer])
+    plan = plan_of([EV.user("user-1", "edit the file"), permission_request("permission-1"), answer])
     assert "pending_permission" not in codes(plan)
     assert plan.disposition == "continue"
 
 
 def test_item15_timed_out_closure_clears_pending_permission() -> None:
-    closure = event(
+    closure = EV.event(
         "permission-closure-1",
         actions={"permissionClosureAccepted": {"requestId": "permission-1", "reason": "timed_out"}},
         refs={"toolCallId": "tool-1"},
     )
-    events = [user("user-1", "edit the file"), permission_request("permission-1"), closure]
+    events = [EV.user("user-1", "edit the file"), permission_request("permission-1"), closure]
     plan = plan_of(events)
     assert plan.disposition == "continue"
     assert plan.rejection_reasons == ()
@@ -258,13 +262,13 @@ def test_item15_timed_out_closure_clears_pending_permission() -> None:
 
 
 def test_permission_decision_clears_and_each_pending_request_is_reported() -> None:
-    decision = event(
+    decision = EV.event(
         "decision-1",
         actions={"permissionDecision": {"requestId": "permission-1", "decision": "allow"}},
     )
     plan = plan_of(
         [
-            user(),
+            EV.user(text="run it"),
             permission_request("permission-1"),
             decision,
             permission_request("permission-2"),
@@ -280,11 +284,11 @@ def test_permission_decision_clears_and_each_pending_request_is_reported() -> No
 
 def test_partial_permission_request_does_not_count() -> None:
     partial = permission_request("permission-1").to_wire() | {"partial": True}
-    assert plan_of([user(), partial]).disposition == "continue"
+    assert plan_of([EV.user(text="run it"), partial]).disposition == "continue"
 
 
 def test_item16_workspace_identity_mismatch() -> None:
-    plan = plan_of([user("user-1", "inspect")], currentWorkspaceIdentity="workspace-2")
+    plan = plan_of([EV.user("user-1", "inspect")], currentWorkspaceIdentity="workspace-2")
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("workspace_identity_mismatch",)
     assert diagnostic(plan, "workspace_identity_mismatch").detail == {
@@ -297,7 +301,9 @@ def test_item16_workspace_identity_mismatch() -> None:
     ("source", "current"), [(None, "workspace-1"), ("workspace-1", None), (None, None)]
 )
 def test_missing_workspace_identity_parks(source: str | None, current: str | None) -> None:
-    plan = plan_of([user()], sourceWorkspaceIdentity=source, currentWorkspaceIdentity=current)
+    plan = plan_of(
+        [EV.user(text="run it")], sourceWorkspaceIdentity=source, currentWorkspaceIdentity=current
+    )
     assert plan.rejection_reasons == ("workspace_identity_missing",)
     assert diagnostic(plan, "workspace_identity_missing").detail == {
         "sourceWorkspaceIdentity": source,
@@ -307,7 +313,7 @@ def test_missing_workspace_identity_parks(source: str | None, current: str | Non
 
 def test_item17_path_change_relocatable_continues_with_diagnostic() -> None:
     plan = plan_of(
-        [user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo", cwdPolicy="relocatable"
+        [EV.user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo", cwdPolicy="relocatable"
     )
     assert plan.disposition == "continue"
     assert plan.rejection_reasons == ()
@@ -324,7 +330,7 @@ def test_item17_path_change_relocatable_continues_with_diagnostic() -> None:
 
 
 def test_path_change_strict_default_parks_cwd_mismatch() -> None:
-    plan = plan_of([user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo")
+    plan = plan_of([EV.user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo")
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("workspace_cwd_mismatch",)
     assert [(d.code, d.detail) for d in plan.diagnostics] == [
@@ -346,7 +352,10 @@ def test_path_change_strict_default_parks_cwd_mismatch() -> None:
 )
 def test_cwd_normalisation_equal(source: str, current: str) -> None:
     assert normalize_cwd(source) == normalize_cwd(current)
-    assert plan_of([user()], sourceCwd=source, currentCwd=current).disposition == "continue"
+    assert (
+        plan_of([EV.user(text="run it")], sourceCwd=source, currentCwd=current).disposition
+        == "continue"
+    )
 
 
 @pytest.mark.parametrize(
@@ -355,18 +364,23 @@ def test_cwd_normalisation_equal(source: str, current: str) -> None:
 )
 def test_cwd_normalisation_different(source: str, current: str) -> None:
     assert normalize_cwd(source) != normalize_cwd(current)
-    assert plan_of([user()], sourceCwd=source, currentCwd=current).rejection_reasons == (
-        "workspace_cwd_mismatch",
-    )
+    assert plan_of(
+        [EV.user(text="run it")], sourceCwd=source, currentCwd=current
+    ).rejection_reasons == ("workspace_cwd_mismatch",)
 
 
 def test_item18_unsettled_background_operation_parks() -> None:
     plan = plan_of(
         [
-            user("user-1", "start the service"),
-            call("call-1", "tool-1", "Bash", {"command": "npm start", "background": True}),
-            response(
-                "result-1",
+            EV.user("user-1", "start the service"),
+            EV.call(
+                "tool-1",
+                "Bash",
+                {"command": "npm start", "background": True},
+                event_id="call-1",
+                with_refs=True,
+            ),
+            EV.response(
                 "tool-1",
                 "Bash",
                 {
@@ -374,7 +388,9 @@ def test_item18_unsettled_background_operation_parks() -> None:
                     "ref": "maka://runtime/background-tasks/run-1",
                     "status": "running",
                 },
+                event_id="result-1",
                 is_error=False,
+                with_refs=True,
             ),
         ],
         backgroundOperationsSettled=False,
@@ -386,9 +402,22 @@ def test_item18_unsettled_background_operation_parks() -> None:
 def test_item19_historical_tool_missing_from_catalog() -> None:
     plan = plan_of(
         [
-            user("user-1", "fetch the page"),
-            call("call-1", "tool-1", "Fetch", {"url": "https://example.test"}),
-            response("result-1", "tool-1", "Fetch", {"status": 200}, is_error=False),
+            EV.user("user-1", "fetch the page"),
+            EV.call(
+                "tool-1",
+                "Fetch",
+                {"url": "https://example.test"},
+                event_id="call-1",
+                with_refs=True,
+            ),
+            EV.response(
+                "tool-1",
+                "Fetch",
+                {"status": 200},
+                event_id="result-1",
+                is_error=False,
+                with_refs=True,
+            ),
         ]
     )
     assert plan.disposition == "park"
@@ -398,16 +427,16 @@ def test_item19_historical_tool_missing_from_catalog() -> None:
 
 def test_tool_catalog_covers_ancestors_sorted_and_deduplicated() -> None:
     ancestor = [
-        user("root-user"),
-        call("root-call-1", "root-tool-1", "Zeta"),
-        response("root-result-1", "root-tool-1", "Zeta"),
-        call("root-call-2", "root-tool-2", "Alpha"),
-        response("root-result-2", "root-tool-2", "Alpha"),
+        EV.user("root-user", "run it"),
+        EV.call("root-tool-1", "Zeta", event_id="root-call-1", with_refs=True),
+        EV.response("root-tool-1", "Zeta", "ok", event_id="root-result-1", with_refs=True),
+        EV.call("root-tool-2", "Alpha", event_id="root-call-2", with_refs=True),
+        EV.response("root-tool-2", "Alpha", "ok", event_id="root-result-2", with_refs=True),
     ]
     source = [
-        on_child(user("child-user")),
-        on_child(call("child-call", "child-tool", "Zeta")),
-        on_child(response("child-result", "child-tool", "Zeta")),
+        on_child(EV.user("child-user", "run it")),
+        on_child(EV.call("child-tool", "Zeta", event_id="child-call", with_refs=True)),
+        on_child(EV.response("child-tool", "Zeta", "ok", event_id="child-result", with_refs=True)),
     ]
     plan = build_continuation_plan(source, facts(), ancestors=[ancestor])
     assert plan.rejection_reasons == ("tool_catalog_mismatch",)
@@ -415,7 +444,7 @@ def test_tool_catalog_covers_ancestors_sorted_and_deduplicated() -> None:
 
 
 def test_item20_missing_external_facts() -> None:
-    events = [user("user-1", "continue the task")]
+    events = [EV.user("user-1", "continue the task")]
     assert plan_of(events, ledgerReadable=False).rejection_reasons == ("runtime_ledger_unreadable",)
     assert plan_of(events, terminalRepairSucceeded=False).rejection_reasons == (
         "terminal_repair_failed",
@@ -430,8 +459,8 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
 
     mixed = plan_of(
         [
-            user("user-1", "continue"),
-            event("other-run", runId="run-other", content={"kind": "text", "text": "other"}),
+            EV.user("user-1", "continue"),
+            EV.event("other-run", runId="run-other", content={"kind": "text", "text": "other"}),
         ]
     )
     assert mixed.rejection_reasons == ("dangling_tool_state", "runtime_identity_mismatch")
@@ -439,7 +468,7 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
     assert "provider_resume_boundary_unsupported" not in codes(mixed)  # (o)/(p) skipped
 
     reused = plan_of(
-        [user("user-1", "continue")],
+        [EV.user("user-1", "continue")],
         continuationIdentity={"invocationId": "invocation-1", "runId": "run-1", "turnId": "turn-1"},
     )
     assert reused.rejection_reasons == ("continuation_identity_reused",)
@@ -448,16 +477,16 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
         {"invocationId": "invocation-9", "runId": "run-1", "turnId": "turn-9"},
         {"invocationId": "invocation-9", "runId": "run-9", "turnId": "turn-1"},
     ):
-        assert plan_of([user()], continuationIdentity=partial_reuse).rejection_reasons == (
-            "continuation_identity_reused",
-        )
+        assert plan_of(
+            [EV.user(text="run it")], continuationIdentity=partial_reuse
+        ).rejection_reasons == ("continuation_identity_reused",)
 
 
 def test_item22_history_ending_with_model_text() -> None:
     plan = plan_of(
         [
-            user("user-1", "write a summary"),
-            text("assistant-1", "model", "partial but committed answer"),
+            EV.user("user-1", "write a summary"),
+            EV.text("assistant-1", "partial but committed answer"),
         ]
     )
     assert plan.disposition == "park"
@@ -469,9 +498,16 @@ def test_item22_history_ending_with_model_text() -> None:
 def test_item23_history_not_starting_with_user() -> None:
     plan = plan_of(
         [
-            event("continuation-start", actions={"stateDelta": {"continuationStart": True}}),
-            call("call-1", "tool-1", "Bash", {"command": "npm test"}),
-            response("result-1", "tool-1", "Bash", {"exitCode": 0}, is_error=False),
+            EV.legacy_continuation_start("continuation-start"),
+            EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
+            EV.response(
+                "tool-1",
+                "Bash",
+                {"exitCode": 0},
+                event_id="result-1",
+                is_error=False,
+                with_refs=True,
+            ),
         ]
     )
     assert plan.disposition == "park"
@@ -482,7 +518,12 @@ def test_item23_history_not_starting_with_user() -> None:
 
 
 def test_history_without_model_visible_content() -> None:
-    plan = plan_of([event("start", actions={"stateDelta": {"x": 1}}), terminal()])
+    plan = plan_of(
+        [
+            EV.event("start", actions={"stateDelta": {"x": 1}}),
+            EV.terminal(status="failed", error_code=None),
+        ]
+    )
     assert plan.rejection_reasons == (
         "provider_resume_head_unsupported",
         "provider_resume_boundary_unsupported",
@@ -494,14 +535,14 @@ def test_history_without_model_visible_content() -> None:
 
 
 def test_empty_model_text_does_not_break_head_or_tail() -> None:
-    closer = event("closer", role="model", author="agent", content={"kind": "text", "text": ""})
-    assert plan_of([closer, user(), closer.model_copy(update={"id": "closer-2"})]).disposition == (
-        "continue"
-    )
+    closer = EV.event("closer", role="model", author="agent", content={"kind": "text", "text": ""})
+    assert plan_of(
+        [closer, EV.user(text="run it"), closer.model_copy(update={"id": "closer-2"})]
+    ).disposition == ("continue")
 
 
 def test_item24_checkpoint_gates() -> None:
-    events = [user("user-1", "continue")]
+    events = [EV.user("user-1", "continue")]
     missing_ref = plan_of(
         events, workspaceCheckpoint={"restored": True, "runtimeEventHighWater": 1}
     )
@@ -545,7 +586,7 @@ def test_item24_checkpoint_gates() -> None:
 
 
 def test_checkpoint_high_water_takes_precedence_over_expected() -> None:
-    events = [user()]
+    events = [EV.user(text="run it")]
     assert plan_of(events, expectedRuntimeEventHighWater=5).rejection_reasons == (
         "runtime_offset_mismatch",
     )
@@ -558,25 +599,25 @@ def test_checkpoint_high_water_takes_precedence_over_expected() -> None:
 
 
 def test_item25_partial_excluded_from_context_but_counted_in_high_water() -> None:
-    partial = event(
+    partial = EV.event(
         "partial-1",
         partial=True,
         role="model",
         author="agent",
         content={"kind": "text", "text": "s"},
     )
-    plan = plan_of([user("user-1", "continue"), partial])
+    plan = plan_of([EV.user("user-1", "continue"), partial])
     assert plan.disposition == "continue"
     assert plan.continuation is not None
     assert plan.continuation.source_runtime_event_high_water == 2
-    assert ids(plan.continuation.runtime_context) == ["user-1"]
+    assert event_ids(plan.continuation.runtime_context) == ["user-1"]
 
 
 # --- gate (h): terminal boundary consistency --------------------------------------------------
 
 
 def test_header_terminal_boundary_consistent_passes() -> None:
-    events = [user(), terminal()]
+    events = [EV.user(text="run it"), EV.terminal(status="failed", error_code=None)]
     assert plan_of(events, sourceHeader=header()).disposition == "continue"
     assert terminal_boundary_consistent(header(), events)
 
@@ -585,20 +626,48 @@ def test_header_terminal_boundary_consistent_passes() -> None:
     ("events", "status", "strict_ok", "status_only_ok"),
     [
         # runtime-continuation.test.ts 7: header still running
-        ([user(), terminal()], "running", False, False),
+        (
+            [EV.user(text="run it"), EV.terminal(status="failed", error_code=None)],
+            "running",
+            False,
+            False,
+        ),
         # 8: header completed vs failed terminal
-        ([user(), terminal()], "completed", False, False),
+        (
+            [EV.user(text="run it"), EV.terminal(status="failed", error_code=None)],
+            "completed",
+            False,
+            False,
+        ),
         # 9: output committed after the terminal
-        ([user(), terminal(), text("late", "model", "late")], "failed", False, True),
+        (
+            [
+                EV.user(text="run it"),
+                EV.terminal(status="failed", error_code=None),
+                EV.text("late", "late"),
+            ],
+            "failed",
+            False,
+            True,
+        ),
         # two terminal facts
-        ([user(), terminal("t1"), terminal("t2")], "failed", False, False),
+        (
+            [
+                EV.user(text="run it"),
+                EV.terminal("t1", "failed", error_code=None),
+                EV.terminal("t2", "failed", error_code=None),
+            ],
+            "failed",
+            False,
+            False,
+        ),
         # no terminal at all
-        ([user()], "failed", False, False),
+        ([EV.user(text="run it")], "failed", False, False),
         # failure class of the fact differs from the header's
         (
             [
-                user(),
-                terminal().to_wire()
+                EV.user(text="run it"),
+                EV.terminal(status="failed", error_code=None).to_wire()
                 | {"actions": {"endInvocation": True, "stateDelta": {"failureClass": "other"}}},
             ],
             "failed",
@@ -606,9 +675,22 @@ def test_header_terminal_boundary_consistent_passes() -> None:
             True,
         ),
         # terminal of another run than the header names
-        ([user(), terminal().to_wire() | {"turnId": "turn-x"}], "failed", False, True),
+        (
+            [
+                EV.user(text="run it"),
+                EV.terminal(status="failed", error_code=None).to_wire() | {"turnId": "turn-x"},
+            ],
+            "failed",
+            False,
+            True,
+        ),
         # endInvocation without a terminal status: no derivable fact
-        ([user(), event("end", actions={"endInvocation": True})], "failed", False, False),
+        (
+            [EV.user(text="run it"), EV.event("end", actions={"endInvocation": True})],
+            "failed",
+            False,
+            False,
+        ),
     ],
 )
 def test_terminal_boundary_policies(
@@ -624,10 +706,10 @@ def test_terminal_boundary_policies(
 
 
 def test_cancelled_terminal_needs_matching_abort_source() -> None:
-    aborted = terminal("t", status="aborted").to_wire() | {
+    aborted = EV.terminal("t", "aborted").to_wire() | {
         "actions": {"endInvocation": True, "stateDelta": {"abortSource": "user"}}
     }
-    events: list[Any] = [user(), aborted]
+    events: list[Any] = [EV.user(text="run it"), aborted]
     ok = header("cancelled", abortSource="user")
     other = header("cancelled", abortSource="timeout")
     assert terminal_boundary_consistent(ok, events)
@@ -636,7 +718,11 @@ def test_cancelled_terminal_needs_matching_abort_source() -> None:
 
 
 def test_terminal_repair_flag_fails_even_with_consistent_header() -> None:
-    plan = plan_of([user(), terminal()], sourceHeader=header(), terminalRepairSucceeded=False)
+    plan = plan_of(
+        [EV.user(text="run it"), EV.terminal(status="failed", error_code=None)],
+        sourceHeader=header(),
+        terminalRepairSucceeded=False,
+    )
     assert plan.rejection_reasons == ("terminal_repair_failed",)
     assert codes(plan) == ["terminal_repair_failed"]
 
@@ -646,12 +732,12 @@ def test_terminal_repair_flag_fails_even_with_consistent_header() -> None:
 
 def test_all_gates_accumulate_in_order() -> None:
     events = [
-        text("assistant-0", "model", "hello"),
-        call("call-1", "tool-1", "Fetch", {"url": "x"}),
-        response("result-1", "tool-1", "Fetch", {"status": 200}),
-        call("call-2", "tool-2", "Bash"),
+        EV.text("assistant-0", "hello"),
+        EV.call("tool-1", "Fetch", {"url": "x"}, event_id="call-1", with_refs=True),
+        EV.response("tool-1", "Fetch", {"status": 200}, event_id="result-1", with_refs=True),
+        EV.call("tool-2", "Bash", event_id="call-2", with_refs=True),
         permission_request("permission-1", "tool-2"),
-        text("assistant-1", "model", "waiting"),
+        EV.text("assistant-1", "waiting"),
     ]
     plan = plan_of(
         events,
@@ -700,13 +786,19 @@ def test_all_gates_accumulate_in_order() -> None:
 
 
 def test_dangling_reason_is_deduplicated() -> None:
-    plan = plan_of([user(), call("call-1", "tool-1"), call("call-2", "tool-2")])
+    plan = plan_of(
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="call-1", with_refs=True),
+            EV.call("tool-2", event_id="call-2", with_refs=True),
+        ]
+    )
     assert plan.rejection_reasons == ("dangling_tool_state",)
     assert codes(plan).count("pending_tool_result") == 2
 
 
 def test_composite_blocked_replay_parks_with_mapped_single_reason() -> None:
-    unsettled = [user(), call("call-1", "tool-1")]
+    unsettled = [EV.user(text="run it"), EV.call("tool-1", event_id="call-1", with_refs=True)]
     plan = build_continuation_plan(unsettled, facts(), replay=build_composite_replay([unsettled]))
     assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
     assert plan.diagnostics[0].detail == {
@@ -715,9 +807,9 @@ def test_composite_blocked_replay_parks_with_mapped_single_reason() -> None:
     }
 
     gap = [
-        user(marker=T1),
-        call("call-1", "tool-1", "Read", {}, with_refs=False),
-        text("a", "model", "x"),
+        EV.user(text="run it", marker=T1),
+        EV.call("tool-1", "Read", {}, event_id="call-1"),
+        EV.text("a", "x"),
     ]
     plan = build_continuation_plan(gap, facts(), replay=build_composite_replay([gap]))
     assert plan.rejection_reasons == ("provider_replay_non_suffix_gap",)
@@ -725,7 +817,7 @@ def test_composite_blocked_replay_parks_with_mapped_single_reason() -> None:
 
 
 def test_composite_offset_gate_uses_last_event_seq() -> None:
-    events = [user(), terminal()]
+    events = [EV.user(text="run it"), EV.terminal(status="failed", error_code=None)]
     plan = build_continuation_plan(
         events, facts(expectedRuntimeEventHighWater=3), replay=build_composite_replay([events])
     )
@@ -734,7 +826,10 @@ def test_composite_offset_gate_uses_last_event_seq() -> None:
 
 
 def test_composite_head_and_tail_read_provider_items() -> None:
-    start_only = [event("start", actions={"stateDelta": {"x": 1}}), terminal()]
+    start_only = [
+        EV.event("start", actions={"stateDelta": {"x": 1}}),
+        EV.terminal(status="failed", error_code=None),
+    ]
     plan = build_continuation_plan(start_only, facts(), replay=build_composite_replay([start_only]))
     assert plan.rejection_reasons == (
         "provider_resume_head_unsupported",
@@ -744,10 +839,13 @@ def test_composite_head_and_tail_read_provider_items() -> None:
 
 
 def test_composite_and_ancestors_are_exclusive() -> None:
-    events = [user()]
+    events = [EV.user(text="run it")]
     with pytest.raises(ValueError, match="ancestors"):
         build_continuation_plan(
-            events, facts(), ancestors=[[user("x")]], replay=build_composite_replay([events])
+            events,
+            facts(),
+            ancestors=[[EV.user("x", "run it")]],
+            replay=build_composite_replay([events]),
         )
 
 
@@ -796,7 +894,7 @@ def test_park_dump_keys() -> None:
 
 
 def test_continue_dump_keys() -> None:
-    dumped = plan_of([user()]).model_dump(by_alias=True)
+    dumped = plan_of([EV.user(text="run it")]).model_dump(by_alias=True)
     assert list(dumped["continuation"]) == [
         "invocationId",
         "runId",
@@ -814,21 +912,24 @@ def test_continue_dump_keys() -> None:
         "availableToolNames",
         "workspaceCheckpoint",
     ]
-    assert dumped["continuation"]["runtimeContext"] == [user().to_wire()]
+    assert dumped["continuation"]["runtimeContext"] == [EV.user(text="run it").to_wire()]
 
 
 def test_snapshot_tool_names_are_deduplicated_and_sorted() -> None:
-    plan = plan_of([user()], availableToolNames=["Write", "Bash", "Write", "Read"])
+    plan = plan_of([EV.user(text="run it")], availableToolNames=["Write", "Bash", "Write", "Read"])
     assert plan.continuation is not None
     assert plan.continuation.safety_snapshot.available_tool_names == ("Bash", "Read", "Write")
 
 
 def test_deterministic_and_does_not_mutate_inputs() -> None:
-    ancestor = [user("root-user").to_wire(), terminal("root-terminal").to_wire()]
+    ancestor = [
+        EV.user("root-user", "run it").to_wire(),
+        EV.terminal("root-terminal", "failed", error_code=None).to_wire(),
+    ]
     events = [
-        on_child(user("child-user")),
-        on_child(call("call-1", "tool-1", "Bash")),
-        on_child(response("result-1", "tool-1", "Bash")),
+        on_child(EV.user("child-user", "run it")),
+        on_child(EV.call("tool-1", "Bash", event_id="call-1", with_refs=True)),
+        on_child(EV.response("tool-1", "Bash", "ok", event_id="result-1", with_refs=True)),
     ]
     f = facts(availableToolNames=["Bash", "Bash"], cwdPolicy="relocatable", currentCwd="/moved")
     before = copy.deepcopy((ancestor, events, f.model_dump()))

@@ -7,62 +7,23 @@ from typing import Any
 
 import pytest
 
+from maka_es.builders import Events, Spine, event_ids
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.replay_projection import project_history as _project
 from maka_es.wire.codec import CodecInputError
-from tests.projections.builders import (
-    DIGEST,
-    T1,
-    call,
-    dispatch,
-    event,
-    ids,
-    response,
-    terminal,
-    text,
-    user,
-)
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 
-SOURCE = {
-    "sessionId": "session-1",
-    "invocationId": "invocation-2",
-    "runId": "run-2",
-    "turnId": "turn-2",
-}
+SPINE = Spine("session-1", "invocation-1", "run-1", "turn-1")
+EV = Events.decoded(SPINE, ts=1)
+
+SOURCE_SPINE = Spine("session-1", "invocation-2", "run-2", "turn-2")
+SOURCE = SOURCE_SPINE.identity
 
 
 def start_v2(event_id: str = "continuation-start", *, marker: bool = False) -> dict[str, Any]:
     """A V2 continuation-start fact as event 1 of run-2."""
-    actions: dict[str, Any] = {
-        "continuationStart": {
-            "protocol": "continuation_start_v2",
-            "provenance": "runtime_admission",
-            "claimId": "claim-1",
-            "boundaryDigest": DIGEST,
-            "immediateSource": {
-                "sessionId": "session-1",
-                "invocationId": "invocation-1",
-                "runId": "run-1",
-                "turnId": "turn-1",
-                "highWater": 2,
-                "prefixDigest": DIGEST,
-            },
-            "replayManifestDigest": DIGEST,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": DIGEST,
-        }
-    }
-    if marker:
-        actions["runtimeProtocol"] = {"toolBoundary": T1}
-    return {
-        "id": event_id,
-        **SOURCE,
-        "ts": 1,
-        "partial": False,
-        "role": "system",
-        "author": "system",
-        "actions": actions,
-    }
+    source_run = Events.wire(SOURCE_SPINE, ts=1)
+    return source_run.continuation_start(SPINE, 2, event_id=event_id, marker=marker)
 
 
 def in_source(e: Any) -> dict[str, Any]:
@@ -71,12 +32,7 @@ def in_source(e: Any) -> dict[str, Any]:
 
 
 def thinking(event_id: str, signature: str = "signed-1") -> Any:
-    return event(
-        event_id,
-        role="model",
-        author="agent",
-        content={"kind": "thinking", "text": "unfinished", "signature": signature},
-    )
+    return EV.thinking(event_id, "unfinished", signature=signature)
 
 
 def only_segment(replay: CompositeReplay) -> Any:
@@ -92,29 +48,31 @@ def test_trims_interrupted_assistant_suffix_after_last_user() -> None:
     replay = build_composite_replay(
         [
             [
-                user("user-1", "user-1", marker=T1),
+                EV.user("user-1", "user-1", marker=T1),
                 thinking("thinking-1"),
-                text("assistant-1", "model", "x"),
+                EV.text("assistant-1", "x"),
             ]
         ]
     )
     segment = only_segment(replay)
     assert segment.trimmed_suffix_event_ids == ("thinking-1", "assistant-1")
-    assert ids(segment.replay_runtime_events) == ["user-1"]
+    assert event_ids(segment.replay_runtime_events) == ["user-1"]
     assert [item["eventId"] for item in segment.provider_items] == ["user-1"]
     assert replay.provider_items == segment.provider_items
 
 
 def test_hidden_nested_events_are_excluded() -> None:
-    hidden = event(
+    hidden = EV.event(
         "hidden-nested-result",
         role="tool",
         author="agent",
         modelVisibility="hidden",
         content={"kind": "text", "text": "hidden"},
     )
-    segment = only_segment(build_composite_replay([[user("user-1", marker=T1), hidden]]))
-    assert ids(segment.replay_runtime_events) == ["user-1"]
+    segment = only_segment(
+        build_composite_replay([[EV.user("user-1", "run it", marker=T1), hidden]])
+    )
+    assert event_ids(segment.replay_runtime_events) == ["user-1"]
     assert segment.trimmed_suffix_event_ids == ()
 
 
@@ -122,24 +80,24 @@ def test_segment_without_anchor_trims_every_model_item() -> None:
     source = [
         start_v2(),
         in_source(thinking("thinking-1")),
-        in_source(text("assistant-1", "model", "partial answer")),
-        in_source(terminal("failed-terminal")),
+        in_source(EV.text("assistant-1", "partial answer")),
+        in_source(EV.terminal("failed-terminal", "failed", error_code=None)),
     ]
     segment = only_segment(build_composite_replay([source]))
     assert segment.trimmed_suffix_event_ids == ("thinking-1", "assistant-1")
-    assert ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
+    assert event_ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
     assert segment.provider_items == ()
 
 
 def test_pre_t1_call_in_continuation_is_trimmed() -> None:
     source = [
         start_v2(marker=True),
-        in_source(call("call-1", "tool-call-1", "Write", {"path": "notes.txt"}, with_refs=False)),
-        in_source(terminal("failed-terminal")),
+        in_source(EV.call("tool-call-1", "Write", {"path": "notes.txt"}, event_id="call-1")),
+        in_source(EV.terminal("failed-terminal", "failed", error_code=None)),
     ]
     segment = only_segment(build_composite_replay([source]))
     assert segment.trimmed_suffix_event_ids == ("call-1",)
-    assert ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
+    assert event_ids(segment.replay_runtime_events) == ["continuation-start", "failed-terminal"]
     assert segment.provider_items == ()
 
 
@@ -147,9 +105,9 @@ def test_unmatched_call_followed_by_assistant_text_is_a_gap() -> None:
     replay = build_composite_replay(
         [
             [
-                user("user-1", marker=T1),
-                call("call-1", "tool-1", "Read", {}, with_refs=False),
-                text("assistant-1", "model", "after the hole"),
+                EV.user("user-1", "run it", marker=T1),
+                EV.call("tool-1", "Read", {}, event_id="call-1"),
+                EV.text("assistant-1", "after the hole"),
             ]
         ]
     )
@@ -166,14 +124,14 @@ def test_unmatched_call_followed_by_assistant_text_is_a_gap() -> None:
 
 def test_each_segment_projected_once_ancestor_suffix_never_returns() -> None:
     ancestor = [
-        user("root-user", marker=T1),
+        EV.user("root-user", "run it", marker=T1),
         thinking("root-thinking", "signed-root"),
-        text("root-interrupted-text", "model", "interrupted"),
+        EV.text("root-interrupted-text", "interrupted"),
     ]
-    source = [in_source(user("child-user", marker=T1))]
+    source = [in_source(EV.user("child-user", "run it", marker=T1))]
     replay = build_composite_replay([ancestor, source])
     assert replay.replayable
-    assert ids(replay.runtime_context) == ["root-user", "child-user"]
+    assert event_ids(replay.runtime_context) == ["root-user", "child-user"]
     assert [s.trimmed_suffix_event_ids for s in replay.segments] == [
         ("root-thinking", "root-interrupted-text"),
         (),
@@ -233,8 +191,12 @@ def test_spec_digest_vector() -> None:
 
 
 def test_trimming_changes_replay_digest_but_not_prefix_digest() -> None:
-    base = [user("user-1"), terminal()]
-    with_suffix = [user("user-1"), text("assistant-1", "model", "x"), terminal()]
+    base = [EV.user("user-1", "run it"), EV.terminal(status="failed", error_code=None)]
+    with_suffix = [
+        EV.user("user-1", "run it"),
+        EV.text("assistant-1", "x"),
+        EV.terminal(status="failed", error_code=None),
+    ]
     short, long = build_composite_replay([base]), build_composite_replay([with_suffix])
     assert short.provider_replay_digest == long.provider_replay_digest  # suffix trimmed
     assert short.prefix_digests != long.prefix_digests  # the committed prefix differs
@@ -244,13 +206,22 @@ def test_trimming_changes_replay_digest_but_not_prefix_digest() -> None:
 
 
 def test_resolver_corruption_blocks() -> None:
-    replay = build_composite_replay([[user(), response("orphan", "tool-9", "Bash")]])
+    replay = build_composite_replay(
+        [
+            [
+                EV.user(text="run it"),
+                EV.response("tool-9", "Bash", "ok", event_id="orphan", with_refs=True),
+            ]
+        ]
+    )
     assert replay.blocked_reason == "tool_recovery_corruption"
     assert replay.diagnostics[0].code == "tool_recovery_corruption"
 
 
 def test_indeterminate_operation_blocks_as_unsettled() -> None:
-    replay = build_composite_replay([[user(), call("call-1", "tool-1")]])
+    replay = build_composite_replay(
+        [[EV.user(text="run it"), EV.call("tool-1", event_id="call-1", with_refs=True)]]
+    )
     assert replay.blocked_reason == "tool_recovery_unsettled"
 
 
@@ -258,9 +229,9 @@ def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
     replay = build_composite_replay(
         [
             [
-                user(marker=T1),
-                call("call-1", "call-1", operation_id="operation-1"),
-                dispatch("dispatch-1"),
+                EV.user(text="run it", marker=T1),
+                EV.call("call-1", event_id="call-1", operation_id="operation-1"),
+                EV.dispatch("call-1", event_id="dispatch-1", operation_id="operation-1"),
             ]
         ]
     )
@@ -271,7 +242,7 @@ def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
     ("bad", "code"),
     [
         (
-            event(
+            EV.event(
                 "partial-1",
                 partial=True,
                 role="model",
@@ -281,11 +252,13 @@ def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
             "partial_skipped",
         ),
         (
-            event("tool-text", role="tool", author="tool", content={"kind": "text", "text": "t"}),
+            EV.event(
+                "tool-text", role="tool", author="tool", content={"kind": "text", "text": "t"}
+            ),
             "unsupported_role",
         ),
         (
-            event(
+            EV.event(
                 "user-thinking",
                 role="user",
                 author="user",
@@ -294,13 +267,15 @@ def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
             "unsupported_role",
         ),
         (
-            event("empty-user", role="user", author="user", content={"kind": "text", "text": ""}),
+            EV.event(
+                "empty-user", role="user", author="user", content={"kind": "text", "text": ""}
+            ),
             "unsupported_content",
         ),
     ],
 )
 def test_projection_problems_are_unsupported(bad: Any, code: str) -> None:
-    replay = build_composite_replay([[user(), bad]])
+    replay = build_composite_replay([[EV.user(text="run it"), bad]])
     assert replay.blocked_reason == "provider_replay_unsupported"
     assert replay.diagnostics[0].code == code
     assert replay.diagnostics[0].event_id == bad.id
@@ -308,14 +283,23 @@ def test_projection_problems_are_unsupported(bad: Any, code: str) -> None:
 
 def test_renamed_result_is_resolver_corruption_before_projection() -> None:
     # The resolver runs first, so a renamed or orphan result never reaches the projection.
-    renamed = [user(), call("call-1", "tool-1", "Bash"), response("result-1", "tool-1", "Write")]
+    renamed = [
+        EV.user(text="run it"),
+        EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
+        EV.response("tool-1", "Write", "ok", event_id="result-1", with_refs=True),
+    ]
     assert build_composite_replay([renamed]).blocked_reason == "tool_recovery_corruption"
 
 
 def test_projection_diagnoses_renamed_and_orphan_results() -> None:
     # defence in depth behind the resolver: the provider projection refuses them on its own
     renamed = _project(
-        [user(), call("call-1", "tool-1", "Bash"), response("result-1", "tool-1", "Write")], None
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
+            EV.response("tool-1", "Write", "ok", event_id="result-1", with_refs=True),
+        ],
+        None,
     )
     assert [(d.code, d.event_id, d.detail) for d in renamed.diagnostics] == [
         (
@@ -329,7 +313,13 @@ def test_projection_diagnoses_renamed_and_orphan_results() -> None:
             },
         )
     ]
-    orphan = _project([user(), response("result-1", "tool-9", "Bash")], None)
+    orphan = _project(
+        [
+            EV.user(text="run it"),
+            EV.response("tool-9", "Bash", "ok", event_id="result-1", with_refs=True),
+        ],
+        None,
+    )
     assert [(d.code, d.detail) for d in orphan.diagnostics] == [
         ("unmatched_tool_result", {"toolCallId": "tool-9"})
     ]
@@ -337,28 +327,30 @@ def test_projection_diagnoses_renamed_and_orphan_results() -> None:
 
 def test_benign_skips_do_not_block() -> None:
     events = [
-        user(),
-        event("closer", role="model", author="agent", content={"kind": "text", "text": ""}),
-        event("err", content={"kind": "error", "message": "boom"}),
-        text("note", "system", "system note"),
-        call("call-1", "tool-1", "Bash"),
-        response("result-1", "tool-1", "Bash", {"exitCode": 0}),
-        terminal(),
+        EV.user(text="run it"),
+        EV.event("closer", role="model", author="agent", content={"kind": "text", "text": ""}),
+        EV.event("err", content={"kind": "error", "message": "boom"}),
+        EV.text("note", "system note", role="system"),
+        EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
+        EV.response("tool-1", "Bash", {"exitCode": 0}, event_id="result-1", with_refs=True),
+        EV.terminal(status="failed", error_code=None),
     ]
     replay = build_composite_replay([events])
     assert replay.replayable
     assert [item["eventId"] for item in replay.provider_items] == ["user-1", "call-1", "result-1"]
-    assert ids(replay.runtime_context) == ids(events)  # nothing trimmed: ends at a tool result
+    assert event_ids(replay.runtime_context) == event_ids(
+        events
+    )  # nothing trimmed: ends at a tool result
 
 
 def test_signed_thinking_in_unpaired_tool_turn_is_skipped() -> None:
     events = [
-        user(),
-        call("call-1", "tool-1", "Bash"),
-        response("result-1", "tool-1", "Bash"),
+        EV.user(text="run it"),
+        EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
+        EV.response("tool-1", "Bash", "ok", event_id="result-1", with_refs=True),
         thinking("thinking-1"),
-        text("assistant-1", "model", "done"),
-        user("user-2", "next"),
+        EV.text("assistant-1", "done"),
+        EV.user("user-2", "next"),
     ]
     replay = build_composite_replay([events])
     assert [item["eventId"] for item in replay.provider_items] == [
@@ -368,19 +360,19 @@ def test_signed_thinking_in_unpaired_tool_turn_is_skipped() -> None:
         "assistant-1",
         "user-2",
     ]
-    assert "thinking-1" in ids(replay.runtime_context)  # skipped from items, not trimmed
+    assert "thinking-1" in event_ids(replay.runtime_context)  # skipped from items, not trimmed
 
 
 def test_unmatched_call_after_anchor_is_trimmed_with_suffix() -> None:
     events = [
-        user(marker=T1),
-        text("assistant-1", "model", "let me check"),
-        call("call-1", "tool-1", "Read", {}, with_refs=False),
-        terminal(),
+        EV.user(text="run it", marker=T1),
+        EV.text("assistant-1", "let me check"),
+        EV.call("tool-1", "Read", {}, event_id="call-1"),
+        EV.terminal(status="failed", error_code=None),
     ]
     segment = only_segment(build_composite_replay([events]))
     assert segment.trimmed_suffix_event_ids == ("assistant-1", "call-1")
-    assert ids(segment.replay_runtime_events) == ["user-1", "terminal-1"]
+    assert event_ids(segment.replay_runtime_events) == ["user-1", "terminal-1"]
 
 
 # --- inputs -------------------------------------------------------------------------------------
@@ -392,14 +384,24 @@ def test_invalid_segments_raise() -> None:
     with pytest.raises(CodecInputError):
         build_composite_replay([[]])
     with pytest.raises(CodecInputError):
-        build_composite_replay([[user(), {**terminal().to_wire(), "runId": "run-x"}]])
+        build_composite_replay(
+            [
+                [
+                    EV.user(text="run it"),
+                    {**EV.terminal(status="failed", error_code=None).to_wire(), "runId": "run-x"},
+                ]
+            ]
+        )
     with pytest.raises(CodecInputError):  # a lineage may not reuse a run
-        build_composite_replay([[user()], [user("user-2")]])
+        build_composite_replay([[EV.user(text="run it")], [EV.user("user-2", "run it")]])
 
 
 def test_deterministic_and_does_not_mutate_input() -> None:
-    ancestor = [user("root-user").to_wire(), text("root-text", "model", "x").to_wire()]
-    source = [in_source(user("child-user")), in_source(terminal())]
+    ancestor = [EV.user("root-user", "run it").to_wire(), EV.text("root-text", "x").to_wire()]
+    source = [
+        in_source(EV.user("child-user", "run it")),
+        in_source(EV.terminal(status="failed", error_code=None)),
+    ]
     before = copy.deepcopy([ancestor, source])
     first = build_composite_replay([ancestor, source])
     second = build_composite_replay([ancestor, source])
@@ -409,7 +411,9 @@ def test_deterministic_and_does_not_mutate_input() -> None:
 
 
 def test_dump_keys() -> None:
-    dumped = build_composite_replay([[user(), terminal()]]).model_dump(by_alias=True)
+    dumped = build_composite_replay(
+        [[EV.user(text="run it"), EV.terminal(status="failed", error_code=None)]]
+    ).model_dump(by_alias=True)
     assert list(dumped) == [
         "blockedReason",
         "blockedSegmentIndex",
@@ -430,4 +434,4 @@ def test_dump_keys() -> None:
         "providerItems",
         "providerReplayDigest",
     ]
-    assert dumped["runtimeContext"][0] == user().to_wire()
+    assert dumped["runtimeContext"][0] == EV.user(text="run it").to_wire()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from maka_es.builders import event_ids
 from maka_es.resume.failpoint_catalog import (
     FAILPOINT_PREFIXES,
     RUNTIME_RESUME_FAILPOINTS,
@@ -12,7 +13,6 @@ from maka_es.resume.failpoint_catalog import (
     harness_ledger,
 )
 from maka_es.resume.plan import build_resume_plan
-from tests.projections.builders import ids
 
 EXPECTED_CATALOG = [
     ("P0", "before tool preparation (T1)", "before_function_call"),
@@ -67,7 +67,7 @@ def test_unknown_prefix_is_refused() -> None:
 def test_harness_ledger_is_deterministic_and_has_no_marker() -> None:
     full = harness_ledger("after_terminal_event", "session-P9", "run-P9")
     assert full == harness_ledger("after_terminal_event", "session-P9", "run-P9")
-    assert ids(full) == ["user", "call", "response", "terminal"]
+    assert event_ids(full) == ["user", "call", "response", "terminal"]
     assert [e.ts for e in full] == [1, 2, 3, 4]
     assert all(e.protocol_marker is None for e in full)
     assert {e.identity for e in full} == {
@@ -96,14 +96,14 @@ def test_required_outcome_for_every_failpoint(failpoint: Failpoint) -> None:
         assert plan.disposition == "safe_replay"
         assert plan.operations == ()
         assert plan.rejection_reasons == ()
-        assert ids(plan.replay_runtime_events) == ["user"]
+        assert event_ids(plan.replay_runtime_events) == ["user"]
     elif prefix == "after_function_call":
         assert plan.disposition == "blocked"
         assert [op.status for op in plan.operations] == ["indeterminate"]
         assert plan.requires_verification is True
         assert plan.directive is not None
         assert plan.rejection_reasons == ("dangling_tool_state",)
-        assert ids(plan.replay_runtime_events) == ["user"]
+        assert event_ids(plan.replay_runtime_events) == ["user"]
     else:
         assert plan.disposition == "safe_replay"
         assert [op.status for op in plan.operations] == ["succeeded"]
@@ -113,8 +113,8 @@ def test_required_outcome_for_every_failpoint(failpoint: Failpoint) -> None:
         expected = ["user", "call", "response"]
         if prefix == "after_terminal_event":
             expected.append("terminal")
-        assert ids(plan.replay_runtime_events) == expected
-    assert ids(plan.runtime_events) == ids(events)
+        assert event_ids(plan.replay_runtime_events) == expected
+    assert event_ids(plan.runtime_events) == event_ids(events)
 
 
 @pytest.mark.parametrize("prefix", ["after_function_response", "after_terminal_event"])

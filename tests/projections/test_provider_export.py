@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from maka_es.builders import Events, Spine
 from maka_es.continuation.gates import ContinuationFacts, build_continuation_plan
 from maka_es.continuation.provider_export import (
     ProviderExportError,
@@ -26,28 +27,16 @@ from maka_es.continuation.provider_export import (
 from maka_es.errors import MakaError
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import call, dispatch, event, response, terminal, text, user
+
+EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 Exporter = Callable[[list[Any]], list[ProviderMessage]]
 EXPORTERS: list[Exporter] = [to_openai_chat_messages, to_anthropic_messages]
 
 
-def thinking(event_id: str, body: str, signature: str | None = None) -> RuntimeEvent:
-    content: dict[str, Any] = {"kind": "thinking", "text": body}
-    if signature is not None:
-        content["signature"] = signature
-    return event(event_id, role="model", author="agent", content=content)
-
-
 def fact(event_id: str) -> RuntimeEvent:
     """A content-less system fact (continuation start, Original P1 form)."""
-    return event(
-        event_id,
-        actions={
-            "stateDelta": {"continuationStart": True},
-            "runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"},
-        },
-    )
+    return EV.legacy_continuation_start(event_id, marker=True)
 
 
 def history() -> list[RuntimeEvent]:
@@ -55,20 +44,35 @@ def history() -> list[RuntimeEvent]:
     (one an error), a final text, plus everything the model never sees."""
     return [
         fact("start-1"),
-        user("user-1", "fix the port"),
-        text("sys-1", "system", "a UI note"),
-        thinking("think-1", "need the config", signature="sig-1"),
-        text("model-1", "model", "Reading both files."),
-        text("model-partial", "model", "Readi", partial=True),
-        call("call-a", "tool-a", "Read", {"path": "b.json", "limit": 2}),
-        call("call-b", "tool-b", "Bash", {"command": "cat a.json"}),
-        dispatch("dispatch-a", "op-a", "tool-a", "Read", {"path": "b.json", "limit": 2}),
-        text("hidden-1", "model", "code mode chatter", modelVisibility="hidden"),
-        response("result-b", "tool-b", "Bash", {"exitCode": 1, "stderr": "no"}, is_error=True),
-        response("result-a", "tool-a", "Read", "port: 3000"),
-        text("model-empty", "model", ""),
-        text("model-2", "model", "The port is 3000."),
-        terminal("terminal-1", "completed"),
+        EV.user("user-1", "fix the port"),
+        EV.text("sys-1", "a UI note", role="system"),
+        EV.thinking("think-1", "need the config", signature="sig-1"),
+        EV.text("model-1", "Reading both files."),
+        EV.text("model-partial", "Readi", partial=True),
+        EV.call(
+            "tool-a", "Read", {"path": "b.json", "limit": 2}, event_id="call-a", with_refs=True
+        ),
+        EV.call("tool-b", "Bash", {"command": "cat a.json"}, event_id="call-b", with_refs=True),
+        EV.dispatch(
+            "tool-a",
+            "Read",
+            {"path": "b.json", "limit": 2},
+            event_id="dispatch-a",
+            operation_id="op-a",
+        ),
+        EV.text("hidden-1", "code mode chatter", modelVisibility="hidden"),
+        EV.response(
+            "tool-b",
+            "Bash",
+            {"exitCode": 1, "stderr": "no"},
+            event_id="result-b",
+            is_error=True,
+            with_refs=True,
+        ),
+        EV.response("tool-a", "Read", "port: 3000", event_id="result-a", with_refs=True),
+        EV.text("model-empty", ""),
+        EV.text("model-2", "The port is 3000."),
+        EV.terminal("terminal-1", "completed"),
     ]
 
 
@@ -137,11 +141,11 @@ def test_anthropic_exact_messages() -> None:
 
 def test_calls_without_text_and_several_texts_in_one_step() -> None:
     events = [
-        user(),
-        call("c1", "tool-1", "Bash", {"command": "ls"}),
-        response("r1", "tool-1", "Bash", "a b"),
-        text("m1", "model", "First."),
-        text("m2", "model", "Second."),
+        EV.user(text="run it"),
+        EV.call("tool-1", "Bash", {"command": "ls"}, event_id="c1", with_refs=True),
+        EV.response("tool-1", "Bash", "a b", event_id="r1", with_refs=True),
+        EV.text("m1", "First."),
+        EV.text("m2", "Second."),
     ]
     assert to_openai_chat_messages(events) == [
         {"role": "user", "content": "run it"},
@@ -169,18 +173,23 @@ def test_calls_without_text_and_several_texts_in_one_step() -> None:
 
 
 def test_text_after_calls_in_the_same_step_travels_with_them() -> None:
-    events = [user(), call("c1"), text("m1", "model", "Running it."), response("r1")]
+    events = [
+        EV.user(text="run it"),
+        EV.call("call-1", event_id="c1", with_refs=True),
+        EV.text("m1", "Running it."),
+        EV.response("call-1", "Bash", "ok", event_id="r1", with_refs=True),
+    ]
     assert to_openai_chat_messages(events)[1]["content"] == "Running it."
     assert [b["type"] for b in to_anthropic_messages(events)[1]["content"]] == ["tool_use", "text"]
 
 
 def test_thinking_signed_unsigned_and_thinking_only_steps() -> None:
     events = [
-        user("user-1", "hi"),
-        thinking("t1", "unsigned thoughts"),
-        user("user-2", "still there?"),
-        thinking("t2", "signed thoughts", signature="sig"),
-        text("m1", "model", "Yes."),
+        EV.user("user-1", "hi"),
+        EV.thinking("t1", "unsigned thoughts"),
+        EV.user("user-2", "still there?"),
+        EV.thinking("t2", "signed thoughts", signature="sig"),
+        EV.text("m1", "Yes."),
     ]
     # chat completions accepts no reasoning input: all thinking goes, the thinking-only step too
     assert to_openai_chat_messages(events) == [
@@ -205,7 +214,7 @@ def test_thinking_signed_unsigned_and_thinking_only_steps() -> None:
 
 
 def test_steering_user_text_during_a_tool_follows_the_results() -> None:
-    steering = event(
+    steering = EV.event(
         "steer-1",
         role="user",
         author="user",
@@ -215,7 +224,12 @@ def test_steering_user_text_during_a_tool_follows_the_results() -> None:
         "The user sent a message while you were working:\n<user_query>\nuse port 4000\n"
         "</user_query>"
     )
-    events = [user(), call("c1", "tool-1"), steering, response("r1", "tool-1", "Bash", "ok")]
+    events = [
+        EV.user(text="run it"),
+        EV.call("tool-1", event_id="c1", with_refs=True),
+        steering,
+        EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+    ]
     assert to_openai_chat_messages(events)[2:] == [
         {"role": "tool", "tool_call_id": "tool-1", "content": "ok"},
         {"role": "user", "content": envelope},
@@ -231,16 +245,18 @@ def test_steering_user_text_during_a_tool_follows_the_results() -> None:
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
 def test_content_less_facts_only_history_is_empty(exporter: Exporter) -> None:
-    assert exporter([fact("start-1"), terminal("terminal-1")]) == []
+    assert exporter([fact("start-1"), EV.terminal("terminal-1", "failed", error_code=None)]) == []
     assert exporter([]) == []
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
 def test_wire_dicts_are_accepted_and_results_are_copies(exporter: Exporter) -> None:
     events = [
-        user(),
-        call("c1", "tool-1", "Bash", {"command": "ls", "env": {"A": "1"}}),
-        response("r1", "tool-1"),
+        EV.user(text="run it"),
+        EV.call(
+            "tool-1", "Bash", {"command": "ls", "env": {"A": "1"}}, event_id="c1", with_refs=True
+        ),
+        EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
     ]
     assert exporter([e.to_wire() for e in events]) == exporter(events)
     exported = to_anthropic_messages(events)
@@ -251,63 +267,104 @@ def test_wire_dicts_are_accepted_and_results_are_copies(exporter: Exporter) -> N
 # --- refusals ---------------------------------------------------------------------------------
 
 REFUSALS: dict[str, tuple[list[RuntimeEvent], str, str]] = {
-    "call without result": ([user(), call("c1", "tool-1")], "unmatched_tool_call", "tool-1"),
-    "result without call": ([user(), response("r1", "tool-1")], "unmatched_tool_result", "tool-1"),
+    "call without result": (
+        [EV.user(text="run it"), EV.call("tool-1", event_id="c1", with_refs=True)],
+        "unmatched_tool_call",
+        "tool-1",
+    ),
+    "result without call": (
+        [
+            EV.user(text="run it"),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+        ],
+        "unmatched_tool_result",
+        "tool-1",
+    ),
     "second result": (
-        [user(), call("c1"), response("r1"), response("r2")],
+        [
+            EV.user(text="run it"),
+            EV.call("call-1", event_id="c1", with_refs=True),
+            EV.response("call-1", "Bash", "ok", event_id="r1", with_refs=True),
+            EV.response("call-1", "Bash", "ok", event_id="r2", with_refs=True),
+        ],
         "unmatched_tool_result",
         "call-1",
     ),
     "result names another tool": (
-        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Write")],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", "Bash", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Write", "ok", event_id="r1", with_refs=True),
+        ],
         "tool_id_mismatch",
         "tool-1",
     ),
     "call id reused": (
-        [user(), call("c1", "tool-1"), response("r1", "tool-1"), call("c2", "tool-1")],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+            EV.call("tool-1", event_id="c2", with_refs=True),
+        ],
         "duplicate_tool_call",
         "tool-1",
     ),
     "model speaks before every result": (
         [
-            user(),
-            call("c1", "tool-1"),
-            call("c2", "tool-2"),
-            response("r1", "tool-1"),
-            text("m1", "model", "done"),
-            response("r2", "tool-2"),
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.call("tool-2", event_id="c2", with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+            EV.text("m1", "done"),
+            EV.response("tool-2", "Bash", "ok", event_id="r2", with_refs=True),
         ],
         "tool_exchange_interleaved",
         "tool-2",
     ),
     "new call before every result": (
         [
-            user(),
-            call("c1", "tool-1"),
-            call("c2", "tool-2"),
-            response("r1", "tool-1"),
-            call("c3", "tool-3"),
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.call("tool-2", event_id="c2", with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+            EV.call("tool-3", event_id="c3", with_refs=True),
         ],
         "tool_exchange_interleaved",
         "tool-2",
     ),
     "hidden result leaves the call dangling": (
-        [user(), call("c1", "tool-1"), response("r1", "tool-1", hidden=True)],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", hidden=True, with_refs=True),
+        ],
         "unmatched_tool_call",
         "tool-1",
     ),
     "partial result does not count": (
-        [user(), call("c1", "tool-1"), response("r1", "tool-1", partial=True)],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True, partial=True),
+        ],
         "unmatched_tool_call",
         "tool-1",
     ),
     "hidden call leaves the result orphaned": (
-        [user(), call("c1", "tool-1", hidden=True), response("r1", "tool-1")],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", hidden=True, with_refs=True),
+            EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+        ],
         "unmatched_tool_result",
         "tool-1",
     ),
     "deferred user text does not hide a dangling call": (
-        [user(), call("c1", "tool-1"), user("user-2", "and then?")],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.user("user-2", "and then?"),
+        ],
         "unmatched_tool_call",
         "tool-1",
     ),
@@ -332,14 +389,14 @@ def test_unpaired_or_interleaved_exchanges_are_refused(exporter: Exporter, case:
 @pytest.mark.parametrize("args", [None, [1, 2], "ls"])
 def test_anthropic_refuses_non_object_tool_input(args: Any) -> None:
     events = [
-        user(),
-        event(
+        EV.user(text="run it"),
+        EV.event(
             "c1",
             role="model",
             author="agent",
             content={"kind": "function_call", "id": "tool-1", "name": "Bash", "args": args},
         ),
-        response("r1", "tool-1"),
+        EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
     ]
     with pytest.raises(ProviderExportError) as caught:
         to_anthropic_messages(events)
@@ -358,10 +415,12 @@ def test_anthropic_refuses_non_object_tool_input(args: Any) -> None:
 
 def test_continuation_runtime_context_exports_without_a_new_user_message() -> None:
     events = [
-        user("user-1", "run the tests"),
-        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
-        response("result-1", "tool-1", "Bash", {"exitCode": 0}, is_error=False),
-        terminal("terminal-1", "failed"),
+        EV.user("user-1", "run the tests"),
+        EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
+        EV.response(
+            "tool-1", "Bash", {"exitCode": 0}, event_id="result-1", is_error=False, with_refs=True
+        ),
+        EV.terminal("terminal-1", "failed", error_code=None),
     ]
     facts = ContinuationFacts.model_validate(
         {
@@ -423,13 +482,13 @@ class _History:
         if choice == 1:
             self.events.append(fact(event_id))
         elif choice == 2:
-            self.events.append(terminal(event_id, "completed"))
+            self.events.append(EV.terminal(event_id, "completed"))
         elif choice == 3:
-            self.events.append(text(event_id, "model", "hidden", modelVisibility="hidden"))
+            self.events.append(EV.text(event_id, "hidden", modelVisibility="hidden"))
         elif choice == 4:
-            self.events.append(text(event_id, "model", "parti", partial=True))
+            self.events.append(EV.text(event_id, "parti", partial=True))
         elif choice == 5:
-            self.events.append(text(event_id, "model", ""))
+            self.events.append(EV.text(event_id, ""))
 
 
 @st.composite
@@ -438,20 +497,20 @@ def paired_histories(draw: st.DrawFn) -> tuple[list[RuntimeEvent], int]:
     exactly once (results in any order, maybe with errors), with invisible facts anywhere."""
     h = _History()
     h.noise(draw)
-    h.events.append(user(h.next_id("user"), draw(st.text(min_size=1, max_size=8))))
+    h.events.append(EV.user(h.next_id("user"), draw(st.text(min_size=1, max_size=8))))
     for step in range(draw(st.integers(0, 4))):
         h.noise(draw)
         if draw(st.booleans()):
             signature = draw(st.none() | st.just("sig"))
-            h.events.append(thinking(h.next_id("think"), "hmm", signature))
+            h.events.append(EV.thinking(h.next_id("think"), "hmm", signature=signature))
         if draw(st.booleans()):
-            h.events.append(
-                text(h.next_id("model"), "model", draw(st.text(min_size=1, max_size=8)))
-            )
+            h.events.append(EV.text(h.next_id("model"), draw(st.text(min_size=1, max_size=8))))
         names = draw(st.lists(st.sampled_from(["Bash", "Read", "Write"]), max_size=3))
         ids = [f"tool-{step}-{n}" for n in range(len(names))]
         for call_id, name in zip(ids, names, strict=True):
-            h.events.append(call(h.next_id("call"), call_id, name, draw(ARGS)))
+            h.events.append(
+                EV.call(call_id, name, draw(ARGS), event_id=h.next_id("call"), with_refs=True)
+            )
             h.noise(draw)
         h.calls += len(ids)
         for n in draw(st.permutations(range(len(ids)))):
@@ -459,10 +518,17 @@ def paired_histories(draw: st.DrawFn) -> tuple[list[RuntimeEvent], int]:
             result = draw(JSON_VALUES)
             is_error = draw(st.none() | st.booleans())
             h.events.append(
-                response(h.next_id("result"), ids[n], names[n], result, is_error=is_error)
+                EV.response(
+                    ids[n],
+                    names[n],
+                    result,
+                    event_id=h.next_id("result"),
+                    is_error=is_error,
+                    with_refs=True,
+                )
             )
         if draw(st.booleans()):
-            h.events.append(user(h.next_id("user"), "more"))
+            h.events.append(EV.user(h.next_id("user"), "more"))
     h.noise(draw)
     return h.events, h.calls
 

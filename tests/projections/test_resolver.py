@@ -6,23 +6,17 @@ from typing import Any
 
 import pytest
 
+from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import OPERATION_ISSUE_PRIORITY, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import (
-    T1,
-    call,
-    dispatch,
-    event,
-    reconcile,
-    response,
-    terminal,
-    text,
-    user,
-    wire,
-)
+
+SPINE = Spine("session-1", "invocation-1", "run-1", "turn-1")
+EV = Events.decoded(SPINE, ts=1)
+W = Events.wire(SPINE, ts=1)
 
 
 def decision(
@@ -62,24 +56,25 @@ def codes(resolution: Resolution) -> list[str]:
 
 
 def initial(marker: str | None = T1) -> RuntimeEvent:
-    return user("initial-1", marker=marker)
+    return EV.user("initial-1", "run it", marker=marker)
 
 
 def fcall(**kw: Any) -> RuntimeEvent:
-    return call("function-call-1", with_refs=False, **kw)
+    return EV.call("call-1", event_id="function-call-1", **kw)
 
 
 def fdispatch(**kw: Any) -> RuntimeEvent:
-    return dispatch("dispatch-1", **kw)
+    return EV.dispatch("call-1", event_id="dispatch-1", operation_id="operation-1", **kw)
 
 
 def fresponse(is_error: bool | None = None, operation_id: str | None = None) -> RuntimeEvent:
-    return response(
-        "function-response-1",
-        result="permission denied" if is_error else "ok",
+    return EV.response(
+        "call-1",
+        "Bash",
+        "permission denied" if is_error else "ok",
+        event_id="function-response-1",
         is_error=is_error,
         operation_id=operation_id,
-        with_refs=operation_id is not None,
     )
 
 
@@ -183,9 +178,7 @@ def test_response_without_call_is_orphan_response() -> None:
 
 def test_dispatch_tool_name_drift_is_identity_conflict() -> None:
     # the hash still authenticates the Bash call: only the dispatch's tool name drifts
-    drift = fdispatch(
-        tool_name="Write", args_hash=canonical_args_hash("Bash", {"command": "do-it"})
-    )
+    drift = fdispatch(name="Write", args_hash=canonical_args_hash("Bash", {"command": "do-it"}))
     resolution = resolve_tool_operations([initial(), fcall(), drift])
     assert dumped_decisions(resolution) == [
         decision(
@@ -201,7 +194,14 @@ def test_dispatch_tool_name_drift_is_identity_conflict() -> None:
 
 
 def test_repeated_dispatch_is_duplicate_dispatch() -> None:
-    resolution = resolve_tool_operations([initial(), fcall(), fdispatch(), dispatch("dispatch-2")])
+    resolution = resolve_tool_operations(
+        [
+            initial(),
+            fcall(),
+            fdispatch(),
+            EV.dispatch("call-1", event_id="dispatch-2", operation_id="operation-1"),
+        ]
+    )
     assert dumped_decisions(resolution) == [
         decision(
             status="corruption",
@@ -218,7 +218,9 @@ def test_repeated_dispatch_is_duplicate_dispatch() -> None:
 
 
 def test_repeated_response_is_duplicate_response() -> None:
-    second = response("function-response-2", operation_id="operation-1")
+    second = EV.response(
+        "call-1", "Bash", "ok", event_id="function-response-2", operation_id="operation-1"
+    )
     resolution = resolve_tool_operations(
         [initial(), fcall(), fdispatch(), fresponse(operation_id="operation-1"), second]
     )
@@ -238,7 +240,7 @@ def test_repeated_response_is_duplicate_response() -> None:
 
 
 def test_protocol_marker_after_first_event_is_invalid() -> None:
-    late = event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}})
+    late = EV.event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}})
     resolution = resolve_tool_operations([initial(marker=None), late])
     assert [(i.code, i.event_id) for i in resolution.issues] == [
         ("protocol_marker_invalid", "late-marker")
@@ -264,7 +266,7 @@ def test_marker_issues_precede_scanner_issues() -> None:
         [
             initial(marker="future_protocol"),
             fresponse(),
-            event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}}),
+            EV.event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}}),
         ]
     )
     assert [(i.code, i.event_id) for i in resolution.issues] == [
@@ -310,7 +312,7 @@ def test_duplicate_event_id_is_reported_and_skipped() -> None:
 
 
 def test_duplicate_id_and_lane_conflict_are_both_reported() -> None:
-    invalid = event(
+    invalid = EV.event(
         "outcome-1",
         role="tool",
         author="tool",
@@ -324,7 +326,15 @@ def test_duplicate_id_and_lane_conflict_are_both_reported() -> None:
 
 
 def test_invocation_spanning_two_spines_is_invocation_identity_conflict() -> None:
-    other_run = call("call-event-2", "call-2", "Read", {}, runId="run-2", turnId="turn-2")
+    other_run = EV.call(
+        "call-2",
+        "Read",
+        {},
+        event_id="call-event-2",
+        with_refs=True,
+        runId="run-2",
+        turnId="turn-2",
+    )
     resolution = resolve_tool_operations([fcall(), other_run])
     assert [(i.code, i.event_id) for i in resolution.issues] == [
         ("invocation_identity_conflict", "call-event-2")
@@ -336,20 +346,60 @@ def test_invocation_spanning_two_spines_is_invocation_identity_conflict() -> Non
 @pytest.mark.parametrize(
     "bad",
     [
-        pytest.param(call("c", partial=True), id="partial-call"),
-        pytest.param(response("r", partial=True), id="partial-response"),
-        pytest.param(dispatch("d", partial=True), id="partial-dispatch"),
-        pytest.param(call("c", branch="child-1"), id="branch-call"),
-        pytest.param(call("c", status="completed"), id="terminal-status-call"),
-        pytest.param(call("c", role="tool"), id="call-wrong-role"),
-        pytest.param(call("c", actions={"artifactDelta": {"a": 1}}), id="call-with-artifact-delta"),
         pytest.param(
-            response("r", actions={"endInvocation": True}), id="response-with-end-invocation"
+            EV.call("call-1", event_id="c", with_refs=True, partial=True), id="partial-call"
         ),
         pytest.param(
-            dispatch("d", content={"kind": "text", "text": "x"}), id="dispatch-with-content"
+            EV.response("call-1", "Bash", "ok", event_id="r", with_refs=True, partial=True),
+            id="partial-response",
         ),
-        pytest.param(dispatch("d", refs={"operationId": "operation-1"}), id="dispatch-refs"),
+        pytest.param(
+            EV.dispatch("call-1", event_id="d", operation_id="operation-1", partial=True),
+            id="partial-dispatch",
+        ),
+        pytest.param(
+            EV.call("call-1", event_id="c", with_refs=True, branch="child-1"), id="branch-call"
+        ),
+        pytest.param(
+            EV.call("call-1", event_id="c", with_refs=True, status="completed"),
+            id="terminal-status-call",
+        ),
+        pytest.param(
+            EV.call("call-1", event_id="c", with_refs=True, role="tool"), id="call-wrong-role"
+        ),
+        pytest.param(
+            EV.call("call-1", event_id="c", with_refs=True, actions={"artifactDelta": {"a": 1}}),
+            id="call-with-artifact-delta",
+        ),
+        pytest.param(
+            EV.response(
+                "call-1",
+                "Bash",
+                "ok",
+                event_id="r",
+                with_refs=True,
+                actions={"endInvocation": True},
+            ),
+            id="response-with-end-invocation",
+        ),
+        pytest.param(
+            EV.dispatch(
+                "call-1",
+                event_id="d",
+                operation_id="operation-1",
+                content={"kind": "text", "text": "x"},
+            ),
+            id="dispatch-with-content",
+        ),
+        pytest.param(
+            EV.dispatch(
+                "call-1",
+                event_id="d",
+                operation_id="operation-1",
+                refs={"operationId": "operation-1"},
+            ),
+            id="dispatch-refs",
+        ),
     ],
 )
 def test_lane_violations_are_semantic_lane_conflicts(bad: RuntimeEvent) -> None:
@@ -359,17 +409,25 @@ def test_lane_violations_are_semantic_lane_conflicts(bad: RuntimeEvent) -> None:
 
 
 def test_partial_ordinary_events_are_ignored() -> None:
-    partial_text = text("p", "model", "stream", partial=True)
-    resolution = resolve_tool_operations([user(), partial_text, fcall()])
+    partial_text = EV.text("p", "stream", partial=True)
+    resolution = resolve_tool_operations([EV.user(text="run it"), partial_text, fcall()])
     assert resolution.issues == ()
     assert len(resolution.decisions) == 1
 
 
 def test_duplicate_call_operation_and_order_are_reported_in_physical_order() -> None:
-    other_call = call("call-other", "call-2", "Bash")
-    duplicate_operation = dispatch("dispatch-other", "operation-1", "call-2")
+    other_call = EV.call("call-2", "Bash", event_id="call-other", with_refs=True)
+    duplicate_operation = EV.dispatch(
+        "call-2", event_id="dispatch-other", operation_id="operation-1"
+    )
     resolution = resolve_tool_operations(
-        [fdispatch(), fcall(), call("call-dup", "call-1"), other_call, duplicate_operation]
+        [
+            fdispatch(),
+            fcall(),
+            EV.call("call-1", event_id="call-dup", with_refs=True),
+            other_call,
+            duplicate_operation,
+        ]
     )
     assert [(i.code, i.event_id) for i in resolution.issues] == [
         ("event_order_conflict", "dispatch-1"),
@@ -386,10 +444,10 @@ def test_duplicate_call_operation_and_order_are_reported_in_physical_order() -> 
 def test_duplicate_operation_marks_both_operations() -> None:
     resolution = resolve_tool_operations(
         [
-            call("ca", "call-a"),
-            dispatch("da", "operation-1", "call-a"),
-            call("cb", "call-b"),
-            dispatch("db", "operation-1", "call-b"),
+            EV.call("call-a", event_id="ca", with_refs=True),
+            EV.dispatch("call-a", event_id="da", operation_id="operation-1"),
+            EV.call("call-b", event_id="cb", with_refs=True),
+            EV.dispatch("call-b", event_id="db", operation_id="operation-1"),
         ]
     )
     assert codes(resolution) == ["duplicate_operation"]
@@ -432,7 +490,9 @@ def test_dispatch_after_bound_response_is_only_an_order_conflict() -> None:
 
 
 def test_recovery_fact_for_unknown_operation_is_top_level_order_conflict() -> None:
-    orphan = reconcile("orphan-reconcile", "unknown-operation", "unknown-call")
+    orphan = EV.reconcile(
+        "unknown-call", event_id="orphan-reconcile", operation_id="unknown-operation"
+    )
     resolution = resolve_tool_operations([fcall(), fresponse(), orphan])
     assert [(i.code, i.event_id) for i in resolution.issues] == [
         ("event_order_conflict", "orphan-reconcile")
@@ -442,7 +502,9 @@ def test_recovery_fact_for_unknown_operation_is_top_level_order_conflict() -> No
 
 
 def test_response_name_mismatch_is_identity_conflict() -> None:
-    resolution = resolve_tool_operations([fcall(), response("r", name="Read")])
+    resolution = resolve_tool_operations(
+        [fcall(), EV.response("call-1", "Read", "ok", event_id="r", with_refs=True)]
+    )
     assert codes(resolution) == ["identity_conflict"]
     assert resolution.decisions[0].reason == "identity_conflict"
 
@@ -454,16 +516,24 @@ def test_call_after_dispatch_with_other_name_is_identity_conflict() -> None:
 
 
 def test_tuple_call_keys_are_unambiguous() -> None:
-    first = call("call-a", "c", "Read", {}, invocationId="a\0b")
-    second = call("call-b", "b\0c", "Read", {}, invocationId="a")
+    first = EV.call("c", "Read", {}, event_id="call-a", with_refs=True, invocationId="a\0b")
+    second = EV.call("b\0c", "Read", {}, event_id="call-b", with_refs=True, invocationId="a")
     resolution = resolve_tool_operations([first, second])
     assert resolution.has_corruption is False
     assert len(resolution.decisions) == 2
 
 
 def test_same_provider_id_in_two_invocations_is_two_operations() -> None:
-    first = call("call-a", "call-1", "Read", {})
-    second = call("call-b", "call-1", "Read", {}, invocationId="invocation-2", turnId="turn-2")
+    first = EV.call("call-1", "Read", {}, event_id="call-a", with_refs=True)
+    second = EV.call(
+        "call-1",
+        "Read",
+        {},
+        event_id="call-b",
+        with_refs=True,
+        invocationId="invocation-2",
+        turnId="turn-2",
+    )
     resolution = resolve_tool_operations([first, second])
     assert resolution.issues == ()
     assert [d.call_runtime_event_id for d in resolution.decisions] == ["call-a", "call-b"]
@@ -473,7 +543,7 @@ def test_same_provider_id_in_two_invocations_is_two_operations() -> None:
 
 
 def test_legacy_call_only_is_indeterminate_never_not_dispatched() -> None:
-    resolution = resolve_tool_operations([user(), fcall()])
+    resolution = resolve_tool_operations([EV.user(text="run it"), fcall()])
     assert (resolution.decisions[0].status, resolution.decisions[0].reason) == (
         "indeterminate",
         "legacy_dispatch_unknown",
@@ -482,7 +552,13 @@ def test_legacy_call_only_is_indeterminate_never_not_dispatched() -> None:
 
 
 def test_corruption_anywhere_disables_reconciliation() -> None:
-    resolution = resolve_tool_operations([user(), fcall(), response("r", "other", "X")])
+    resolution = resolve_tool_operations(
+        [
+            EV.user(text="run it"),
+            fcall(),
+            EV.response("other", "X", "ok", event_id="r", with_refs=True),
+        ]
+    )
     assert resolution.decisions[0].status == "indeterminate"
     assert resolution.has_corruption is True
     assert resolution.requires_reconciliation is False
@@ -501,20 +577,20 @@ def test_orphan_response_later_completed_by_a_call_stays_orphan_response() -> No
         pytest.param(
             [
                 fcall(),
-                call("dup", "call-1"),
+                EV.call("call-1", event_id="dup", with_refs=True),
                 fdispatch(),
-                dispatch("dispatch-2"),
+                EV.dispatch("call-1", event_id="dispatch-2", operation_id="operation-1"),
             ],
             "duplicate_call",
             id="duplicate_call>duplicate_dispatch",
         ),
         pytest.param(
             [
-                call("ca", "call-a"),
-                dispatch("da", "operation-1", "call-a"),
-                call("cb", "call-b"),
-                dispatch("db", "operation-1", "call-b"),
-                dispatch("da2", "operation-1", "call-a"),
+                EV.call("call-a", event_id="ca", with_refs=True),
+                EV.dispatch("call-a", event_id="da", operation_id="operation-1"),
+                EV.call("call-b", event_id="cb", with_refs=True),
+                EV.dispatch("call-b", event_id="db", operation_id="operation-1"),
+                EV.dispatch("call-a", event_id="da2", operation_id="operation-1"),
             ],
             "duplicate_operation",
             id="duplicate_operation>duplicate_dispatch",
@@ -524,14 +600,18 @@ def test_orphan_response_later_completed_by_a_call_stays_orphan_response() -> No
                 fcall(),
                 fdispatch(),
                 fresponse(operation_id="operation-1"),
-                response("r2", operation_id="operation-1"),
-                dispatch("dispatch-2"),
+                EV.response("call-1", "Bash", "ok", event_id="r2", operation_id="operation-1"),
+                EV.dispatch("call-1", event_id="dispatch-2", operation_id="operation-1"),
             ],
             "duplicate_dispatch",
             id="duplicate_dispatch>duplicate_response",
         ),
         pytest.param(
-            [fresponse(), response("r2"), fcall()],
+            [
+                fresponse(),
+                EV.response("call-1", "Bash", "ok", event_id="r2", with_refs=True),
+                fcall(),
+            ],
             "duplicate_response",
             id="duplicate_response>orphan_response",
         ),
@@ -541,7 +621,7 @@ def test_orphan_response_later_completed_by_a_call_stays_orphan_response() -> No
             id="orphan_response>canonical_args_hash_conflict",
         ),
         pytest.param(
-            [fcall(), fdispatch(tool_name="Write", args_hash="sha256:" + "0" * 64)],
+            [fcall(), fdispatch(name="Write", args_hash="sha256:" + "0" * 64)],
             "canonical_args_hash_conflict",
             id="canonical_args_hash_conflict>identity_conflict",
         ),
@@ -574,11 +654,11 @@ def test_priority_constant_matches_spec_order() -> None:
 def test_operations_are_in_first_appearance_order() -> None:
     resolution = resolve_tool_operations(
         [
-            call("c2", "call-2", "Read", {}),
-            call("c1", "call-1"),
-            response("r1", "call-1"),
-            response("r2", "call-2", "Read"),
-            terminal(),
+            EV.call("call-2", "Read", {}, event_id="c2", with_refs=True),
+            EV.call("call-1", event_id="c1", with_refs=True),
+            EV.response("call-1", "Bash", "ok", event_id="r1", with_refs=True),
+            EV.response("call-2", "Read", "ok", event_id="r2", with_refs=True),
+            EV.terminal(status="failed", error_code=None),
         ]
     )
     assert [d.tool_call_id for d in resolution.decisions] == ["call-2", "call-1"]
@@ -596,7 +676,7 @@ def test_wire_mappings_and_models_resolve_identically() -> None:
 
 def test_invalid_wire_mapping_is_refused() -> None:
     with pytest.raises(InvalidRuntimeEventError):
-        resolve_tool_operations([wire("x", unknownKey=1)])
+        resolve_tool_operations([W.event("x", unknownKey=1)])
 
 
 def test_resolution_dump_keys() -> None:

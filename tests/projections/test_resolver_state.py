@@ -6,44 +6,41 @@ import itertools
 
 import pytest
 
+from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.tooljournal.resolver import (
     ResolverState,
     resolve_tool_operations,
     would_introduce_issue,
 )
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import (
-    T1,
-    call,
-    completed_decision,
-    dispatch,
-    event,
-    reconcile,
-    response,
-    terminal,
-    user,
-)
+
+EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 ARGS = {"command": "do-it"}
 
 
 def rich_ledger() -> list[RuntimeEvent]:
     return [
-        user("u", marker=T1),
-        call("c1", "call-1"),
-        dispatch("d1", "op-1", "call-1"),
-        response("r1", "call-1", operation_id="op-1"),
-        call("c2", "call-2", "Bash", ARGS),
-        dispatch("d2", "op-2", "call-2", "Bash", ARGS, recovery_mode="reconcile"),
-        reconcile("rc2", "op-2", "call-2"),
-        response("o2", "call-2", operation_id="op-2"),
-        completed_decision("dc2", ["c2", "d2", "rc2", "o2"], "o2", "op-2", "call-2"),
-        call("c3", "call-3"),
-        call("c3", "call-3"),  # duplicate id
-        response("r9", "call-9"),  # orphan
-        event("late", actions={"runtimeProtocol": {"toolBoundary": T1}}),
-        terminal(),
+        EV.user("u", "run it", marker=T1),
+        EV.call("call-1", event_id="c1", with_refs=True),
+        EV.dispatch("call-1", event_id="d1", operation_id="op-1"),
+        EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="op-1"),
+        EV.call("call-2", "Bash", ARGS, event_id="c2", with_refs=True),
+        EV.dispatch(
+            "call-2", "Bash", ARGS, event_id="d2", operation_id="op-2", recovery_mode="reconcile"
+        ),
+        EV.reconcile("call-2", event_id="rc2", operation_id="op-2"),
+        EV.response("call-2", "Bash", "ok", event_id="o2", operation_id="op-2"),
+        EV.completed_decision(
+            "call-2", ["c2", "d2", "rc2", "o2"], "o2", event_id="dc2", operation_id="op-2"
+        ),
+        EV.call("call-3", event_id="c3", with_refs=True),
+        EV.call("call-3", event_id="c3", with_refs=True),  # duplicate id
+        EV.response("call-9", "Bash", "ok", event_id="r9", with_refs=True),  # orphan
+        EV.event("late", actions={"runtimeProtocol": {"toolBoundary": T1}}),
+        EV.terminal(status="failed", error_code=None),
     ]
 
 
@@ -66,9 +63,9 @@ def test_fold_matches_batch_resolution_at_every_prefix() -> None:
 
 def test_feed_returns_the_issues_it_introduced() -> None:
     state = ResolverState()
-    assert state.feed(user("u")) == ()
-    assert state.feed(call("c1")) == ()
-    introduced = state.feed(call("c2"))
+    assert state.feed(EV.user("u", "run it")) == ()
+    assert state.feed(EV.call("call-1", event_id="c1", with_refs=True)) == ()
+    introduced = state.feed(EV.call("call-1", event_id="c2", with_refs=True))
     assert [(i.code, i.event_id) for i in introduced] == [("duplicate_call", "c2")]
     assert state.issues == introduced
     assert state.has_issues
@@ -82,15 +79,28 @@ def test_feed_accepts_wire_mappings() -> None:
 
 def test_would_introduce_issue_is_pure() -> None:
     state = ResolverState()
-    state.feed_all([user("u", marker=T1), call("c1"), dispatch("d1")])
+    state.feed_all(
+        [
+            EV.user("u", "run it", marker=T1),
+            EV.call("call-1", event_id="c1", with_refs=True),
+            EV.dispatch("call-1", event_id="d1", operation_id="operation-1"),
+        ]
+    )
     before = state.resolution()
 
-    issue = would_introduce_issue(state, dispatch("d2"))
+    issue = would_introduce_issue(
+        state, EV.dispatch("call-1", event_id="d2", operation_id="operation-1")
+    )
     assert issue is not None
     assert (issue.code, issue.event_id) == ("duplicate_dispatch", "d2")
-    assert would_introduce_issue(state, response("r1", operation_id="operation-1")) is None
+    assert (
+        would_introduce_issue(
+            state, EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="operation-1")
+        )
+        is None
+    )
     marker = would_introduce_issue(
-        state, event("m", actions={"runtimeProtocol": {"toolBoundary": T1}})
+        state, EV.event("m", actions={"runtimeProtocol": {"toolBoundary": T1}})
     )
     assert marker is not None
     assert marker.code == "protocol_marker_invalid"
@@ -98,21 +108,21 @@ def test_would_introduce_issue_is_pure() -> None:
     assert state.resolution() == before
     assert state.event_count == 3
     # the state still folds exactly as a fresh scan would
-    state.feed(response("r1", operation_id="operation-1"))
+    state.feed(EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="operation-1"))
     assert state.resolution() == resolve_tool_operations(
         [
-            user("u", marker=T1),
-            call("c1"),
-            dispatch("d1"),
-            response("r1", operation_id="operation-1"),
+            EV.user("u", "run it", marker=T1),
+            EV.call("call-1", event_id="c1", with_refs=True),
+            EV.dispatch("call-1", event_id="d1", operation_id="operation-1"),
+            EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="operation-1"),
         ]
     )
 
 
 def test_first_event_marker_is_judged_prospectively() -> None:
     state = ResolverState()
-    assert would_introduce_issue(state, user("u", marker=T1)) is None
-    bad = would_introduce_issue(state, user("u", marker="future"))
+    assert would_introduce_issue(state, EV.user("u", "run it", marker=T1)) is None
+    bad = would_introduce_issue(state, EV.user("u", "run it", marker="future"))
     assert bad is not None
     assert (bad.code, bad.event_id) == ("protocol_marker_invalid", "u")
     assert state.tool_boundary_protocol is None
@@ -121,35 +131,55 @@ def test_first_event_marker_is_judged_prospectively() -> None:
 
 def test_batch_prospective_check_sees_its_own_events() -> None:
     state = ResolverState()
-    state.feed(user("u", marker=T1))
+    state.feed(EV.user("u", "run it", marker=T1))
     # T1 = call + dispatch: the dispatch is judged against the call of the same batch
-    assert state.issues_if_fed([call("c1"), dispatch("d1")]) == ()
-    wrong = dispatch("d1", args_hash="sha256:" + "0" * 64)
-    assert [i.code for i in state.issues_if_fed([call("c1"), wrong])] == [
-        "canonical_args_hash_conflict"
-    ]
+    assert (
+        state.issues_if_fed(
+            [
+                EV.call("call-1", event_id="c1", with_refs=True),
+                EV.dispatch("call-1", event_id="d1", operation_id="operation-1"),
+            ]
+        )
+        == ()
+    )
+    wrong = EV.dispatch(
+        "call-1", event_id="d1", operation_id="operation-1", args_hash="sha256:" + "0" * 64
+    )
+    assert [
+        i.code
+        for i in state.issues_if_fed([EV.call("call-1", event_id="c1", with_refs=True), wrong])
+    ] == ["canonical_args_hash_conflict"]
     # a dispatch alone (its call not yet committed) is an order conflict
-    assert [i.code for i in state.issues_if_fed([dispatch("d1")])] == ["event_order_conflict"]
-    assert state.resolution() == resolve_tool_operations([user("u", marker=T1)])
+    assert [
+        i.code
+        for i in state.issues_if_fed(
+            [EV.dispatch("call-1", event_id="d1", operation_id="operation-1")]
+        )
+    ] == ["event_order_conflict"]
+    assert state.resolution() == resolve_tool_operations([EV.user("u", "run it", marker=T1)])
 
 
 def test_invalid_input_leaves_state_unchanged() -> None:
     state = ResolverState()
-    state.feed(call("c1"))
+    state.feed(EV.call("call-1", event_id="c1", with_refs=True))
     before = state.resolution()
     with pytest.raises(InvalidRuntimeEventError):
-        state.issues_if_fed([call("c2"), {"id": "broken"}])
+        state.issues_if_fed([EV.call("call-1", event_id="c2", with_refs=True), {"id": "broken"}])
     assert state.resolution() == before
-    assert state.feed(call("c3", "call-3")) == ()
+    assert state.feed(EV.call("call-3", event_id="c3", with_refs=True)) == ()
 
 
 def _bundle_events() -> list[RuntimeEvent]:
     return [
-        call("c", "call-1", "Bash", ARGS),
-        dispatch("d", "op-1", "call-1", "Bash", ARGS, recovery_mode="reconcile"),
-        reconcile("rc", "op-1", "call-1"),
-        response("o", "call-1", operation_id="op-1"),
-        completed_decision("dc", ["c", "d", "rc", "o"], "o", "op-1", "call-1"),
+        EV.call("call-1", "Bash", ARGS, event_id="c", with_refs=True),
+        EV.dispatch(
+            "call-1", "Bash", ARGS, event_id="d", operation_id="op-1", recovery_mode="reconcile"
+        ),
+        EV.reconcile("call-1", event_id="rc", operation_id="op-1"),
+        EV.response("call-1", "Bash", "ok", event_id="o", operation_id="op-1"),
+        EV.completed_decision(
+            "call-1", ["c", "d", "rc", "o"], "o", event_id="dc", operation_id="op-1"
+        ),
     ]
 
 
@@ -176,7 +206,7 @@ def test_prospective_checks_do_not_nest() -> None:
     state = ResolverState()
     state._undo = []  # simulate being inside a check
     with pytest.raises(RuntimeError):
-        state.issues_if_fed([call("c1")])
+        state.issues_if_fed([EV.call("call-1", event_id="c1", with_refs=True)])
     with pytest.raises(RuntimeError):
-        state.feed(call("c1"))
+        state.feed(EV.call("call-1", event_id="c1", with_refs=True))
     state._undo = None

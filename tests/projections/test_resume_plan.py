@@ -7,21 +7,13 @@ from typing import Any
 
 import pytest
 
+from maka_es.builders import Events, Spine, event_ids
 from maka_es.resume.plan import RESUME_DIRECTIVE, build_resume_plan, project_tool_operations
 from maka_es.resume.replay import provider_replay_subset
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
-from tests.projections.builders import (
-    T1,
-    call,
-    dispatch,
-    event,
-    ids,
-    reconcile,
-    response,
-    terminal,
-    text,
-    user,
-)
+
+EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 EXEC_CODE = {"code": "await tools.Read({})"}
 
@@ -35,9 +27,11 @@ def codes(plan: Any) -> list[str]:
 
 def test_tool_operation_projection_is_deterministic() -> None:
     events = [
-        call("call-1", "tool-1", "Bash", {"command": "npm test"}),
-        response("result-1", "tool-1", "Bash", {"ok": False}, is_error=True),
-        call("call-2", "tool-2", "Read", {"file_path": "README.md"}),
+        EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
+        EV.response(
+            "tool-1", "Bash", {"ok": False}, event_id="result-1", is_error=True, with_refs=True
+        ),
+        EV.call("tool-2", "Read", {"file_path": "README.md"}, event_id="call-2", with_refs=True),
     ]
     first = project_tool_operations(events)
     assert first == project_tool_operations(events)
@@ -61,11 +55,20 @@ def test_tool_operation_projection_is_deterministic() -> None:
 def test_committed_failed_result_versus_missing_result() -> None:
     failed = build_resume_plan(
         [
-            call("call-1", "tool-1", "Bash", {"command": "exit 1"}),
-            response("result-1", "tool-1", "Bash", {"exitCode": 1}, is_error=True),
+            EV.call("tool-1", "Bash", {"command": "exit 1"}, event_id="call-1", with_refs=True),
+            EV.response(
+                "tool-1",
+                "Bash",
+                {"exitCode": 1},
+                event_id="result-1",
+                is_error=True,
+                with_refs=True,
+            ),
         ]
     )
-    indeterminate = build_resume_plan([call("call-2", "tool-2", "Bash", {"command": "touch m"})])
+    indeterminate = build_resume_plan(
+        [EV.call("tool-2", "Bash", {"command": "touch m"}, event_id="call-2", with_refs=True)]
+    )
 
     assert failed.disposition == "safe_replay"
     assert failed.operations[0].status == "failed"
@@ -91,22 +94,30 @@ def test_directive_exact_text() -> None:
 
 def test_unresolved_call_is_excluded_from_replay() -> None:
     events = [
-        text("user-1", "user", "hello"),
-        call("call-1", "tool-1", "Bash", {"command": "touch marker"}),
-        text("system-1", "system", "diagnostic"),
+        EV.text("user-1", "hello", role="user"),
+        EV.call("tool-1", "Bash", {"command": "touch marker"}, event_id="call-1", with_refs=True),
+        EV.text("system-1", "diagnostic", role="system"),
     ]
-    assert ids(provider_replay_subset(events)) == ["user-1", "system-1"]
-    assert ids(build_resume_plan(events).replay_runtime_events) == ["user-1", "system-1"]
+    assert event_ids(provider_replay_subset(events)) == ["user-1", "system-1"]
+    assert event_ids(build_resume_plan(events).replay_runtime_events) == ["user-1", "system-1"]
 
 
 def test_hidden_nested_codemode_operations_are_never_replayed() -> None:
     events = [
-        text("user-1", "user", "inspect"),
-        call("nested-call", "nested-1", "Read", {}, hidden=True),
-        response("nested-result", "nested-1", "Read", {"ok": True}, is_error=False, hidden=True),
+        EV.text("user-1", "inspect", role="user"),
+        EV.call("nested-1", "Read", {}, event_id="nested-call", hidden=True, with_refs=True),
+        EV.response(
+            "nested-1",
+            "Read",
+            {"ok": True},
+            event_id="nested-result",
+            is_error=False,
+            hidden=True,
+            with_refs=True,
+        ),
     ]
     assert project_tool_operations(events) == ()
-    assert ids(provider_replay_subset(events)) == ["user-1"]
+    assert event_ids(provider_replay_subset(events)) == ["user-1"]
     plan = build_resume_plan(events)
     assert plan.disposition == "safe_replay"
     assert plan.operations == ()
@@ -115,32 +126,34 @@ def test_hidden_nested_codemode_operations_are_never_replayed() -> None:
 
 def test_hidden_nested_operation_still_indeterminate_blocks() -> None:
     events = [
-        user("user-1", "run the workflow", marker=T1),
-        call("outer-call", "exec-1", "exec", EXEC_CODE, operation_id="outer-op"),
-        dispatch("outer-dispatch", "outer-op", "exec-1", "exec", EXEC_CODE),
-        response(
-            "outer-response",
+        EV.user("user-1", "run the workflow", marker=T1),
+        EV.call("exec-1", "exec", EXEC_CODE, event_id="outer-call", operation_id="outer-op"),
+        EV.dispatch(
+            "exec-1", "exec", EXEC_CODE, event_id="outer-dispatch", operation_id="outer-op"
+        ),
+        EV.response(
             "exec-1",
             "exec",
             {"status": "interrupted"},
+            event_id="outer-response",
             is_error=True,
             operation_id="outer-op",
         ),
-        call(
-            "nested-call",
+        EV.call(
             "nested-1",
             "Read",
             {},
+            event_id="nested-call",
             operation_id="nested-op",
             hidden=True,
             parent=("outer-op", "exec-1"),
         ),
-        dispatch(
-            "nested-dispatch",
-            "nested-op",
+        EV.dispatch(
             "nested-1",
             "Read",
             {},
+            event_id="nested-dispatch",
+            operation_id="nested-op",
             hidden=True,
             parent=("outer-op", "exec-1"),
         ),
@@ -158,7 +171,7 @@ def test_hidden_nested_operation_still_indeterminate_blocks() -> None:
         "Read",
     )
     assert plan.rejection_reasons == ("dangling_tool_state",)
-    assert ids(plan.replay_runtime_events) == [
+    assert event_ids(plan.replay_runtime_events) == [
         "user-1",
         "outer-call",
         "outer-dispatch",
@@ -167,7 +180,13 @@ def test_hidden_nested_operation_still_indeterminate_blocks() -> None:
 
 
 def test_unmatched_tool_result_blocks_without_verification() -> None:
-    plan = build_resume_plan([response("result-1", "tool-1", "Bash", {"ok": True}, is_error=False)])
+    plan = build_resume_plan(
+        [
+            EV.response(
+                "tool-1", "Bash", {"ok": True}, event_id="result-1", is_error=False, with_refs=True
+            )
+        ]
+    )
     assert plan.disposition == "blocked"
     assert plan.requires_verification is False
     assert plan.directive is None
@@ -179,7 +198,7 @@ def test_unmatched_tool_result_blocks_without_verification() -> None:
 
 
 def test_expected_high_water_mismatch_is_only_runtime_offset_mismatch() -> None:
-    plan = build_resume_plan([text("user-1", "user", "hello")], expected_high_water=2)
+    plan = build_resume_plan([EV.text("user-1", "hello", role="user")], expected_high_water=2)
     assert plan.disposition == "blocked"
     assert plan.rejection_reasons == ("runtime_offset_mismatch",)
     assert codes(plan) == ["runtime_offset_mismatch"]
@@ -191,21 +210,31 @@ def test_expected_high_water_mismatch_is_only_runtime_offset_mismatch() -> None:
 
 
 def test_expected_high_water_match_is_accepted() -> None:
-    plan = build_resume_plan([text("user-1", "user", "hello")], expected_high_water=1)
+    plan = build_resume_plan([EV.text("user-1", "hello", role="user")], expected_high_water=1)
     assert plan.disposition == "safe_replay"
     assert plan.diagnostics == ()
 
 
 def test_offset_mismatch_comes_first_and_reasons_are_deduplicated() -> None:
     plan = build_resume_plan(
-        [user(), call("c1", "tool-1"), call("c2", "tool-2")], expected_high_water=7
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.call("tool-2", event_id="c2", with_refs=True),
+        ],
+        expected_high_water=7,
     )
     assert codes(plan) == ["runtime_offset_mismatch", "pending_tool_result", "pending_tool_result"]
     assert plan.rejection_reasons == ("runtime_offset_mismatch", "dangling_tool_state")
 
 
 def test_new_protocol_call_without_dispatch_is_not_dispatched() -> None:
-    plan = build_resume_plan([user("user-1", marker=T1), call("call-1", "tool-1")])
+    plan = build_resume_plan(
+        [
+            EV.user("user-1", "run it", marker=T1),
+            EV.call("tool-1", event_id="call-1", with_refs=True),
+        ]
+    )
     assert plan.disposition == "blocked"
     assert plan.operations[0].status == "not_dispatched"
     assert plan.requires_verification is False
@@ -215,12 +244,12 @@ def test_new_protocol_call_without_dispatch_is_not_dispatched() -> None:
 
 
 def test_partial_event_counts_in_high_water_but_is_not_replayed() -> None:
-    partial = text("partial-1", "model", "streaming", partial=True)
-    plan = build_resume_plan([text("user-1", "user", "continue"), partial])
+    partial = EV.text("partial-1", "streaming", partial=True)
+    plan = build_resume_plan([EV.text("user-1", "continue", role="user"), partial])
     assert plan.disposition == "safe_replay"
     assert plan.source_runtime_event_high_water == 2
-    assert ids(plan.replay_runtime_events) == ["user-1"]
-    assert ids(plan.runtime_events) == ["user-1", "partial-1"]
+    assert event_ids(plan.replay_runtime_events) == ["user-1"]
+    assert event_ids(plan.runtime_events) == ["user-1", "partial-1"]
 
 
 # --- further diagnostics ------------------------------------------------------------------------
@@ -228,7 +257,11 @@ def test_partial_event_counts_in_high_water_but_is_not_replayed() -> None:
 
 def test_tool_name_mismatch_diagnostic() -> None:
     plan = build_resume_plan(
-        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Read")]
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", "Bash", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Read", "ok", event_id="r1", with_refs=True),
+        ]
     )
     assert codes(plan) == [
         "tool_recovery_corruption",
@@ -243,11 +276,16 @@ def test_tool_name_mismatch_diagnostic() -> None:
         "Read",
     )
     # an unpaired (name-mismatched) exchange is not replayed
-    assert ids(plan.replay_runtime_events) == ["user-1"]
+    assert event_ids(plan.replay_runtime_events) == ["user-1"]
 
 
 def test_orphan_dispatch_gets_a_recovery_corruption_diagnostic() -> None:
-    plan = build_resume_plan([user("u", marker=T1), dispatch("dispatch-1")])
+    plan = build_resume_plan(
+        [
+            EV.user("u", "run it", marker=T1),
+            EV.dispatch("call-1", event_id="dispatch-1", operation_id="operation-1"),
+        ]
+    )
     assert codes(plan) == ["tool_ledger_corruption", "tool_recovery_corruption"]
     orphan = plan.diagnostics[1]
     assert (orphan.event_id, orphan.tool_call_id, orphan.tool_name) == (
@@ -260,9 +298,15 @@ def test_orphan_dispatch_gets_a_recovery_corruption_diagnostic() -> None:
 
 
 def test_self_named_issue_diagnostics() -> None:
-    late = event("late", actions={"runtimeProtocol": {"toolBoundary": T1}})
+    late = EV.event("late", actions={"runtimeProtocol": {"toolBoundary": T1}})
     plan = build_resume_plan(
-        [user(), late, call("c1", "tool-1"), call("c1", "tool-1"), call("c2", "t2", partial=True)]
+        [
+            EV.user(text="run it"),
+            late,
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.call("tool-1", event_id="c1", with_refs=True),
+            EV.call("t2", event_id="c2", with_refs=True, partial=True),
+        ]
     )
     assert codes(plan) == [
         "pending_tool_result",
@@ -280,12 +324,17 @@ def test_corruption_alone_blocks_even_without_rejection_reasons() -> None:
     # ledger issue, hence no diagnostic -- but the resolver reports corruption, so it blocks
     nested_args: dict[str, Any] = {}
     events = [
-        user(),
-        call("nested-call", "nested-1", "Read", nested_args, hidden=True, with_refs=False),
-        dispatch(
-            "nested-dispatch", "op-n", "nested-1", "Read", nested_args, recovery_mode="reconcile"
+        EV.user(text="run it"),
+        EV.call("nested-1", "Read", nested_args, event_id="nested-call", hidden=True),
+        EV.dispatch(
+            "nested-1",
+            "Read",
+            nested_args,
+            event_id="nested-dispatch",
+            operation_id="op-n",
+            recovery_mode="reconcile",
         ),
-        reconcile("nested-reconcile", "op-n", "nested-1"),
+        EV.reconcile("nested-1", event_id="nested-reconcile", operation_id="op-n"),
     ]
     plan = build_resume_plan(events)
     assert plan.diagnostics == ()
@@ -299,7 +348,11 @@ def test_corruption_alone_blocks_even_without_rejection_reasons() -> None:
 
 def test_dump_keys() -> None:
     plan = build_resume_plan(
-        [user(), call("c1", "tool-1", "Bash"), response("r1", "tool-1", "Read")],
+        [
+            EV.user(text="run it"),
+            EV.call("tool-1", "Bash", event_id="c1", with_refs=True),
+            EV.response("tool-1", "Read", "ok", event_id="r1", with_refs=True),
+        ],
         expected_high_water=9,
     )
     dumped = plan.model_dump(mode="json", by_alias=True)
@@ -335,18 +388,24 @@ def test_dump_keys() -> None:
         assert isinstance(diagnostic["message"], str)
         assert diagnostic["message"]
     # events serialise as exact wire dicts, not model dumps with nulls
-    assert dumped["runtimeEvents"][0] == user().to_wire()
+    assert dumped["runtimeEvents"][0] == EV.user(text="run it").to_wire()
     assert "branch" not in dumped["runtimeEvents"][0]
 
 
 def test_plan_is_deterministic_and_does_not_mutate_input() -> None:
     wire_events: list[Any] = [
-        user("u", marker=T1).to_wire(),
-        call("c1", "tool-1", "Write", {"path": "a", "content": "b"}).to_wire(),
-        dispatch("d1", "op-1", "tool-1", "Write", {"path": "a", "content": "b"}),
-        response("r1", "tool-1", "Write", {"nested": [1, 2]}, operation_id="op-1").to_wire(),
-        call("c2", "tool-2", "Bash").to_wire(),
-        terminal(),
+        EV.user("u", "run it", marker=T1).to_wire(),
+        EV.call(
+            "tool-1", "Write", {"path": "a", "content": "b"}, event_id="c1", with_refs=True
+        ).to_wire(),
+        EV.dispatch(
+            "tool-1", "Write", {"path": "a", "content": "b"}, event_id="d1", operation_id="op-1"
+        ),
+        EV.response(
+            "tool-1", "Write", {"nested": [1, 2]}, event_id="r1", operation_id="op-1"
+        ).to_wire(),
+        EV.call("tool-2", "Bash", event_id="c2", with_refs=True).to_wire(),
+        EV.terminal(status="failed", error_code=None),
     ]
     before = copy.deepcopy([e if isinstance(e, dict) else e.to_wire() for e in wire_events])
     before_list = list(wire_events)
@@ -368,16 +427,16 @@ def test_plan_is_deterministic_and_does_not_mutate_input() -> None:
 
 def test_model_and_wire_inputs_give_equal_plans() -> None:
     models: list[RuntimeEvent] = [
-        user(),
-        call("c1", "tool-1"),
-        response("r1", "tool-1"),
-        terminal(),
+        EV.user(text="run it"),
+        EV.call("tool-1", event_id="c1", with_refs=True),
+        EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
+        EV.terminal(status="failed", error_code=None),
     ]
     assert build_resume_plan(models) == build_resume_plan([m.to_wire() for m in models])
 
 
 @pytest.mark.parametrize("count", [0, 1])
 def test_trivial_ledgers_are_safe(count: int) -> None:
-    plan = build_resume_plan([user()][:count])
+    plan = build_resume_plan([EV.user(text="run it")][:count])
     assert plan.disposition == "safe_replay"
     assert plan.source_runtime_event_high_water == count

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
+from maka_es.builders import Events, LedgerBuilder, run_header
 from maka_es.errors import MakaError
 from maka_es.testing.store_probe import store_snapshot
 
@@ -17,8 +17,7 @@ Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
 
 
 def _event(ledger: LedgerBuilder, **changes: Any) -> dict[str, Any]:
-    base = ledger.spine.envelope("bad-1", 5000, "model", "agent")
-    base["content"] = {"kind": "text", "text": "x"}
+    base = Events.wire(ledger.spine, ts=5000).text("bad-1", "x")
     base.update(changes)
     return {k: v for k, v in base.items() if v is not _DROP}
 

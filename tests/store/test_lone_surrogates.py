@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.errors import (
     InvalidRunHeaderError,
     InvalidRuntimeEventError,
@@ -33,8 +33,7 @@ assert len(COLLIDING) == 2
 
 
 def _event(ledger: LedgerBuilder, **changes: Any) -> dict[str, Any]:
-    event = ledger.spine.envelope("bad-1", 5000, "model", "agent")
-    event["content"] = {"kind": "text", "text": "x"}
+    event = Events.wire(ledger.spine, ts=5000).text("bad-1", "x")
     event.update(changes)
     return event
 

@@ -29,6 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.app import RuntimeApplication
+from maka_es.builders import Events, Spine, run_header
 from maka_es.ledger.tool_commands import ToolCommit
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.operation import (
@@ -38,20 +39,25 @@ from maka_es.tooljournal.operation import (
     expected_journal_state,
 )
 from maka_es.tooljournal.resolver import resolve_tool_operations
-from tests.store.test_tool_journal_support import (
-    PARKED_REASON,
-    RUN,
-    T1_PROTOCOL,
-    bound_response,
-    call_event,
-    completed_bundle,
-    op_id,
-    open_run,
-    parked_bundle,
-    synthetic_response,
-    terminal_event,
-    text_event,
-)
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
+
+SPINE = Spine()
+RUN = SPINE.run_id
+EV = Events.wire()
+#: parked observation -> the only reason code a parked decision may carry for it
+PARKED_REASON = {
+    "matches_prior_state": "reconcile_matches_prior_state",
+    "diverged": "reconcile_diverged",
+    "unreadable": "reconcile_unreadable",
+}
+
+
+def open_run(app: RuntimeApplication, *, marker: str | None = T1_PROTOCOL) -> None:
+    """Session s1, run r1 and its first (user) event, declaring the T1 protocol by default."""
+    app.open_session(SPINE.session_id, "/workspace")
+    app.create_run(run_header(SPINE))
+    app.append_event(RUN, EV.user(marker=marker))
+
 
 MODES = ("never_auto_retry", "reconcile", "idempotent", "replay_safe")
 KINDS = (
@@ -113,7 +119,7 @@ def _append(app: RuntimeApplication, model: Model, events: list[dict[str, Any]])
 
 
 def _t1(app: RuntimeApplication, model: Model, call_id: str, mode: str, with_meta: bool) -> None:
-    call = call_event(call_id, "Write", {"path": f"{call_id}.txt", "content": call_id})
+    call = EV.call(call_id, "Write", {"path": f"{call_id}.txt", "content": call_id})
     metadata = {"expectedDigest": f"sha256:{call_id}", "mode": mode} if with_meta else None
     _tool(
         app,
@@ -123,7 +129,7 @@ def _t1(app: RuntimeApplication, model: Model, call_id: str, mode: str, with_met
     model.states[call_id] = "prepared"
     model.modes[call_id] = mode
     if metadata is not None:
-        model.metadata[op_id(call_id)] = metadata
+        model.metadata[SPINE.operation_id(call_id)] = metadata
 
 
 def _reconcile_operation(app: RuntimeApplication, model: Model, choice: int, flag: bool) -> str:
@@ -138,16 +144,16 @@ def _reconcile_operation(app: RuntimeApplication, model: Model, choice: int, fla
 
 def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, flag: bool) -> None:
     if kind == "text":
-        _append(app, model, [text_event(model.fresh("text-"))])
+        _append(app, model, [EV.text(model.fresh("text-"))])
     elif kind == "t1":
         _t1(app, model, model.fresh("c"), MODES[choice % len(MODES)], flag)
     elif kind == "pending_call":
         call_id = model.fresh("c")
-        _append(app, model, [call_event(call_id, "Write", {"path": f"{call_id}.txt"})])
+        _append(app, model, [EV.call(call_id, "Write", {"path": f"{call_id}.txt"})])
         model.pending_calls.append(call_id)
     elif kind == "claim" and model.pending_calls:
         call_id = model.pending_calls.pop(choice % len(model.pending_calls))
-        call = call_event(call_id, "Write", {"path": f"{call_id}.txt"})
+        call = EV.call(call_id, "Write", {"path": f"{call_id}.txt"})
         mode = MODES[choice % len(MODES)]
         _tool(app, model, lambda: app.commit_tool_prepared(RUN, call, recovery_mode=mode))
         model.states[call_id] = "prepared"
@@ -155,26 +161,36 @@ def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, fla
     elif kind == "t2" and model.prepared():
         candidates = model.prepared()
         call_id = candidates[choice % len(candidates)]
-        response = bound_response(call_id, is_error=flag)
+        response = EV.bound_response(
+            call_id, "Write", "failed" if flag else "ok", is_error=flag or None
+        )
         _tool(app, model, lambda: app.commit_tool_outcome(RUN, response))
         model.states[call_id] = "outcome_committed"
     elif kind == "completed_bundle":
         call_id = _reconcile_operation(app, model, choice, flag)
-        parts = completed_bundle(call_id)
-        _tool(app, model, lambda: app.commit_tool_recovery_bundle(RUN, op_id(call_id), **parts))
+        parts = EV.completed_bundle(call_id, "Write", "ok")
+        _tool(
+            app,
+            model,
+            lambda: app.commit_tool_recovery_bundle(RUN, SPINE.operation_id(call_id), **parts),
+        )
         model.states[call_id] = "recovery_completed"
     elif kind == "parked_bundle":
         call_id = _reconcile_operation(app, model, choice, flag)
         observations = sorted(PARKED_REASON)
-        parts = parked_bundle(call_id, observations[choice % len(observations)])
-        _tool(app, model, lambda: app.commit_tool_recovery_bundle(RUN, op_id(call_id), **parts))
+        parts = EV.parked_bundle(call_id, observations[choice % len(observations)])
+        _tool(
+            app,
+            model,
+            lambda: app.commit_tool_recovery_bundle(RUN, SPINE.operation_id(call_id), **parts),
+        )
         model.states[call_id] = "recovery_parked"
     elif kind == "pre_t1":
         # a pre-T1 refusal: call + synthetic error response, in one batch or in two appends
         call_id = model.fresh("c")
         pair = [
-            call_event(call_id, "Bash", {"command": call_id}),
-            synthetic_response(call_id, "Bash"),
+            EV.call(call_id, "Bash", {"command": call_id}),
+            EV.refusal(call_id, "Bash"),
         ]
         if flag:
             _append(app, model, pair)
@@ -222,7 +238,9 @@ def _check_equivalence(app: RuntimeApplication, model: Model) -> None:
             assert decision.operation_id is None  # never crossed T1: no journal operation
     journal = {op.operation_id: op.state for op in online}
     assert journal == from_resolver
-    assert journal == {op_id(call_id): state for call_id, state in model.states.items()}
+    assert journal == {
+        SPINE.operation_id(call_id): state for call_id, state in model.states.items()
+    }
     for operation in online:
         assert dict(operation.metadata) == model.metadata.get(operation.operation_id, {})
 
@@ -243,7 +261,7 @@ def test_online_reopen_rebuild_and_resolver_agree(
                 _run_step(app, model, kind, choice, flag)
                 _check_equivalence(app, model)
             if end_with_terminal:
-                app.append_event(RUN, terminal_event())
+                app.append_event(RUN, EV.terminal(status="failed"))
                 _check_equivalence(app, model)
             online = app.tool_operations(RUN)
             resolution = app.resolve_run(RUN)
@@ -254,6 +272,6 @@ def test_online_reopen_rebuild_and_resolver_agree(
             assert reopened.resolve_run(RUN) == resolution
             _check_equivalence(reopened, model)
             assert _by_operation(reopened.tool_operations(RUN)).keys() == {
-                op_id(call_id) for call_id in model.states
+                SPINE.operation_id(call_id) for call_id in model.states
             }
             assert store_snapshot(reopened).rows == snapshot.rows

@@ -20,7 +20,8 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import run_header
+from maka_es.builders import SAMPLE_DIGEST as DIGEST
+from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import (
     EventIdentityMismatchError,
     MakaError,
@@ -32,40 +33,55 @@ from maka_es.errors import (
     ToolOperationNotFoundError,
     ToolOutcomeConflictError,
 )
-from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded
+from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
 from maka_es.tooljournal.resolution import ResolverIssue
 from maka_es.tooljournal.resolver import ResolverState
-from maka_es.wire.codec import canonical_args_hash
+from maka_es.wire.codec import canonical_args_hash, canonical_json
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import dispatch_fact as build_dispatch_event
-from tests.store.test_tool_journal_support import (
-    DIGEST,
-    RUN,
-    SPINE,
-    T1_PROTOCOL,
-    WRITE_ARGS,
-    WRITE_ARGS_HASH,
-    bound_response,
-    call_event,
-    completed_bundle,
-    completed_decision,
-    dispatch_id,
-    envelope,
-    evidence,
-    ids,
-    op_id,
-    open_run,
-    reconcile_fact,
-    response_id,
-    save_unvalidated,
-    synthetic_response,
-    terminal_event,
-    text_event,
-    user_event,
-    wires,
-)
+
+SPINE = Spine()
+RUN = SPINE.run_id
+EV = Events.wire()
+WRITE_ARGS: dict[str, Any] = {"path": "notes.txt", "content": "after"}
+#: frozen vector for ``Write {content:'after', path:'notes.txt'}`` (wire.md#args-hash)
+WRITE_ARGS_HASH = "sha256:763712445cbfb7feebe3bd4ba14e29425f05e40b8cd14aef0896853dca24b4d9"
+
+
+def open_run(app: RuntimeApplication, *, marker: str | None = T1_PROTOCOL) -> None:
+    """Session s1, run r1 and its first (user) event, declaring the T1 protocol by default."""
+    app.open_session(SPINE.session_id, "/workspace")
+    app.create_run(run_header(SPINE))
+    app.append_event(RUN, EV.user(marker=marker))
+
+
+def save_unvalidated(app: RuntimeApplication, event: dict[str, Any]) -> None:
+    """Append ``event`` to r1 bypassing every domain check, as an older writer without the
+    transition validator would have: one ``RuntimeEventRecorded`` saved directly."""
+    run = app._store.load_run(RUN)
+    decoded = RuntimeEvent.model_validate(event)
+    app.save(
+        RuntimeEventRecorded(
+            originator_id=run_stream_id(RUN),
+            originator_version=run.version + 1,
+            event_seq=run.high_water + 1,
+            event_id=decoded.id,
+            payload=canonical_json(decoded),
+            committed_at=1.0,
+        )
+    )
+
+
+def wires(app: RuntimeApplication) -> list[dict[str, Any]]:
+    return [event.to_wire() for event in app.read_run_events(RUN)]
+
+
+def ids(app: RuntimeApplication) -> list[str]:
+    return [event.id for event in app.read_run_events(RUN)]
+
 
 #: spec §5.2 vector: invocation ``i1``, call ``c1``
 OP_C1 = "toolop_d0f988070ecbf20ace41f566372d2e9a"
@@ -104,8 +120,10 @@ def _raise_inside_save(name: str) -> None:
 def test_operation_id_follows_the_frozen_vector(any_app: RuntimeApplication) -> None:
     """T1 derives the operation id from (invocationId, providerToolCallId) (spec §5.2 vector)."""
     open_run(any_app)
-    assert op_id("c1") == OP_C1
-    assert any_app.commit_tool_prepared(RUN, call_event("c1")).operation_id == OP_C1
+    assert SPINE.operation_id("c1") == OP_C1
+    assert (
+        any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).operation_id == OP_C1
+    )
 
 
 def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication) -> None:
@@ -115,7 +133,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication
     ``indeterminate / dispatch_without_response``."""
     open_run(sqlite_app)
     # keys deliberately out of order: the hash is over the canonical form
-    call = call_event("c1", "Write", {"path": "notes.txt", "content": "after"})
+    call = EV.call("c1", "Write", {"path": "notes.txt", "content": "after"})
     before = store_snapshot(sqlite_app)
 
     commit = sqlite_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile")
@@ -128,7 +146,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication
     assert [e["id"] for e in events] == ["user-1", "call-c1", f"{OP_C1}_dispatch"]
     assert events[1] == call
     assert events[2] == {
-        **envelope(f"{OP_C1}_dispatch", "system", "system"),
+        **EV.event(f"{OP_C1}_dispatch"),
         "actions": {
             "toolDispatch": {
                 "protocol": T1_PROTOCOL,
@@ -148,7 +166,10 @@ def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication
     (operation,) = sqlite_app.tool_operations(RUN)
     assert (operation.operation_id, operation.state, operation.version) == (OP_C1, "prepared", 1)
     assert (operation.tool_call_id, operation.tool_name) == ("c1", "Write")
-    assert (operation.call_event_id, operation.dispatch_event_id) == ("call-c1", dispatch_id("c1"))
+    assert (operation.call_event_id, operation.dispatch_event_id) == (
+        "call-c1",
+        SPINE.fact_id("c1", "dispatch"),
+    )
     assert (operation.recovery_mode, operation.canonical_args_hash) == (
         "reconcile",
         WRITE_ARGS_HASH,
@@ -168,12 +189,14 @@ def test_t1_rolls_back_as_a_whole_when_its_save_fails(sqlite_app: RuntimeApplica
     before = store_snapshot(sqlite_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        sqlite_app.commit_tool_prepared(RUN, call_event("c1"), metadata={"k": "v"})
+        sqlite_app.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS), metadata={"k": "v"}
+        )
     failpoints.disarm()
     assert store_snapshot(sqlite_app) == before
     assert sqlite_app.tool_operations(RUN) == ()
     assert ids(sqlite_app) == ["user-1"]
-    assert sqlite_app.commit_tool_prepared(RUN, call_event("c1")).created is True
+    assert sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).created is True
 
 
 def test_t1_claims_a_call_committed_during_a_permission_wait(
@@ -182,7 +205,7 @@ def test_t1_claims_a_call_committed_during_a_permission_wait(
     """The identical call was committed earlier on the generic path: T1 appends only the
     dispatch and binds the existing call event."""
     open_run(sqlite_app)
-    call = call_event("c1")
+    call = EV.call("c1", "Write", WRITE_ARGS)
     sqlite_app.append_event(RUN, call)
     before = store_snapshot(sqlite_app)
 
@@ -190,7 +213,7 @@ def test_t1_claims_a_call_committed_during_a_permission_wait(
 
     assert commit.created is True
     assert len(new_rows(before, store_snapshot(sqlite_app))) == 1
-    assert ids(sqlite_app) == ["user-1", "call-c1", dispatch_id("c1")]
+    assert ids(sqlite_app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
     (operation,) = sqlite_app.tool_operations(RUN)
     assert operation.call_event_id == "call-c1"
 
@@ -201,7 +224,7 @@ def test_exact_t1_retry_is_not_created_and_writes_nothing(
     """An exact T1 retry (same call, mode, metadata) returns ``created=False``: another
     dispatcher owns the operation. Nothing is written, also from a freshly opened app."""
     open_run(sqlite_app)
-    call = call_event("c1")
+    call = EV.call("c1", "Write", WRITE_ARGS)
     sqlite_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
     before = store_snapshot(sqlite_app)
 
@@ -234,8 +257,8 @@ def test_t1_identity_drift_is_refused(
     """Same provider call id (so the same operation) with other args / name / recovery mode /
     call event: ``tool_operation_conflict``, store unchanged, operation still as first prepared."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    drifted = call_event(
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    drifted = EV.call(
         "c1",
         change.get("name", "Write"),
         change.get("args", dict(WRITE_ARGS)),
@@ -261,9 +284,9 @@ def test_t1_metadata_is_journalled_and_survives_reopen(
     metadata = {"expectedDigest": DIGEST, "priorDigest": None, "nested": {"n": [1, 2]}}
     before = store_snapshot(sqlite_app)
     sqlite_app.commit_tool_prepared(
-        RUN, call_event("c1"), recovery_mode="reconcile", metadata=metadata
+        RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile", metadata=metadata
     )
-    sqlite_app.commit_tool_prepared(RUN, call_event("c2"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS))
     assert [row[3] for row in new_rows(before, store_snapshot(sqlite_app))] == [
         RuntimeEventRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
@@ -273,7 +296,7 @@ def test_t1_metadata_is_journalled_and_survives_reopen(
     ]
     assert [dict(op.metadata) for op in sqlite_app.tool_operations(RUN)] == [metadata, {}]
     assert len(sqlite_app.read_run_events(RUN)) == 5  # metadata is not a ledger event
-    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
 
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
         first, second = reopened.tool_operations(RUN)
@@ -287,7 +310,7 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
     open_run(any_app)
     refused(
         any_app,
-        lambda: any_app.commit_tool_prepared(RUN, text_event("m1")),
+        lambda: any_app.commit_tool_prepared(RUN, EV.text("m1")),
         ToolLedgerRejectionError,
         "semantic_lane_conflict",
     )
@@ -296,10 +319,10 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
 def test_t1_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
     """The terminal event seals the run: a new T1 is ``run_sealed`` and writes nothing."""
     open_run(sqlite_app)
-    sqlite_app.append_event(RUN, terminal_event())
+    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_prepared(RUN, call_event("c1")),
+        lambda: sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
         RunSealedError,
         "run_sealed",
     )
@@ -317,8 +340,10 @@ def test_t2_binds_the_response_to_its_operation(
     ``completed / matching_response / normal_t2`` with ``responseIsError``; error outcomes are
     outcomes too."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    response = bound_response("c1", is_error=is_error)
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    response = EV.bound_response(
+        "c1", "Write", "failed" if is_error else "ok", is_error=is_error or None
+    )
     before = store_snapshot(sqlite_app)
 
     commit = sqlite_app.commit_tool_outcome(RUN, response)
@@ -331,7 +356,7 @@ def test_t2_binds_the_response_to_its_operation(
     assert response["id"] == f"{OP_C1}_response"
     (operation,) = sqlite_app.tool_operations(RUN)
     assert (operation.state, operation.version) == ("outcome_committed", 2)
-    assert operation.result_event_id == response_id("c1")
+    assert operation.result_event_id == SPINE.fact_id("c1", "response")
     (decision,) = sqlite_app.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
@@ -350,24 +375,26 @@ def test_t2_rollback_keeps_t1(sqlite_app: RuntimeApplication) -> None:
     """A failure inside the T2 transaction leaves the operation ``prepared`` with no response;
     retrying the same T2 then commits."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     before = store_snapshot(sqlite_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+        sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     failpoints.disarm()
     assert store_snapshot(sqlite_app) == before
     assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
-    assert sqlite_app.commit_tool_outcome(RUN, bound_response("c1")).created is True
+    assert (
+        sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")).created is True
+    )
 
 
 def test_exact_t2_retry_is_not_created_and_writes_nothing(sqlite_app: RuntimeApplication) -> None:
     """The same response again: ``created=False``, store unchanged."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     before = store_snapshot(sqlite_app)
-    retry = sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+    retry = sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     assert (retry.operation_id, retry.created) == (OP_C1, False)
     assert store_snapshot(sqlite_app) == before
 
@@ -375,9 +402,13 @@ def test_exact_t2_retry_is_not_created_and_writes_nothing(sqlite_app: RuntimeApp
 @pytest.mark.parametrize(
     "second",
     [
-        pytest.param(bound_response("c1", result="other"), id="other-result"),
-        pytest.param(bound_response("c1", is_error=True), id="error-after-success"),
-        pytest.param(bound_response("c1", event_id="another-response"), id="other-event-id"),
+        pytest.param(EV.bound_response("c1", "Write", "other"), id="other-result"),
+        pytest.param(
+            EV.bound_response("c1", "Write", "failed", is_error=True), id="error-after-success"
+        ),
+        pytest.param(
+            EV.bound_response("c1", "Write", "ok", event_id="another-response"), id="other-event-id"
+        ),
     ],
 )
 def test_a_different_second_outcome_is_outcome_conflict(
@@ -385,8 +416,8 @@ def test_a_different_second_outcome_is_outcome_conflict(
 ) -> None:
     """One operation, one outcome: a different second T2 is ``outcome_conflict``."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     error = refused(
         sqlite_app,
         lambda: sqlite_app.commit_tool_outcome(RUN, second),
@@ -397,17 +428,17 @@ def test_a_different_second_outcome_is_outcome_conflict(
 
 
 def _without_refs() -> dict[str, Any]:
-    response = bound_response("c1")
+    response = EV.bound_response("c1", "Write", "ok")
     del response["refs"]
     return response
 
 
 def _refs(**refs: str) -> dict[str, Any]:
-    return {**bound_response("c1"), "refs": refs}
+    return {**EV.bound_response("c1", "Write", "ok"), "refs": refs}
 
 
 def _renamed() -> dict[str, Any]:
-    response = bound_response("c1")
+    response = EV.bound_response("c1", "Write", "ok")
     response["content"]["name"] = "Edit"
     return response
 
@@ -429,20 +460,20 @@ def _renamed() -> dict[str, Any]:
             id="call-ref-differs-from-content-id",
         ),
         pytest.param(
-            _refs(operationId=op_id("c9"), toolCallId="c1"),
+            _refs(operationId=SPINE.operation_id("c9"), toolCallId="c1"),
             ToolOperationNotFoundError,
             "tool_operation_not_found",
             id="unknown-operation",
         ),
         pytest.param(_renamed(), ToolLedgerRejectionError, "identity_conflict", id="tool-name"),
         pytest.param(
-            {**text_event("m1"), "refs": {"operationId": OP_C1, "toolCallId": "c1"}},
+            {**EV.text("m1"), "refs": {"operationId": OP_C1, "toolCallId": "c1"}},
             ToolLedgerRejectionError,
             "identity_conflict",
             id="not-a-response",
         ),
         pytest.param(
-            {**bound_response("c1"), "runId": "r2"},
+            {**EV.bound_response("c1", "Write", "ok"), "runId": "r2"},
             EventIdentityMismatchError,
             "event_identity_mismatch",
             id="other-run",
@@ -456,7 +487,7 @@ def test_t2_refusals_are_typed_and_write_nothing(
     the operation's tool name and spine; each violation is a typed refusal, nothing written,
     and the operation stays ``prepared``."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     refused(sqlite_app, lambda: sqlite_app.commit_tool_outcome(RUN, response), error, code)
     assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
 
@@ -465,11 +496,11 @@ def test_t2_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> 
     """A prepared operation whose run already has its terminal event cannot get its T2 any
     more: ``run_sealed``, nothing written, the operation stays ``prepared`` (unknown outcome)."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    sqlite_app.append_event(RUN, terminal_event())
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1")),
+        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
         RunSealedError,
         "run_sealed",
     )
@@ -481,36 +512,17 @@ def test_t2_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> 
 
 def _dispatch_wire() -> dict[str, Any]:
     """A well-formed dispatch for the pending call c2 (hash recomputed from its args)."""
-    call = RuntimeEvent.model_validate(call_event("c2"))
-    return build_dispatch_event(call, op_id("c2"), "never_auto_retry").to_wire()
+    call = RuntimeEvent.model_validate(EV.call("c2", "Write", WRITE_ARGS))
+    return build_dispatch_event(call, SPINE.operation_id("c2"), "never_auto_retry").to_wire()
 
 
 def _continuation_start() -> dict[str, Any]:
-    event = envelope("start-1", "system", "system")
-    event["actions"] = {
-        "continuationStart": {
-            "protocol": "continuation_start_v2",
-            "provenance": "runtime_admission",
-            "claimId": "c-9",
-            "boundaryDigest": DIGEST,
-            "immediateSource": {
-                "sessionId": "s1",
-                "invocationId": "i0",
-                "runId": "r0",
-                "turnId": "t0",
-                "highWater": 9,
-                "prefixDigest": DIGEST,
-            },
-            "replayManifestDigest": DIGEST,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": DIGEST,
-        }
-    }
-    return event
+    source = Spine("s1", "i0", "r0", "t0")
+    return EV.continuation_start(source, 9, event_id="start-1", claim_id="c-9", marker=False)
 
 
 def _workspace_fact() -> dict[str, Any]:
-    event = envelope("ws-1", "system", "system")
+    event = EV.event("ws-1")
     event["actions"] = {"workspaceFact": {"kind": "baseline", "workspaceEpoch": 1}}
     return event
 
@@ -518,11 +530,17 @@ def _workspace_fact() -> dict[str, Any]:
 RESERVED: list[Any] = [
     pytest.param(_dispatch_wire, "toolDispatch", id="dispatch"),
     pytest.param(
-        lambda: bound_response("c1"), "operation-bound function_response", id="bound-response"
+        lambda: EV.bound_response("c1", "Write", "ok"),
+        "operation-bound function_response",
+        id="bound-response",
     ),
-    pytest.param(lambda: reconcile_fact("c1"), "toolRecovery", id="reconcile"),
+    pytest.param(lambda: EV.reconcile("c1"), "toolRecovery", id="reconcile"),
     pytest.param(
-        lambda: completed_decision("c1", [*evidence("c1"), response_id("c1")], response_id("c1")),
+        lambda: EV.completed_decision(
+            "c1",
+            [*EV.evidence("c1"), SPINE.fact_id("c1", "response")],
+            SPINE.fact_id("c1", "response"),
+        ),
         "toolRecovery",
         id="decision",
     ),
@@ -540,8 +558,8 @@ def test_generic_path_refuses_every_reserved_fact(
     inside an otherwise valid batch, even when the fact would be legal for the ledger (c1 is
     prepared in ``reconcile`` mode, c2 is a committed call awaiting its dispatch)."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, call_event("c1"), recovery_mode="reconcile")
-    any_app.append_event(RUN, call_event("c2"))
+    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile")
+    any_app.append_event(RUN, EV.call("c2", "Write", WRITE_ARGS))
     event = build()
     error = refused(
         any_app, lambda: any_app.append_event(RUN, event), ReservedFactError, "reserved_fact"
@@ -549,7 +567,7 @@ def test_generic_path_refuses_every_reserved_fact(
     assert error.detail == {"eventId": event["id"], "fact": fact}
     refused(
         any_app,
-        lambda: any_app.append_events(RUN, [text_event("m1"), event]),
+        lambda: any_app.append_events(RUN, [EV.text("m1"), event]),
         ReservedFactError,
         "reserved_fact",
     )
@@ -562,8 +580,8 @@ def test_late_protocol_marker_is_refused(any_app: RuntimeApplication) -> None:
     """The marker is valid only on the run's first event: a later one is
     ``protocol_marker_invalid`` (also on a non-user event), nothing written."""
     open_run(any_app)
-    late_user = user_event("user-2")
-    late_text = {**text_event("m1"), "actions": {"runtimeProtocol": {"toolBoundary": T1_PROTOCOL}}}
+    late_user = EV.user("user-2", marker=True)
+    late_text = {**EV.text("m1"), "actions": {"runtimeProtocol": {"toolBoundary": T1_PROTOCOL}}}
     for event in (late_user, late_text):
         error = refused(
             any_app,
@@ -581,33 +599,33 @@ def test_unknown_first_marker_is_refused(sqlite_app: RuntimeApplication) -> None
     sqlite_app.create_run(run_header(SPINE))
     refused(
         sqlite_app,
-        lambda: sqlite_app.append_event(RUN, user_event(marker="t1_after_preflight_v2")),
+        lambda: sqlite_app.append_event(RUN, EV.user(marker="t1_after_preflight_v2")),
         ToolLedgerRejectionError,
         "protocol_marker_invalid",
     )
     assert sqlite_app.read_run_events(RUN) == []
-    sqlite_app.append_event(RUN, user_event(marker=T1_PROTOCOL))
+    sqlite_app.append_event(RUN, EV.user(marker=T1_PROTOCOL))
     assert sqlite_app.resolve_run(RUN).tool_boundary_protocol == T1_PROTOCOL
 
 
 def _generic_issue_ledgers() -> list[Any]:
     return [
         pytest.param(
-            [call_event("c1")],
-            call_event("c1", event_id="call-c1-dup"),
+            [EV.call("c1", "Write", WRITE_ARGS)],
+            EV.call("c1", "Write", WRITE_ARGS, event_id="call-c1-dup"),
             "duplicate_call",
             id="duplicate-call",
         ),
-        pytest.param([], synthetic_response("c9"), "orphan_response", id="orphan-response"),
+        pytest.param([], EV.refusal("c9", "Write"), "orphan_response", id="orphan-response"),
         pytest.param(
-            [call_event("c1"), synthetic_response("c1")],
-            synthetic_response("c1", event_id="refusal-c1-dup"),
+            [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")],
+            EV.refusal("c1", "Write", event_id="refusal-c1-dup"),
             "duplicate_response",
             id="duplicate-response",
         ),
         pytest.param(
-            [call_event("c1")],
-            synthetic_response("c1", "Edit"),
+            [EV.call("c1", "Write", WRITE_ARGS)],
+            EV.refusal("c1", "Edit"),
             "identity_conflict",
             id="response-name-mismatch",
         ),
@@ -636,10 +654,12 @@ def test_generic_tool_events_that_would_corrupt_the_ledger_are_refused(
 def test_generic_call_for_a_t1_call_id_is_duplicate_call(any_app: RuntimeApplication) -> None:
     """After T1 the provider call id is taken: another call with it is ``duplicate_call``."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, call_event("c1"))
+    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     refused(
         any_app,
-        lambda: any_app.append_event(RUN, call_event("c1", event_id="call-c1-late")),
+        lambda: any_app.append_event(
+            RUN, EV.call("c1", "Write", WRITE_ARGS, event_id="call-c1-late")
+        ),
         ToolLedgerRejectionError,
         "duplicate_call",
     )
@@ -649,16 +669,16 @@ def test_unbound_generic_response_after_t1_is_refused(any_app: RuntimeApplicatio
     """A dispatched operation is settled only through T2: a generic (unbound) response for it
     is ``identity_conflict``; the bound one is ``reserved_fact``."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, call_event("c1"))
+    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     refused(
         any_app,
-        lambda: any_app.append_event(RUN, synthetic_response("c1")),
+        lambda: any_app.append_event(RUN, EV.refusal("c1", "Write")),
         ToolLedgerRejectionError,
         "identity_conflict",
     )
     refused(
         any_app,
-        lambda: any_app.append_event(RUN, bound_response("c1")),
+        lambda: any_app.append_event(RUN, EV.bound_response("c1", "Write", "ok")),
         ReservedFactError,
         "reserved_fact",
     )
@@ -671,7 +691,9 @@ def test_pre_t1_synthetic_pair_on_the_generic_lane_is_accepted(
     dispatch, no operationId): resolver ``completed / matching_response / pre_t1_synthetic``,
     no journal operation (it never crossed T1), the plan may replay it."""
     open_run(sqlite_app)
-    result = sqlite_app.append_events(RUN, [call_event("c1"), synthetic_response("c1")])
+    result = sqlite_app.append_events(
+        RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")]
+    )
     assert (result.appended, result.retried) == (2, 0)
     (decision,) = sqlite_app.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
@@ -691,14 +713,14 @@ def test_t1_after_a_pre_t1_synthetic_response_is_refused(sqlite_app: RuntimeAppl
     """Once a call was settled by a pre-T1 refusal, T1 for it would put a dispatch after the
     response: ``event_order_conflict``, nothing written, no operation."""
     open_run(sqlite_app)
-    sqlite_app.append_events(RUN, [call_event("c1"), synthetic_response("c1")])
+    sqlite_app.append_events(RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")])
     error = refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_prepared(RUN, call_event("c1")),
+        lambda: sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
         ToolLedgerRejectionError,
         "event_order_conflict",
     )
-    assert error.detail["eventId"] == dispatch_id("c1")
+    assert error.detail["eventId"] == SPINE.fact_id("c1", "dispatch")
     assert sqlite_app.tool_operations(RUN) == ()
 
 
@@ -711,12 +733,20 @@ def corrupt_app(sqlite_app: RuntimeApplication) -> RuntimeApplication:
     bundle, then a duplicate call of c1 saved by an "older writer" that bypassed validation:
     the ledger now holds a ``duplicate_call`` resolver issue."""
     open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, call_event("c1"))
-    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
-    sqlite_app.commit_tool_prepared(RUN, call_event("c2"), recovery_mode="reconcile")
-    sqlite_app.commit_tool_prepared(RUN, call_event("c3"), recovery_mode="reconcile")
-    sqlite_app.commit_tool_recovery_bundle(RUN, op_id("c3"), **completed_bundle("c3"))
-    save_unvalidated(sqlite_app, call_event("c1", event_id="legacy-duplicate-call"))
+    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    sqlite_app.commit_tool_prepared(
+        RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile"
+    )
+    sqlite_app.commit_tool_prepared(
+        RUN, EV.call("c3", "Write", WRITE_ARGS), recovery_mode="reconcile"
+    )
+    sqlite_app.commit_tool_recovery_bundle(
+        RUN, SPINE.operation_id("c3"), **EV.completed_bundle("c3", "Write", "ok")
+    )
+    save_unvalidated(
+        sqlite_app, EV.call("c1", "Write", WRITE_ARGS, event_id="legacy-duplicate-call")
+    )
     assert [(i.code, i.event_id) for i in sqlite_app.resolve_run(RUN).issues] == [
         ("duplicate_call", "legacy-duplicate-call")
     ]
@@ -725,16 +755,20 @@ def corrupt_app(sqlite_app: RuntimeApplication) -> RuntimeApplication:
 
 def _tool_writes(app: RuntimeApplication) -> list[tuple[str, Callable[[], object]]]:
     return [
-        ("generic call", lambda: app.append_event(RUN, call_event("c4"))),
+        ("generic call", lambda: app.append_event(RUN, EV.call("c4", "Write", WRITE_ARGS))),
         (
             "generic pre-T1 pair",
-            lambda: app.append_events(RUN, [call_event("c5"), synthetic_response("c5")]),
+            lambda: app.append_events(
+                RUN, [EV.call("c5", "Write", WRITE_ARGS), EV.refusal("c5", "Write")]
+            ),
         ),
-        ("T1", lambda: app.commit_tool_prepared(RUN, call_event("c6"))),
-        ("T2", lambda: app.commit_tool_outcome(RUN, bound_response("c2"))),
+        ("T1", lambda: app.commit_tool_prepared(RUN, EV.call("c6", "Write", WRITE_ARGS))),
+        ("T2", lambda: app.commit_tool_outcome(RUN, EV.bound_response("c2", "Write", "ok"))),
         (
             "bundle",
-            lambda: app.commit_tool_recovery_bundle(RUN, op_id("c2"), **completed_bundle("c2")),
+            lambda: app.commit_tool_recovery_bundle(
+                RUN, SPINE.operation_id("c2"), **EV.completed_bundle("c2", "Write", "ok")
+            ),
         ),
     ]
 
@@ -752,12 +786,12 @@ def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
             "issueCode": "duplicate_call",
             "eventId": "legacy-duplicate-call",
         }, name
-    assert corrupt_app.append_event(RUN, text_event("m1")).appended == 1
+    assert corrupt_app.append_event(RUN, EV.text("m1")).appended == 1
 
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
         for _, write in _tool_writes(reopened):
             refused(reopened, write, ToolLedgerCorruptionError, "tool_ledger_corruption")
-        assert reopened.append_event(RUN, text_event("m2")).appended == 1
+        assert reopened.append_event(RUN, EV.text("m2")).appended == 1
 
 
 # spec §6 recovery-persistence-authority: exact T1/T2/recovery retries fail on a corrupt ledger
@@ -767,7 +801,7 @@ def test_exact_t1_retry_on_a_corrupt_ledger_is_refused(corrupt_app: RuntimeAppli
     """An exact T1 retry on a ledger with a resolver issue is ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_prepared(RUN, call_event("c1")),
+        lambda: corrupt_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
         ToolLedgerCorruptionError,
         "tool_ledger_corruption",
     )
@@ -777,7 +811,7 @@ def test_exact_t2_retry_on_a_corrupt_ledger_is_refused(corrupt_app: RuntimeAppli
     """An exact T2 retry on a ledger with a resolver issue is ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_outcome(RUN, bound_response("c1")),
+        lambda: corrupt_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
         ToolLedgerCorruptionError,
         "tool_ledger_corruption",
     )
@@ -790,7 +824,9 @@ def test_exact_bundle_retry_on_a_corrupt_ledger_is_refused(
     ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_recovery_bundle(RUN, op_id("c3"), **completed_bundle("c3")),
+        lambda: corrupt_app.commit_tool_recovery_bundle(
+            RUN, SPINE.operation_id("c3"), **EV.completed_bundle("c3", "Write", "ok")
+        ),
         ToolLedgerCorruptionError,
         "tool_ledger_corruption",
     )
@@ -856,20 +892,23 @@ def test_validating_one_append_does_not_grow_with_history(
         while tool_events < checkpoint:
             n += 1
             call_id = f"h{n}"
-            app.commit_tool_prepared(RUN, call_event(call_id))
-            app.commit_tool_outcome(RUN, bound_response(call_id))
+            app.commit_tool_prepared(RUN, EV.call(call_id, "Write", WRITE_ARGS))
+            app.commit_tool_outcome(RUN, EV.bound_response(call_id, "Write", "ok"))
             tool_events += 3  # call, dispatch, response
         app.run_high_water(RUN)  # fast-forward the cached Run before measuring
         counters.reset()
         costs = []
         probe = f"p{checkpoint}"
-        app.append_event(RUN, call_event(probe))
+        app.append_event(RUN, EV.call(probe, "Write", WRITE_ARGS))
         costs.append(measure())
-        app.commit_tool_prepared(RUN, call_event(probe))
+        app.commit_tool_prepared(RUN, EV.call(probe, "Write", WRITE_ARGS))
         costs.append(measure())
-        app.commit_tool_outcome(RUN, bound_response(probe))
+        app.commit_tool_outcome(RUN, EV.bound_response(probe, "Write", "ok"))
         costs.append(measure())
-        app.append_events(RUN, [call_event(f"q{checkpoint}"), synthetic_response(f"q{checkpoint}")])
+        app.append_events(
+            RUN,
+            [EV.call(f"q{checkpoint}", "Write", WRITE_ARGS), EV.refusal(f"q{checkpoint}", "Write")],
+        )
         costs.append(measure())
         probes[checkpoint] = costs
         tool_events += 5

@@ -25,6 +25,7 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
+from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import (
     EventIdConflictError,
     MakaError,
@@ -37,31 +38,35 @@ from maka_es.errors import (
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.operation import ToolJournal, expected_journal_state
-from tests.store.test_tool_journal_support import (
-    PARKED_REASON,
-    RUN,
-    bound_response,
-    call_event,
-    completed_bundle,
-    completed_decision,
-    dispatch_id,
-    evidence,
-    ids,
-    op_id,
-    open_run,
-    parked_bundle,
-    parked_decision,
-    reconcile_fact,
-    response_id,
-    terminal_event,
-    user_event,
-)
 
-OP = op_id("c1")
+SPINE = Spine()
+RUN = SPINE.run_id
+EV = Events.wire()
+WRITE_ARGS: dict[str, Any] = {"path": "notes.txt", "content": "after"}
+#: parked observation -> the only reason code a parked decision may carry for it
+PARKED_REASON = {
+    "matches_prior_state": "reconcile_matches_prior_state",
+    "diverged": "reconcile_diverged",
+    "unreadable": "reconcile_unreadable",
+}
+
+
+def open_run(app: RuntimeApplication) -> None:
+    """Session s1, run r1 and its first (user) event, declaring the T1 protocol."""
+    app.open_session(SPINE.session_id, "/workspace")
+    app.create_run(run_header(SPINE))
+    app.append_event(RUN, EV.user(marker=True))
+
+
+def ids(app: RuntimeApplication) -> list[str]:
+    return [event.id for event in app.read_run_events(RUN)]
+
+
+OP = SPINE.operation_id("c1")
 RECONCILE_ID = f"{OP}_reconcile"
 DECISION_ID = f"{OP}_decision"
-OUTCOME_ID = response_id("c1")
-EVIDENCE = evidence("c1")
+OUTCOME_ID = SPINE.fact_id("c1", "response")
+EVIDENCE = EV.evidence("c1")
 COMPLETED_EVIDENCE = [*EVIDENCE, OUTCOME_ID]
 
 
@@ -80,7 +85,7 @@ def refused(
 def prepared(app: RuntimeApplication, mode: str = "reconcile") -> None:
     """Run r1 with the prepared operation c1 (T1 in ``mode``) and nothing after it."""
     open_run(app)
-    app.commit_tool_prepared(RUN, call_event("c1"), recovery_mode=mode)
+    app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode=mode)
 
 
 def bundle(app: RuntimeApplication, parts: dict[str, Any], operation_id: str = OP) -> Any:
@@ -94,7 +99,7 @@ def test_valid_completed_bundle(sqlite_app: RuntimeApplication, db_path: Path) -
     outcome, version 4); resolver ``completed / recovery_bundle_completed / recovery_bundle``;
     the plan may replay; the same after reopening."""
     prepared(sqlite_app)
-    parts = completed_bundle("c1")
+    parts = EV.completed_bundle("c1", "Write", "ok")
     before = store_snapshot(sqlite_app)
 
     commit = bundle(sqlite_app, parts)
@@ -140,7 +145,7 @@ def test_valid_parked_bundle(
     ``parked / <reason> / recovery_bundle``; the plan blocks with ``tool_recovery_parked``;
     the same after reopening."""
     prepared(sqlite_app)
-    commit = bundle(sqlite_app, parked_bundle("c1", observation))
+    commit = bundle(sqlite_app, EV.parked_bundle("c1", observation))
     assert commit.created is True
     assert ids(sqlite_app)[-2:] == [RECONCILE_ID, DECISION_ID]
     (operation,) = sqlite_app.tool_operations(RUN)
@@ -173,14 +178,14 @@ def test_parked_is_final(sqlite_app: RuntimeApplication) -> None:
     a completed bundle, another parked bundle, a T2 and a second T1 for the operation are
     refused, and the operation stays parked."""
     prepared(sqlite_app)
-    parts = parked_bundle("c1", "diverged")
+    parts = EV.parked_bundle("c1", "diverged")
     bundle(sqlite_app, parts)
     before = store_snapshot(sqlite_app)
     assert bundle(sqlite_app, parts).created is False
     assert store_snapshot(sqlite_app) == before
 
-    other_parked = parked_bundle("c1", "unreadable")
-    for parts_ in (completed_bundle("c1"), other_parked):
+    other_parked = EV.parked_bundle("c1", "unreadable")
+    for parts_ in (EV.completed_bundle("c1", "Write", "ok"), other_parked):
         error = refused(
             sqlite_app,
             partial(bundle, sqlite_app, parts_),
@@ -190,18 +195,22 @@ def test_parked_is_final(sqlite_app: RuntimeApplication) -> None:
         assert error.detail == {"operationId": OP, "state": "recovery_parked"}
     refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1")),
+        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1", is_error=True)),
+        lambda: sqlite_app.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "failed", is_error=True)
+        ),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     # the identical T1 is an exact retry: another dispatcher owns it, it must not run again
-    retry = sqlite_app.commit_tool_prepared(RUN, call_event("c1"), recovery_mode="reconcile")
+    retry = sqlite_app.commit_tool_prepared(
+        RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile"
+    )
     assert retry.created is False
     assert store_snapshot(sqlite_app) == before
     assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["recovery_parked"]
@@ -212,7 +221,7 @@ def test_completed_is_final(sqlite_app: RuntimeApplication) -> None:
     outcome are ``tool_operation_settled``; the bundle's own outcome resent as T2 is an exact
     retry (``created=False``)."""
     prepared(sqlite_app)
-    parts = completed_bundle("c1")
+    parts = EV.completed_bundle("c1", "Write", "ok")
     bundle(sqlite_app, parts)
     before = store_snapshot(sqlite_app)
     assert bundle(sqlite_app, parts).created is False
@@ -220,13 +229,13 @@ def test_completed_is_final(sqlite_app: RuntimeApplication) -> None:
     assert store_snapshot(sqlite_app) == before
     refused(
         sqlite_app,
-        lambda: bundle(sqlite_app, parked_bundle("c1", "diverged")),
+        lambda: bundle(sqlite_app, EV.parked_bundle("c1", "diverged")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     refused(
         sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, bound_response("c1", result="other")),
+        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "other")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
@@ -235,8 +244,8 @@ def test_completed_is_final(sqlite_app: RuntimeApplication) -> None:
 def test_bundle_after_t2_is_refused(sqlite_app: RuntimeApplication) -> None:
     """An operation settled by T2 is not recoverable any more: ``tool_operation_settled``."""
     prepared(sqlite_app)
-    sqlite_app.commit_tool_outcome(RUN, bound_response("c1"))
-    for parts in (parked_bundle("c1"), completed_bundle("c1")):
+    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    for parts in (EV.parked_bundle("c1"), EV.completed_bundle("c1", "Write", "ok")):
         refused(
             sqlite_app,
             partial(bundle, sqlite_app, parts),
@@ -249,11 +258,11 @@ def test_bundle_for_an_unknown_operation_is_refused(any_app: RuntimeApplication)
     """No durable dispatch, no bundle: an unknown operation id and an operation whose call is
     committed but never crossed T1 are ``tool_operation_not_found``."""
     open_run(any_app)
-    any_app.append_event(RUN, call_event("c1"))  # a call without its dispatch
+    any_app.append_event(RUN, EV.call("c1", "Write", WRITE_ARGS))  # a call without its dispatch
     for operation_id in ("toolop_unknown", OP):
         refused(
             any_app,
-            partial(bundle, any_app, parked_bundle("c1"), operation_id),
+            partial(bundle, any_app, EV.parked_bundle("c1"), operation_id),
             ToolOperationNotFoundError,
             "tool_operation_not_found",
         )
@@ -271,21 +280,21 @@ def test_bundle_rollback_leaves_nothing(sqlite_app: RuntimeApplication) -> None:
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, fail)
     try:
         with pytest.raises(RuntimeError, match="simulated failure"):
-            bundle(sqlite_app, completed_bundle("c1"))
+            bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok"))
     finally:
         failpoints.disarm()
     assert store_snapshot(sqlite_app) == before
     assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
-    assert bundle(sqlite_app, completed_bundle("c1")).created is True
+    assert bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok")).created is True
 
 
 def test_bundle_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
     """Recovery facts are ledger events: after the run's terminal they are ``run_sealed``."""
     prepared(sqlite_app)
-    sqlite_app.append_event(RUN, terminal_event())
+    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
         sqlite_app,
-        lambda: bundle(sqlite_app, parked_bundle("c1")),
+        lambda: bundle(sqlite_app, EV.parked_bundle("c1")),
         RunSealedError,
         "run_sealed",
     )
@@ -295,22 +304,22 @@ def test_bundle_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication)
 
 
 def _completed(**changes: Any) -> dict[str, Any]:
-    parts = completed_bundle("c1")
+    parts = EV.completed_bundle("c1", "Write", "ok")
     parts.update(changes)
     return parts
 
 
 def _parked(observation: str, reason: str, **changes: Any) -> dict[str, Any]:
     parts = {
-        "reconcile": reconcile_fact("c1", observation),
-        "decision": parked_decision("c1", EVIDENCE, reason),
+        "reconcile": EV.reconcile("c1", observation),
+        "decision": EV.parked_decision("c1", EVIDENCE, reason),
     }
     parts.update(changes)
     return parts
 
 
 def _decision(evidence_ids: list[str], outcome_id: str = OUTCOME_ID) -> dict[str, Any]:
-    return completed_decision("c1", evidence_ids, outcome_id)
+    return EV.completed_decision("c1", evidence_ids, outcome_id)
 
 
 WRONG_CALL_REFS = {"operationId": OP, "toolCallId": "c2"}
@@ -319,10 +328,10 @@ VALIDATION_CASES: list[Any] = [
     pytest.param(
         "never_auto_retry", _completed(), "recovery_mode_unsupported", id="mode-never_auto_retry"
     ),
-    pytest.param("idempotent", parked_bundle("c1"), "recovery_mode_unsupported", id="mode-idem"),
+    pytest.param("idempotent", EV.parked_bundle("c1"), "recovery_mode_unsupported", id="mode-idem"),
     pytest.param(
         "reconcile",
-        _completed(reconcile=reconcile_fact("c1", "diverged")),
+        _completed(reconcile=EV.reconcile("c1", "diverged")),
         "reconcile_decision_conflict",
         id="completed-but-diverged",
     ),
@@ -355,7 +364,7 @@ VALIDATION_CASES: list[Any] = [
         _parked(
             "diverged",
             "reconcile_diverged",
-            decision=parked_decision("c1", [EVIDENCE[1], EVIDENCE[0], EVIDENCE[2]]),
+            decision=EV.parked_decision("c1", [EVIDENCE[1], EVIDENCE[0], EVIDENCE[2]]),
         ),
         "evidence_order_conflict",
         id="parked-evidence-order",
@@ -365,26 +374,26 @@ VALIDATION_CASES: list[Any] = [
         _parked(
             "diverged",
             "reconcile_diverged",
-            decision=parked_decision("c1", [*EVIDENCE, "extra"]),
+            decision=EV.parked_decision("c1", [*EVIDENCE, "extra"]),
         ),
         "evidence_order_conflict",
         id="parked-evidence-extra",
     ),
     pytest.param(
         "reconcile",
-        {"reconcile": reconcile_fact("c1"), "decision": _decision(COMPLETED_EVIDENCE)},
+        {"reconcile": EV.reconcile("c1"), "decision": _decision(COMPLETED_EVIDENCE)},
         "outcome_required",
         id="completed-without-outcome",
     ),
     pytest.param(
         "reconcile",
-        _parked("diverged", "reconcile_diverged", outcome=bound_response("c1")),
+        _parked("diverged", "reconcile_diverged", outcome=EV.bound_response("c1", "Write", "ok")),
         "outcome_for_parked",
         id="parked-with-outcome",
     ),
     pytest.param(
         "reconcile",
-        _completed(outcome=bound_response("c1", is_error=True)),
+        _completed(outcome=EV.bound_response("c1", "Write", "failed", is_error=True)),
         "outcome_not_successful",
         id="error-outcome",
     ),
@@ -396,27 +405,29 @@ VALIDATION_CASES: list[Any] = [
     ),
     pytest.param(
         "reconcile",
-        _completed(reconcile=reconcile_fact("c1", refs=WRONG_CALL_REFS)),
+        _completed(reconcile=EV.reconcile("c1", refs=WRONG_CALL_REFS)),
         "recovery_fact_identity_conflict",
         id="reconcile-refs",
     ),
     pytest.param(
         "reconcile",
         _completed(
-            decision=completed_decision("c1", COMPLETED_EVIDENCE, OUTCOME_ID, refs=WRONG_CALL_REFS)
+            decision=EV.completed_decision(
+                "c1", COMPLETED_EVIDENCE, OUTCOME_ID, refs=WRONG_CALL_REFS
+            )
         ),
         "recovery_fact_identity_conflict",
         id="decision-refs",
     ),
     pytest.param(
         "reconcile",
-        _completed(reconcile=user_event()),
+        _completed(reconcile=EV.user(marker=True)),
         "recovery_fact_identity_conflict",
         id="reuses-a-committed-event",
     ),
     pytest.param(
         "reconcile",
-        _parked("diverged", "reconcile_diverged", decision=reconcile_fact("c1", event_id="r2")),
+        _parked("diverged", "reconcile_diverged", decision=EV.reconcile("c1", event_id="r2")),
         "decision_fact_invalid",
         id="two-reconciles-no-decision",
     ),
@@ -449,27 +460,30 @@ def test_bundle_validation_codes(
     ("parts", "error", "code"),
     [
         pytest.param(
-            _completed(reconcile=reconcile_fact("c1", payload_operation_id="toolop_unknown")),
+            _completed(reconcile=EV.reconcile("c1", payload_operation_id="toolop_unknown")),
             RecoveryBundleRejectedError,
             "operation_identity_conflict",
             id="reconcile-for-an-unknown-operation",
         ),
         pytest.param(
             _completed(
-                outcome={**bound_response("c1"), "refs": {"operationId": OP, "toolCallId": "c2"}}
+                outcome={
+                    **EV.bound_response("c1", "Write", "ok"),
+                    "refs": {"operationId": OP, "toolCallId": "c2"},
+                }
             ),
             ToolLedgerRejectionError,
             "identity_conflict",
             id="outcome-refs",
         ),
         pytest.param(
-            _completed(outcome=bound_response("c2", event_id=OUTCOME_ID)),
+            _completed(outcome=EV.bound_response("c2", "Write", "ok", event_id=OUTCOME_ID)),
             ToolLedgerRejectionError,
             "orphan_response",
             id="outcome-for-another-call",
         ),
         pytest.param(
-            _completed(reconcile={**reconcile_fact("c1"), "id": dispatch_id("c1")}),
+            _completed(reconcile={**EV.reconcile("c1"), "id": SPINE.fact_id("c1", "dispatch")}),
             EventIdConflictError,
             "event_id_conflict",
             id="id-of-a-committed-event",
@@ -487,7 +501,7 @@ def test_bundles_that_would_corrupt_the_ledger_are_refused_by_the_transition_val
 
 
 def _second_operation(app: RuntimeApplication) -> None:
-    app.commit_tool_prepared(RUN, call_event("c2"), recovery_mode="reconcile")
+    app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile")
 
 
 @pytest.mark.parametrize("slot", ["reconcile", "decision"])
@@ -498,12 +512,12 @@ def test_payload_naming_another_operation_is_operation_identity_conflict(
     ``operation_identity_conflict`` (spec §5.4), and nothing is written."""
     prepared(sqlite_app)
     _second_operation(sqlite_app)
-    parts = completed_bundle("c1")
+    parts = EV.completed_bundle("c1", "Write", "ok")
     if slot == "reconcile":
-        parts["reconcile"] = reconcile_fact("c1", payload_operation_id=op_id("c2"))
+        parts["reconcile"] = EV.reconcile("c1", payload_operation_id=SPINE.operation_id("c2"))
     else:
-        parts["decision"] = completed_decision(
-            "c1", COMPLETED_EVIDENCE, OUTCOME_ID, payload_operation_id=op_id("c2")
+        parts["decision"] = EV.completed_decision(
+            "c1", COMPLETED_EVIDENCE, OUTCOME_ID, payload_operation_id=SPINE.operation_id("c2")
         )
     refused(
         sqlite_app,
@@ -521,7 +535,9 @@ def test_facts_bound_to_another_operation_are_recovery_fact_identity_conflict(
     _second_operation(sqlite_app)
     refused(
         sqlite_app,
-        lambda: bundle(sqlite_app, completed_bundle("c1"), op_id("c2")),
+        lambda: bundle(
+            sqlite_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2")
+        ),
         RecoveryBundleRejectedError,
         "recovery_fact_identity_conflict",
     )
@@ -534,6 +550,6 @@ def test_facts_bound_to_another_operation_are_refused(sqlite_app: RuntimeApplica
     _second_operation(sqlite_app)
     before = store_snapshot(sqlite_app)
     with pytest.raises(RecoveryBundleRejectedError):
-        bundle(sqlite_app, completed_bundle("c1"), op_id("c2"))
+        bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2"))
     assert store_snapshot(sqlite_app) == before
     assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared", "prepared"]

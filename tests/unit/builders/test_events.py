@@ -1,0 +1,188 @@
+"""Every public builder writes a valid RuntimeEvent in the lane its name promises.
+
+A builder that wrote an event in another lane (a response with a status, a dispatch with extra
+refs) would make every test built on it test something else; these tests pin each builder to
+its lane (docs/reference/wire.md#lanes) in both flavours, wire dicts and decoded models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import maka_es.builders as builders
+from maka_es.builders import SAMPLE_DIGEST, Events, Spine
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.lanes import classify_lane
+
+Build = Callable[[Events[Any]], Any]
+
+SOURCE = Spine("s0", "i0", "r0", "t0")
+
+#: (name, build, expected lane): one row per builder method, with and without its options.
+CASES: list[tuple[str, Build, str]] = [
+    ("event", lambda k: k.event("e1"), "ordinary"),
+    ("user", lambda k: k.user(), "ordinary"),
+    ("user with T1 marker", lambda k: k.user(marker=True), "ordinary"),
+    ("model text", lambda k: k.text("e1"), "ordinary"),
+    ("user text", lambda k: k.text("e1", "hi", role="user"), "ordinary"),
+    ("system note", lambda k: k.text("e1", "note", role="system"), "ordinary"),
+    ("thinking", lambda k: k.thinking("e1", signature="sig"), "ordinary"),
+    ("permission request", lambda k: k.permission_request("p1"), "ordinary"),
+    ("permission decision", lambda k: k.permission_decision("e2", "p1", "deny"), "ordinary"),
+    ("completed terminal", lambda k: k.terminal(), "ordinary"),
+    ("failed terminal", lambda k: k.terminal(status="failed", failure_class="x"), "ordinary"),
+    ("continuation start", lambda k: k.continuation_start(SOURCE, 3), "ordinary"),
+    (
+        "claim-repair start",
+        lambda k: k.continuation_start(SOURCE, 3, provenance="claim_repair"),
+        "ordinary",
+    ),
+    (
+        "legacy start",
+        lambda k: k.legacy_continuation_start(source=SOURCE, high_water=2),
+        "ordinary",
+    ),
+    ("pre-T1 call", lambda k: k.call(), "function_call"),
+    ("T1 call", lambda k: k.call("c1", "Write", {"path": "a"}, t1=True), "function_call"),
+    ("hidden nested call", lambda k: k.call(parent=("op-0", "c0"), hidden=True), "function_call"),
+    ("dispatch", lambda k: k.dispatch("c1", recovery_mode="reconcile"), "tool_dispatch"),
+    ("nested dispatch", lambda k: k.dispatch(parent=("op-0", "c0")), "tool_dispatch"),
+    ("unbound response", lambda k: k.response(), "function_response"),
+    ("bound response", lambda k: k.bound_response("c1", is_error=True), "function_response"),
+    ("refusal", lambda k: k.refusal("c1"), "function_response"),
+    ("reconcile", lambda k: k.reconcile("c1", "diverged"), "reconcile_result"),
+    (
+        "completed decision",
+        lambda k: k.completed_decision("c1", ["a", "b", "c", "d"], "d"),
+        "recovery_decision",
+    ),
+    ("parked decision", lambda k: k.parked_decision("c1", ["a", "b", "c"]), "recovery_decision"),
+]
+
+
+def _ids(cases: list[tuple[str, Build, str]]) -> list[str]:
+    return [name for name, _, _ in cases]
+
+
+@pytest.mark.parametrize(("name", "build", "lane"), CASES, ids=_ids(CASES))
+def test_wire_builders_validate_and_classify_to_their_lane(
+    name: str, build: Build, lane: str
+) -> None:
+    wire = build(Events.wire())
+    assert isinstance(wire, dict)
+    event = RuntimeEvent.model_validate(wire)
+    assert event.to_wire() == wire  # nothing the decoder would drop or reshape
+    classification = classify_lane(event)
+    assert (classification.lane, classification.conflict) == (lane, None), name
+
+
+@pytest.mark.parametrize(("name", "build", "lane"), CASES, ids=_ids(CASES))
+def test_decoded_builders_give_the_same_event_as_a_model(
+    name: str, build: Build, lane: str
+) -> None:
+    spine = Spine("session-1", "invocation-1", "run-1", "turn-1")
+    decoded = build(Events.decoded(spine, ts=7))
+    assert isinstance(decoded, RuntimeEvent)
+    assert decoded.to_wire() == build(Events.wire(spine, ts=7))
+    assert (decoded.session_id, decoded.run_id, decoded.ts) == ("session-1", "run-1", 7)
+    assert classify_lane(decoded).lane == lane, name
+
+
+def test_bundles_are_valid_facts_in_their_lanes() -> None:
+    kit = Events.wire()
+    completed = kit.completed_bundle("c1", "Write")
+    parked = kit.parked_bundle("c1", "matches_prior_state")
+    lanes = {
+        key: classify_lane(RuntimeEvent.model_validate(event)).lane
+        for key, event in completed.items()
+    }
+    assert lanes == {
+        "reconcile": "reconcile_result",
+        "outcome": "function_response",
+        "decision": "recovery_decision",
+    }
+    assert list(parked) == ["reconcile", "decision"]
+    payload = parked["decision"]["actions"]["toolRecovery"]["payload"]
+    assert payload["reasonCode"] == "reconcile_matches_prior_state"
+    for event in parked.values():
+        assert not classify_lane(RuntimeEvent.model_validate(event)).is_conflict
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "event",
+        "user",
+        "text",
+        "thinking",
+        "permission_request",
+        "permission_decision",
+        "terminal",
+        "continuation_start",
+        "legacy_continuation_start",
+        "call",
+        "dispatch",
+        "response",
+        "bound_response",
+        "refusal",
+        "reconcile",
+        "completed_decision",
+        "parked_decision",
+        "completed_bundle",
+        "parked_bundle",
+    ],
+)
+def test_module_functions_are_the_default_wire_builders(name: str) -> None:
+    """The one-off functions build on spine s1 / i1 / r1 / t1 at ts 1000, as wire dicts."""
+    function = getattr(builders, name)
+    assert function.__func__ is getattr(Events, name)
+    assert function.__self__ == Events.wire(Spine("s1", "i1", "r1", "t1"), 1000)
+    assert name in builders.__all__
+
+
+def test_one_off_functions_match_an_explicit_default_kit() -> None:
+    kit = Events.wire(Spine("s1", "i1", "r1", "t1"), ts=1000)
+    assert builders.user() == kit.user()
+    assert builders.call("c1", t1=True) == kit.call("c1", t1=True)
+    assert builders.completed_bundle("c1") == kit.completed_bundle("c1")
+    assert builders.terminal(status="failed")["ts"] == 1000
+
+
+def test_defaults_are_never_shared_between_events() -> None:
+    """Mutating one event's args or result leaves the next event and the caller's value alone."""
+    kit = Events.wire()
+    first = kit.call()
+    first["content"]["args"]["command"] = "changed"
+    assert kit.call()["content"]["args"] == {"command": "do-it"}
+    mine = {"path": "a.txt"}
+    call = kit.call("c1", "Read", mine)
+    call["content"]["args"]["path"] = "b.txt"
+    assert mine == {"path": "a.txt"}
+    response = kit.response()
+    response["content"]["result"]["text"] = "changed"
+    assert kit.response()["content"]["result"] == {"kind": "text", "text": "ok"}
+
+
+def test_none_is_a_json_null_payload_not_the_default() -> None:
+    kit = Events.wire()
+    assert kit.response(result=None)["content"]["result"] is None
+    assert kit.call(args=None)["content"]["args"] is None
+    assert RuntimeEvent.model_validate(kit.response(result=None)).function_response is not None
+
+
+def test_overrides_replace_top_level_keys() -> None:
+    kit = Events.wire()
+    partial = kit.text("p1", "stre", partial=True, refs={"providerEventId": "step-1"})
+    assert (partial["partial"], partial["refs"]) == (True, {"providerEventId": "step-1"})
+    assert kit.user(ts=5)["ts"] == 5
+    assert kit.at(9).user()["ts"] == 9
+
+
+def test_placeholder_digest_has_the_wire_shape() -> None:
+    start = Events.decoded().continuation_start(SOURCE, 1)
+    assert start.actions is not None
+    assert start.actions.continuation_start is not None
+    assert start.actions.continuation_start.boundary_digest == SAMPLE_DIGEST
