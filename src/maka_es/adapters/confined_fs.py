@@ -62,6 +62,19 @@ class Violation:
     kind: ViolationKind
     path: str
 
+    @property
+    def problem(self) -> str:
+        """What is wrong with ``path``, as the end of a sentence that names it."""
+        return _PROBLEMS[self.kind]
+
+
+_PROBLEMS: dict[ViolationKind, str] = {
+    "symlink": "is a symbolic link; refusing to follow it",
+    "not_directory": "is not a directory",
+    "not_regular_file": "is not a regular file",
+    "temp_exists": "already exists (a temporary file name must be fresh)",
+}
+
 
 #: Turns a violation into the caller's typed refusal (raised by the helpers below).
 Refuse = Callable[[Violation], Exception]

@@ -81,22 +81,13 @@ def workspace_parts(relative: str) -> tuple[str, ...]:
 
 
 def _refuse(violation: Violation) -> WorkspacePathRefusedError:
-    if violation.kind == "symlink":
-        return WorkspacePathRefusedError(
-            f"{violation.path} in the workspace is a symbolic link; refusing to follow it",
-            code="workspace_symlink_refused",
-            detail={"path": violation.path},
-        )
-    what = {
-        "not_directory": "is not a directory",
-        "not_regular_file": "is not a regular file",
-        "temp_exists": "already exists (a temporary file name must be fresh)",
-    }[violation.kind]
-    return WorkspacePathRefusedError(
-        f"{violation.path} in the workspace {what}",
-        code="workspace_path_invalid",
-        detail={"path": violation.path},
+    message, detail = (
+        f"{violation.path} in the workspace {violation.problem}",
+        {"path": violation.path},
     )
+    if violation.kind == "symlink":
+        return WorkspacePathRefusedError(message, code="workspace_symlink_refused", detail=detail)
+    return WorkspacePathRefusedError(message, code="workspace_path_invalid", detail=detail)
 
 
 def read_workspace_file(root: Path, relative: str) -> bytes | None:

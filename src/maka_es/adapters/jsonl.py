@@ -122,22 +122,13 @@ def _is_safe_id(name: str) -> bool:
 
 def _refuse(violation: Violation) -> JsonlLedgerError:
     """The typed refusal for a path below the ledger root that is not what the layout says."""
-    if violation.kind == "symlink":
-        return JsonlLedgerError(
-            f"{violation.path} below the ledger root is a symbolic link; refusing to follow it",
-            code="ledger_symlink_refused",
-            detail={"path": violation.path},
-        )
-    what = {
-        "not_directory": "is not a directory",
-        "not_regular_file": "is not a regular file",
-        "temp_exists": "already exists (a temporary file name must be fresh)",
-    }[violation.kind]
-    return JsonlLedgerError(
-        f"{violation.path} below the ledger root {what}",
-        code="ledger_path_invalid",
-        detail={"path": violation.path},
+    message, detail = (
+        f"{violation.path} below the ledger root {violation.problem}",
+        {"path": violation.path},
     )
+    if violation.kind == "symlink":
+        return JsonlLedgerError(message, code="ledger_symlink_refused", detail=detail)
+    return JsonlLedgerError(message, code="ledger_path_invalid", detail=detail)
 
 
 # --- the ledger files -------------------------------------------------------------------------

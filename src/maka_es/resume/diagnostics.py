@@ -10,10 +10,12 @@ make a prefix unsafe is docs/reference/phase0.md#rejection-reasons. Pure, like t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import get_args
 
 from maka_es.resume.models import (
     Diagnostic,
     DiagnosticCode,
+    DiagnosticOnlyCode,
     Resolution,
     ResumeRejectionReason,
     ToolOperation,
@@ -30,21 +32,9 @@ _SELF_NAMED_ISSUES = frozenset(
     {"protocol_marker_invalid", "duplicate_event_id", "semantic_lane_conflict"}
 )
 
-#: Diagnostics that make a prefix unsafe to replay (all map to ``dangling_tool_state``).
-_DANGLING_CODES = frozenset(
-    {
-        "pending_tool_result",
-        "tool_not_dispatched",
-        "tool_recovery_parked",
-        "tool_recovery_corruption",
-        "tool_ledger_corruption",
-        "duplicate_event_id",
-        "semantic_lane_conflict",
-        "protocol_marker_invalid",
-        "unmatched_tool_result",
-        "tool_name_mismatch",
-    }
-)
+#: Diagnostics that make a prefix unsafe to replay (all map to ``dangling_tool_state``): every
+#: diagnostic-only code but the cwd note, which never blocks a replay.
+_DANGLING_CODES = frozenset(get_args(DiagnosticOnlyCode)) - {"workspace_location_changed"}
 
 _OPERATION_DIAGNOSTICS: dict[str, tuple[DiagnosticCode, str]] = {
     "indeterminate": ("pending_tool_result", "tool call has no committed result; outcome unknown"),

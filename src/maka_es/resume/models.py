@@ -89,22 +89,20 @@ ResumeRejectionReason = Literal[
 ]
 
 #: Park reasons plus the diagnostic-only codes (spec §4.12), so later phases reuse ``Diagnostic``.
-DiagnosticCode = (
-    ResumeRejectionReason
-    | Literal[
-        "pending_tool_result",
-        "unmatched_tool_result",
-        "tool_name_mismatch",
-        "workspace_location_changed",
-        "tool_not_dispatched",
-        "tool_recovery_parked",
-        "tool_recovery_corruption",
-        "tool_ledger_corruption",
-        "duplicate_event_id",
-        "semantic_lane_conflict",
-        "protocol_marker_invalid",
-    ]
-)
+DiagnosticOnlyCode = Literal[
+    "pending_tool_result",
+    "unmatched_tool_result",
+    "tool_name_mismatch",
+    "workspace_location_changed",
+    "tool_not_dispatched",
+    "tool_recovery_parked",
+    "tool_recovery_corruption",
+    "tool_ledger_corruption",
+    "duplicate_event_id",
+    "semantic_lane_conflict",
+    "protocol_marker_invalid",
+]
+DiagnosticCode = ResumeRejectionReason | DiagnosticOnlyCode
 
 
 class ToolOperation(ReportModel):
