@@ -156,12 +156,7 @@ def _check_prefix(events: Sequence[RuntimeEvent], segment_index: int) -> dict[st
             f"continuation replay segment {segment_index} is empty", code="prefix_invalid"
         )
     first = events[0]
-    identity = {
-        "sessionId": first.session_id,
-        "invocationId": first.invocation_id,
-        "runId": first.run_id,
-        "turnId": first.turn_id,
-    }
+    identity = first.spine
     for event in events:
         if event.identity != first.identity:
             raise CodecInputError(
