@@ -1,9 +1,10 @@
 """Provider message export: a replay context as OpenAI / Anthropic request messages.
 
-Why this exists: a continuation hands its provider the *validated replay context* (spec §4.4,
-§4.9), a list of committed ``RuntimeEvent``s that mixes model history (user text, model text
-and thinking, tool calls and results) with system facts the model never sees (terminal,
-continuation-start, permission, dispatch and recovery facts). A provider adapter needs that
+Why this exists: a continuation hands its provider the *validated replay context*
+(docs/reference/continuation.md#provider-history), a list of committed ``RuntimeEvent``s that
+mixes model history (user text, model text and thinking, tool calls and results) with system
+facts the model never sees (terminal, continuation-start, permission, dispatch and recovery
+facts). A provider adapter needs that
 history in its own wire shape, and it must never send a tool call without its result (or a
 result without its call): both APIs reject such a request, and - worse - a model shown an
 unanswered call may act on it again. The exporters here are pure (no network, no clock) and
