@@ -144,9 +144,8 @@ class ContinuationSafetySnapshot(ReportModel):
 
 class ContinuationBoundary(ReportModel):
     """The boundary cursor a continuation is bound to (docs/reference/wire.md#boundary-digests):
-    every lineage segment
-    (``runtime_prefix_segment_v1``, oldest → source) and their manifest digest. Execution
-    re-reads exactly these segments before it claims anything."""
+    every lineage segment (``runtime_prefix_segment_v1``, oldest → source) and their manifest
+    digest. Execution re-reads exactly these segments before it claims anything."""
 
     protocol: Literal["runtime_boundary_cursor_v1"] = "runtime_boundary_cursor_v1"
     segments: tuple[dict[str, JsonValue], ...]

@@ -198,9 +198,9 @@ class StartupRecovery:
     ) -> RuntimeEvent:
         """Build and commit the ``claim_repair`` start of ``claim``
         (docs/reference/continuation.md#claim-repair: ``ts`` = ``claimedAt``, deterministic id, no
-        protocol marker). The ONE place a repair start is
-        made: whatever else a repair start must record belongs here. ``create``: the target
-        run does not exist yet and is created with it, in one save."""
+        protocol marker). The ONE place a repair start is made: whatever else a repair start must
+        record belongs here. ``create``: the target run does not exist yet and is created with it,
+        in one save."""
         start = continuation_start_event(
             claim_boundary(claim),
             claim_target(claim),
