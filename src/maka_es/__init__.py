@@ -1,7 +1,7 @@
 """maka_es: a crash-safe, event-sourced ledger for AI agent runtimes.
 
-The stable public API (ADR 0017). Everything else is importable from its module but may change
-between minor versions.
+The stable public API (ADR 0017; what it does: docs/reference/index.md). Everything else is
+importable from its module but may change between minor versions.
 """
 
 from __future__ import annotations

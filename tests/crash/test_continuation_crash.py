@@ -1,5 +1,6 @@
-"""SIGKILL at each continuation failpoint (spec §4.7, §4.8; reference
-runtime-continuation-crash.test.ts, §6), adapted to maka_es's one-transaction claim.
+"""SIGKILL at each continuation failpoint (failpoints and startup recovery of
+docs/reference/continuation.md; reference runtime-continuation-crash.test.ts), adapted to maka_es's
+one-transaction claim.
 
 A real child commits a failed source run, plans the continuation and executes it, and is
 SIGKILLed at the failpoint. A fresh application then reopens the file and checks what planning

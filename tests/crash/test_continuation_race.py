@@ -1,5 +1,5 @@
-"""Several real processes execute the SAME continuation plan at the same moment (spec §4.4
-idempotency, §4.7 step 5): the source boundary is claimed exactly once.
+"""Several real processes execute the SAME continuation plan at the same moment (claims:
+docs/reference/continuation.md#claims and #revalidation): the source boundary is claimed once.
 
 Per round (fresh SQLite file): the parent commits a failed source run, plans the continuation
 with deterministic ids and hands the plan's JSON to every worker
@@ -14,11 +14,11 @@ store in several read transactions while the winner commits:
 
 * ``continuation_claim_conflict``: it lost the claim save on the store's uniqueness (most
   losers), or revalidation saw the claim or a run continuing the boundary;
-* ``continuation_run_active``: it looked while the winner's target run was live (spec §4.7
-  step 1, "another active run in the session");
+* ``continuation_run_active``: it looked while the winner's target run was live (revalidation's
+  first check, "another active run in the session");
 * ``target_run_conflict``: the winner committed between the loser's claim check and its
   target-run check; every worker executes the same plan, so the target id is the winner's
-  (spec §4.7 step 5, "target run id already exists").
+  (revalidation's last check, "target run id already exists").
 
 ``continuation_already_exists`` (the planner's word for the same state) is accepted too. The
 provider was called once, and the store holds one claim, one seal and one target run.

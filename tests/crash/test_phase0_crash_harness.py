@@ -1,7 +1,7 @@
-"""Phase 0 SIGKILL harness (spec §3.1): for each failpoint P0-P11 a real child process commits
-the failpoint's prefix through RuntimeApplication on a SQLite file, says READY after the append
-returned, and is SIGKILLed. A fresh application then reads the same prefix, plans twice (equal),
-gets the required decision, and the store is unchanged by planning."""
+"""Phase 0 SIGKILL harness (docs/reference/phase0.md#crash-harness): for each failpoint P0-P11 a
+real child process commits the failpoint's prefix through RuntimeApplication on a SQLite file, says
+READY after the append returned, and is SIGKILLed. A fresh application then reads the same prefix,
+plans twice (equal), gets the required decision, and the store is unchanged by planning."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ SPINE = Spine(
     session_id="session-1", invocation_id="invocation-run-1", run_id="run-1", turn_id="turn-run-1"
 )
 
-#: spec §3.1 required outcomes: disposition, operation statuses, reasons, replay ids.
+#: Required outcomes (docs/reference/phase0.md#required-decisions): disposition, operation statuses,
+#: reasons, replay ids.
 REQUIRED: dict[str, tuple[str, list[str], list[str], list[str]]] = {
     "before_function_call": ("safe_replay", [], [], ["user"]),
     "after_function_call": ("blocked", ["indeterminate"], ["dangling_tool_state"], ["user"]),

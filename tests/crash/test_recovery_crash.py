@@ -1,5 +1,5 @@
 """SIGKILL inside startup recovery's claim repair, between the repair start and the repair
-terminal (spec §4.8; ADR 0012: every repair converges).
+terminal (docs/reference/continuation.md#claim-repair; ADR 0012: every repair converges).
 
 The parent leaves what a two-step claimer leaves when it dies (a claim, the source sealed,
 maybe the target run ``created``, no start). A real child runs startup recovery and is

@@ -1,4 +1,4 @@
-"""SIGKILL around the tool-journal transactions (reference sqlite-runtime-crash, spec §6).
+"""SIGKILL around the tool-journal transactions (reference suite sqlite-runtime-crash).
 
 A real child process runs T1 / T2 / a recovery bundle through ``RuntimeApplication`` on a
 SQLite file and is SIGKILLed either *inside* the last transaction (rows inserted, COMMIT not

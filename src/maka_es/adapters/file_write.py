@@ -14,7 +14,7 @@ either the prior or the expected content, never a torn mix.
 
 Writes never leave the workspace: the path must be relative without ``..``, every directory
 below the workspace root is opened without following symlinks and the file is replaced through
-the descriptor of its directory (see ``infrastructure.confined_fs``), and the temporary file is
+the descriptor of its directory (see ``adapters.confined_fs``), and the temporary file is
 created exclusively under a random name. A symlink at the target or on the way to it is refused
 with a typed :class:`~maka_es.errors.WorkspacePathRefusedError`; the reconciler's ``prepare``
 runs the same checks, so through ``ToolRuntime`` such a call is refused before T1. The

@@ -1,4 +1,5 @@
-"""Incomplete-prefix classifier for JSON text (spec §1.8, the torn-row rules).
+"""Incomplete-prefix classifier for JSON text (the torn-row rules,
+docs/reference/ledger.md#torn-rows).
 
 Why a hand-written tokenizer instead of ``json.loads``: a crash can leave the last JSONL row cut
 at any byte. The store must tell a *torn* row (a prefix of a valid row: appending bytes could

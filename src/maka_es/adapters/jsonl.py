@@ -1,4 +1,5 @@
-"""JSONL file ledger: the pre-SQLite ``FileRuntimeEventStore`` layout (spec §1.8).
+"""JSONL file ledger: the pre-SQLite ``FileRuntimeEventStore`` layout
+(docs/reference/ledger.md#jsonl).
 
 Why it exists: the Phase-0 crash contract was written against this layout, and runs exported
 from the event store must be readable by (and byte-compatible with) the reference runtime.
@@ -241,7 +242,8 @@ class JsonlLedger:
     # -- events --
 
     def read_events(self, session_id: str, run_id: str) -> list[RuntimeEvent]:
-        """The committed events of one run, in file order (torn-row READ rule, spec §1.8)."""
+        """The committed events of one run, in file order (torn-row READ rule,
+        docs/reference/ledger.md#torn-rows)."""
         rel = _rel(self._run_parts(session_id, run_id), RUNTIME_EVENTS_FILE)
         with self._run_directory(session_id, run_id, create=False) as directory:
             header = self._read_header_at(directory, session_id, run_id)

@@ -1,4 +1,5 @@
-"""The bytes of one JSONL ledger file: the torn-row read and append rules (spec §1.8).
+"""The bytes of one JSONL ledger file: the torn-row read and append rules
+(docs/reference/ledger.md#torn-rows).
 
 Why a module of its own: these rules are about bytes only (what a crash in the middle of a
 ``write`` can leave and what a reader or appender must make of it); where the files live and
@@ -87,7 +88,8 @@ def _line_error(run_id: str, line: int, reason: str) -> JsonlLedgerError:
 
 
 def scan_ledger(data: bytes, header: RunHeader) -> _Scan:
-    """Apply the torn-row READ rule (spec §1.8) to the bytes of one ledger file."""
+    """Apply the torn-row READ rule (docs/reference/ledger.md#torn-rows) to the bytes of one
+    ledger file."""
     run_id = header.run_id
     segments = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
@@ -129,7 +131,8 @@ def scan_ledger(data: bytes, header: RunHeader) -> _Scan:
 
 
 def append_row(fd: int, header: RunHeader, event: RuntimeEvent) -> bool:
-    """The append rule (spec §1.8) on the locked ledger file: repair the tail, then write."""
+    """The append rule (docs/reference/ledger.md#torn-rows) on the locked ledger file: repair the
+    tail, then write."""
     row = (canonical_json(event) + "\n").encode("utf-8")
     data = read_all(fd)
     tail_start = data.rfind(b"\n") + 1

@@ -23,7 +23,8 @@ __all__ = ["LocalHostInspector"]
 class LocalHostInspector:
     """Host facts from this process's authoritative state, read at every :meth:`inspect`.
 
-    * identity and path from the workspace marker (created on first use, spec §5.6);
+    * identity and path from the workspace marker (created on first use,
+      docs/reference/continuation.md#workspace-identity);
     * background settlement from ``background`` (no registry: nothing runs in background);
     * the tool catalog from ``tool_names`` - a callable is called on every inspection (live
       catalog); a plain iterable is snapshotted once at construction;

@@ -1,4 +1,5 @@
-"""Workspace identity marker ``.maka-workspace.json`` (spec §5.6).
+"""Workspace identity marker ``.maka-workspace.json``
+(docs/reference/continuation.md#workspace-identity).
 
 Why a marker file instead of ``device:inode:path``: a continuation must run in *the same
 workspace* it was planned for, but paths move and inodes change when a workspace is copied,

@@ -1,4 +1,7 @@
-"""Boundary digests of spec §5.2: prefix digest, segment, manifest and provider-replay digest.
+"""Boundary digests: prefix digest, segment, manifest and provider-replay digest.
+
+The framing and the test vectors: docs/reference/wire.md#boundary-digests and
+docs/reference/wire.md#vectors.
 
 Why a module of its own: these are the identities a continuation claim is bound to. They must
 be byte-identical to the reference runtime's, so each is a framed SHA-256 over canonical JSON

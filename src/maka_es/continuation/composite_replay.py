@@ -1,4 +1,7 @@
-"""HEAD composite continuation replay over immutable lineage segments (spec §4.5, §5.2).
+"""HEAD composite continuation replay over immutable lineage segments.
+
+The rules: docs/reference/continuation.md#composite-replay; the digests:
+docs/reference/wire.md#boundary-digests.
 
 Why per segment: a continuation run never synthesises a user event, so its provider history is
 the concatenation of every run in its lineage (oldest ancestor → immediate source). Each segment
@@ -93,7 +96,8 @@ class ReplaySegment(ReportModel):
 
 
 class CompositeReplay(ReportModel):
-    """The composite replay plan of a lineage (spec §4.5), or why it is blocked.
+    """The composite replay plan of a lineage, or why it is blocked
+    (docs/reference/continuation.md#composite-replay).
 
     When ``blocked_reason`` is set, ``blocked_segment_index`` names the first blocking segment,
     ``diagnostics`` holds the blocking fact, and no segment, context, item or digest is
@@ -101,7 +105,8 @@ class CompositeReplay(ReportModel):
     ``runtime_context`` is the concatenation of every segment's replay events, ``provider_items``
     the concatenation of their items, ``prefix_digests`` the per-segment prefix digests,
     ``manifest_digest`` the boundary-manifest digest over the ordered segments and
-    ``provider_replay_digest`` the digest over the concatenated items (spec §5.2).
+    ``provider_replay_digest`` the digest over the concatenated items
+    (docs/reference/wire.md#provider-replay-digest).
     """
 
     blocked_reason: ReplayBlockReason | None

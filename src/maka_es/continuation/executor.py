@@ -1,4 +1,4 @@
-"""Executes an approved continuation exactly once (spec §4.4, §4.7; seed Phase 1).
+"""Executes an approved continuation exactly once (docs/reference/continuation.md#execution).
 
 Order, and why:
 
@@ -47,8 +47,9 @@ __all__ = [
     "ContinuationRevalidationError",
 ]
 
-#: Crash-harness failpoints (spec §4.7). The claim, the target run and its start fact are ONE
-#: commit here, so the first three names mark the same point.
+#: Crash-harness failpoints (docs/reference/continuation.md#continuation-failpoints). The claim,
+#: the target run and its start fact are ONE commit here, so the first three names mark the same
+#: point.
 AFTER_CLAIM_COMMITTED = "continuation.after_continuation_claim_committed"
 AFTER_RUN_CREATED = "continuation.after_run_created"
 AFTER_START_COMMITTED = "continuation.after_continuation_start_committed"
@@ -91,7 +92,8 @@ class ContinuationExecutor:
     def revalidate(
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run, SourceBoundary, HostObservation]:
-        """Spec §4.7 (see ``continuation_revalidation``); refuses before anything is written."""
+        """docs/reference/continuation.md#revalidation (see ``revalidation``); refuses before
+        anything is written."""
         return Revalidation(self.claims, self.inspector, self.cwd_policy).run(
             continuation, session_id, current_cwd
         )

@@ -78,7 +78,8 @@ def terminal_boundary_consistent(
 
     ``strict`` (HEAD, default): the header is terminal; exactly one non-partial terminal event
     carries the header's session/run/turn; it has a terminal status with a derivable fact
-    (failure class / abort source, spec §2); it is the last event; the header matches it.
+    (failure class / abort source, docs/reference/ledger.md#terminal-rules); it is the last
+    event; the header matches it.
     ``status_only`` (Original P1): the header is terminal and exactly one non-partial terminal
     event exists whose status maps to the header's status.
     """

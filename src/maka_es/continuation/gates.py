@@ -1,4 +1,4 @@
-"""Phase 1 safe-boundary continuation plan (spec §4.1, §4.3; seed: Phase 1 contract).
+"""Phase 1 safe-boundary continuation plan (docs/reference/continuation.md#plan and #gates).
 
 Why a separate plan from Phase 0: a ``safe_replay`` prefix only says the committed ledger can be
 shown to the provider again. Continuing it as a *new* Run additionally needs facts the ledger
@@ -12,16 +12,16 @@ Pure and deterministic: the host supplies its observations as :class:`Continuati
 (including the fresh continuation ids), the function reads no clock, store or filesystem and
 never mutates its inputs.
 
-Where HEAD and Original P1 differ (spec **[DIFF]**) the Phase 1 contract (seed) decides the
-default and the other behaviour is an explicit option:
+Where HEAD and Original P1 differ (docs/reference/index.md#conventions) the original Phase 1
+contract decides the default and the other behaviour is an explicit option (ADR 0008):
 
 * cwd: default ``cwd_policy="strict"`` parks a normalised cwd change with
-  ``workspace_cwd_mismatch`` (Original P1 / seed); ``"relocatable"`` continues with the HEAD
+  ``workspace_cwd_mismatch`` (Original P1); ``"relocatable"`` continues with the HEAD
   diagnostic ``workspace_location_changed``.
 * terminal boundary (when ``source_header`` is given): default ``terminal_policy="strict"`` is
   HEAD's rule — header terminal, exactly one non-partial terminal event matching the header's
   session/run/turn, carrying a derivable fact, being the last event, and matching the header.
-  It is a superset of the seed's "exactly one matching, non-partial terminal RuntimeEvent".
+  It is a superset of Original P1's "exactly one matching, non-partial terminal RuntimeEvent".
   ``"status_only"`` is Original P1's weaker rule (one terminal event whose status maps to the
   header status, anywhere in the ledger).
 """
@@ -99,7 +99,8 @@ __all__ = [
 
 
 def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
-    """The single-reason park of a blocked composite replay (spec §4.3 step 4)."""
+    """The single-reason park of a blocked composite replay (step 4 of
+    docs/reference/continuation.md#planner-steps)."""
     assert replay.blocked_reason is not None
     reason = replay_park_reason(replay.blocked_reason)
     return ContinuationPlan(
@@ -134,7 +135,8 @@ def build_continuation_plan(
     ancestors: Sequence[Sequence[RuntimeEventInput]] = (),
     replay: CompositeReplay | None = None,
 ) -> ContinuationPlan:
-    """Evaluate the safe-boundary gates (spec §4.3 a-p) over the source run's ``events``.
+    """Evaluate the safe-boundary gates (docs/reference/continuation.md#gates) over the source
+    run's ``events``.
 
     ``events`` is everything the store returned for the source run (partial snapshots included:
     the legacy high-water is the input count). ``ancestors`` is the lineage context inherited

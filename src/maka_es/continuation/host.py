@@ -1,4 +1,4 @@
-"""Host safety facts for a safe-boundary continuation (spec §4.10).
+"""Host safety facts for a safe-boundary continuation (docs/reference/continuation.md#host-facts).
 
 Why a separate inspector: the continuation planner is pure and decides from facts; whether the
 workspace is still *the same workspace*, whether shells / child runs / background capabilities

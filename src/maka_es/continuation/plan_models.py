@@ -89,7 +89,8 @@ class WorkspaceCheckpointFact(ReportModel):
 
 
 class ContinuationFacts(ReportModel):
-    """Host observations the ledger cannot prove (spec §4.3 facts, §4.10 inspector).
+    """Host observations the ledger cannot prove (docs/reference/continuation.md#gates; the
+    inspector that reports them: docs/reference/continuation.md#host-facts).
 
     Accepts snake_case attributes or camelCase keys (``sourceCwd``, ``continuationIdentity``
     ``{invocationId, runId, turnId}``, ``workspaceCheckpoint {ref, restored,
@@ -132,7 +133,8 @@ class SnapshotCheckpoint(ReportModel):
 
 
 class ContinuationSafetySnapshot(ReportModel):
-    """The host facts the plan relied on; execution revalidates them (spec §4.7 step 4)."""
+    """The host facts the plan relied on; execution revalidates them
+    (docs/reference/continuation.md#revalidation)."""
 
     workspace_identity: str
     background_operations_settled: Literal[True]
@@ -141,9 +143,9 @@ class ContinuationSafetySnapshot(ReportModel):
 
 
 class ContinuationBoundary(ReportModel):
-    """The boundary cursor a continuation is bound to (spec §5.2): every lineage segment
-    (``runtime_prefix_segment_v1``, oldest → source) and their manifest digest. Execution
-    re-reads exactly these segments before it claims anything."""
+    """The boundary cursor a continuation is bound to (docs/reference/wire.md#boundary-digests):
+    every lineage segment (``runtime_prefix_segment_v1``, oldest → source) and their manifest
+    digest. Execution re-reads exactly these segments before it claims anything."""
 
     protocol: Literal["runtime_boundary_cursor_v1"] = "runtime_boundary_cursor_v1"
     segments: tuple[dict[str, JsonValue], ...]
@@ -164,11 +166,11 @@ class RuntimeContinuation(ReportModel):
     """Fresh target identity, the source boundary and the validated replay context.
 
     A composite (HEAD) plan also carries what execution must find unchanged and what the claim
-    will record (spec §4.1): ``claimId`` (derived from the source boundary, so every planner of
-    one boundary names the same claim), ``boundary``, ``providerReplayDigest``,
-    ``providerProjectionVersion`` and, when there are ancestors, ``sourceRuntimeContext`` (the
-    source segment's own replay events). A legacy plan has none of them and its dump omits
-    the keys.
+    will record (docs/reference/continuation.md#plan): ``claimId`` (derived from the source
+    boundary, so every planner of one boundary names the same claim), ``boundary``,
+    ``providerReplayDigest``, ``providerProjectionVersion`` and, when there are ancestors,
+    ``sourceRuntimeContext`` (the source segment's own replay events). A legacy plan has none of
+    them and its dump omits the keys.
     """
 
     invocation_id: str

@@ -2,7 +2,7 @@
 
 Why a seam: a continuation must call its provider exactly once, *after* the continuation-start
 fact is durable, with the validated replay context and nothing else - never a new user event,
-never a second copy of the original user message (spec §4.4, §4.9; seed "Provider history").
+never a second copy of the original user message (docs/reference/continuation.md#provider-history).
 :class:`ProviderRequest` makes that shape the only one a provider can receive: it carries the
 committed replay context (system facts included; the exporters drop what the model never
 sees) plus what the host rebuilds for every call - the system prompt and the current tool

@@ -1,24 +1,24 @@
 """Provider message export: a replay context as OpenAI / Anthropic request messages.
 
-Why this exists: a continuation hands its provider the *validated replay context* (spec §4.4,
-§4.9), a list of committed ``RuntimeEvent``s that mixes model history (user text, model text
-and thinking, tool calls and results) with system facts the model never sees (terminal,
-continuation-start, permission, dispatch and recovery facts). A provider adapter needs that
-history in its own wire shape, and it must never send a tool call without its result (or a
-result without its call): both APIs reject such a request, and - worse - a model shown an
-unanswered call may act on it again. The exporters here are pure (no network, no clock) and
+Why this exists: a continuation hands its provider the *validated replay context*
+(docs/reference/continuation.md#provider-history), a list of committed ``RuntimeEvent``s that mixes
+model history (user text, model text and thinking, tool calls and results) with system facts the
+model never sees (terminal, continuation-start, permission, dispatch and recovery facts). A provider
+adapter needs that history in its own wire shape, and it must never send a tool call without its
+result (or a result without its call): both APIs reject such a request, and - worse - a model shown
+an unanswered call may act on it again. The exporters here are pure (no network, no clock) and
 **refuse** rather than repair: an unpaired or interleaved tool exchange raises
 :class:`ProviderExportError` (code ``provider_export_invalid``), so no exporter can ever emit a
 dangling tool call.
 
-Per-event projection is :func:`maka_es.wire.codec.provider_replay_item` (projection
-version 1), the same function whose items the continuation's ``providerReplayDigest`` binds.
-That is deliberate: the messages are a function of exactly the digest-bound items, so user text
-carries the reference's folding (quotes, attachments, the steering envelope) and a tool result
-is the stored ``result`` (``providerOutput`` for provider-executed tools). It also fixes what is
-*not* model history: partial, hidden, content-less, empty-text, error-content and wrong-role
-events, and system-role text (the host rebuilds the system prompt; the reference projection
-excludes system text by default).
+Per-event projection is :func:`maka_es.continuation.replay_items.provider_replay_item` (projection
+version 1), the same function whose items the continuation's ``providerReplayDigest`` binds. That is
+deliberate: the messages are a function of exactly the digest-bound items, so user text carries the
+reference's folding (quotes, attachments, the steering envelope) and a tool result is the stored
+``result`` (``providerOutput`` for provider-executed tools). It also fixes what is *not* model
+history: partial, hidden, content-less, empty-text, error-content and wrong-role events, and
+system-role text (the host rebuilds the system prompt; the reference projection excludes system text
+by default).
 
 Shape rules shared by both formats (the "exchange" rules):
 

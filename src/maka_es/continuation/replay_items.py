@@ -1,7 +1,10 @@
-"""Provider replay items: how one committed RuntimeEvent appears to the model (spec §5.2).
+"""Provider replay items: how one committed RuntimeEvent appears to the model.
 
-Why in the domain: the provider-replay digest a continuation claim is bound to is computed over
-these items, and the provider exporters send exactly these items; one definition serves both.
+The items and their digest: docs/reference/wire.md#replay-items.
+
+Why a pure module of its own: the provider-replay digest a continuation claim is bound to is
+computed over these items, and the provider exporters send exactly these items; one definition
+serves both.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Execution revalidation (spec §4.7): a plan is not a lease, so everything it relied on is
-read again immediately before a continuation claims its boundary.
+"""Execution revalidation (docs/reference/continuation.md#revalidation): a plan is not a lease,
+so everything it relied on is read again immediately before a continuation claims its boundary.
 
 Order, and why: another live run of the session first (nothing else matters while one runs);
 then the planned boundary, segment by segment (ancestors pinned, the source at its latest), so
@@ -66,9 +66,10 @@ class Revalidation:
     def run(
         self, continuation: RuntimeContinuation, session_id: str, current_cwd: str
     ) -> tuple[RunHeader, Run, SourceBoundary, HostObservation]:
-        """Spec §4.7, in order: another live run; the planned boundary re-read (identity, then
-        replay); the source run's own facts; the host's facts; claims and target ids. Store
-        faults propagate as they are: they are not verdicts about the source."""
+        """In order (docs/reference/continuation.md#revalidation): another live run; the planned
+        boundary re-read (identity, then replay); the source run's own facts; the host's facts;
+        claims and target ids. Store faults propagate as they are: they are not verdicts about
+        the source."""
         runs: list[RunHeader] = self.ledger.list_runs(session_id)
         self._refuse_active_runs(runs, continuation.source_run_id)
         boundary = self._reread_boundary(continuation)

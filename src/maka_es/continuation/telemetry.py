@@ -1,4 +1,4 @@
-"""Lifecycle telemetry for safe-boundary continuation (spec §4.11).
+"""Lifecycle telemetry for safe-boundary continuation (docs/reference/continuation.md#telemetry).
 
 Why a dedicated module with its own, deliberately narrow types: a host wants to see *that* a
 continuation was approved, parked, started, completed or failed, and for which session and
@@ -77,8 +77,9 @@ IDENTIFIER_PATTERN = rf"[A-Za-z0-9._:\-]{{0,{MAX_IDENTIFIER_LENGTH}}}"
 #: non-empty.
 CODE_PATTERN = rf"[A-Za-z0-9._:\-]{{1,{MAX_IDENTIFIER_LENGTH}}}"
 
-#: Upper bound on ``rejectionReasons``: the park vocabulary (spec §4.12) has a few dozen codes,
-#: so a longer list is a list of something else (for example a tokenised prompt).
+#: Upper bound on ``rejectionReasons``: the park vocabulary (docs/reference/codes.md#park-reasons)
+#: has a few dozen codes, so a longer list is a list of something else (for example a tokenised
+#: prompt).
 MAX_REJECTION_REASONS = 64
 
 #: Logger the default sink writes events to; kept apart from this module's own logger so that
@@ -114,8 +115,9 @@ Code = Annotated[StrictStr, AfterValidator(_matching(_CODE_RE, "code"))]
 
 
 class _LifecycleEventBase(ReportModel):
-    """Shared behaviour. Each event declares its own fields, in spec order, so that the dumped
-    keys read ``type, sessionId, sourceRunId, ...`` exactly as spec §4.11 lists them."""
+    """Shared behaviour. Each event declares its own fields, in the documented order, so that the
+    dumped keys read ``type, sessionId, sourceRunId, ...`` exactly as
+    docs/reference/continuation.md#telemetry lists them."""
 
     def to_wire(self) -> dict[str, Any]:
         """The exact JSON-ready dict (camelCase keys, every key present, tuples as lists)."""
@@ -190,7 +192,8 @@ LifecycleEventAdapter: TypeAdapter[LifecycleEvent] = TypeAdapter(LifecycleEvent)
 
 
 def error_class_of(exc: BaseException) -> str:
-    """The ``errorClass`` of ``exc`` (spec §4.11): its ``code``, else its class name.
+    """The ``errorClass`` of ``exc`` (docs/reference/continuation.md#telemetry): its ``code``,
+    else its class name.
 
     ``code`` counts only when it is a string that is a valid :data:`CODE_PATTERN` code, so an
     error whose ``code`` is an int (``SystemExit``, HTTP errors) or free text falls back to the

@@ -112,7 +112,8 @@ class RunCreated(StoredFact):
 
 class RuntimeEventRecorded(StoredFact):
     """One committed RuntimeEvent. ``payload`` is its canonical JSON: the stored bytes are the
-    stable JSON of spec §1.7, so the ledger can be exported byte-identically."""
+    stable JSON of docs/reference/wire.md#canonical-json, so the ledger can be exported
+    byte-identically."""
 
     TOPIC = "maka_es.run.runtime_event_recorded.v1"
 

@@ -1,4 +1,7 @@
-"""Why an interrupted run stopped, said in the reference runtime's vocabulary (spec §1.6, §4.8).
+"""Why an interrupted run stopped, said in the reference runtime's vocabulary.
+
+The vocabulary: docs/reference/continuation.md#recovery-reason and
+docs/reference/continuation.md#recovered-terminal.
 
 A recovered terminal is a wire fact: the reference reads its ``stateDelta.recoveryReason`` and
 ``stateDelta.lastEventType`` too. The reference classifies from its AgentRun operational ledger

@@ -1,4 +1,6 @@
-"""Startup recovery (spec §4.8): make every interrupted run terminal, and say what was done.
+"""Startup recovery: make every interrupted run terminal, and say what was done.
+
+The rules: docs/reference/continuation.md#startup-recovery; the decision: ADR 0012.
 
 Call it when a host starts, before new turns run: at that moment no run of this store is live
 in this host. What it may repair, and what it must leave alone:
@@ -88,7 +90,8 @@ class StartupRecoveryReport:
 
 
 def repair_id(kind: str, claim_id: str) -> str:
-    """Spec §4.8 deterministic ids: ``continuation-repair-<kind>-<32 hex>``."""
+    """Deterministic repair ids ``continuation-repair-<kind>-<32 hex>``
+    (docs/reference/continuation.md#claim-repair)."""
     digest = hashlib.sha256(f"maka.continuation-repair.{kind}.v1\0{claim_id}".encode()).hexdigest()
     return f"continuation-repair-{kind}-{digest[:32]}"
 
@@ -178,7 +181,8 @@ class StartupRecovery:
         return self._end_claim_repair(claim.claim_id, claim.claimed_at, header, start)
 
     def _claimed_header(self, claim: ContinuationClaim) -> RunHeader:
-        """The header of a claimed target whose run was never created (spec §2 shape)."""
+        """The header of a claimed target whose run was never created
+        (docs/reference/continuation.md#target-header)."""
         boundary = claim_boundary(claim)
         source: RunHeader = self.ledger.get_run_header(boundary.run_id)
         return continuation_header(
@@ -192,10 +196,11 @@ class StartupRecovery:
     def _commit_repair_start(
         self, claim: ContinuationClaim, header: RunHeader, *, create: bool
     ) -> RuntimeEvent:
-        """Build and commit the ``claim_repair`` start of ``claim`` (spec §4.8: ``ts`` =
-        ``claimedAt``, deterministic id, no protocol marker). The ONE place a repair start is
-        made: whatever else a repair start must record belongs here. ``create``: the target
-        run does not exist yet and is created with it, in one save."""
+        """Build and commit the ``claim_repair`` start of ``claim``
+        (docs/reference/continuation.md#claim-repair: ``ts`` = ``claimedAt``, deterministic id, no
+        protocol marker). The ONE place a repair start is made: whatever else a repair start must
+        record belongs here. ``create``: the target run does not exist yet and is created with it,
+        in one save."""
         start = continuation_start_event(
             claim_boundary(claim),
             claim_target(claim),

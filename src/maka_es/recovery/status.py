@@ -1,13 +1,14 @@
 """Recovery status of every run: a persisted read model kept up to date from the notification log.
 
-Why: startup recovery (spec §4.8) must find the runs that need it: non-terminal runs, runs whose
-terminal event is durable but whose header lags, claimed continuations whose target never
-started, and live continuation starts. Finding them by replaying every ledger makes each start
-cost the whole store's history. Instead :class:`RecoveryStatusProjector` keeps one
-:class:`RunRecoveryStatus` row per run in a :class:`RecoveryStatusStore`, and every catch-up
-touches only the runs that changed since the last one.
+Why: startup recovery (docs/reference/continuation.md#startup-recovery) must find the runs that need
+it: non-terminal runs, runs whose terminal event is durable but whose header lags, claimed
+continuations whose target never started, and live continuation starts. Finding them by replaying
+every ledger makes each start cost the whole store's history. Instead
+:class:`RecoveryStatusProjector` keeps one :class:`RunRecoveryStatus` row per run in a
+:class:`RecoveryStatusStore`, and every catch-up touches only the runs that changed since the last
+one.
 
-How a catch-up works (design §7: eventsourcing's ``ProjectionRunner`` does not support SQLite):
+How a catch-up works (ADR 0012: eventsourcing's ``ProjectionRunner`` does not support SQLite):
 
 1. read notifications after the store's tracking position, one page at a time;
 2. find the runs they affect: ``RunCreated`` names its run (and teaches the store which stream

@@ -6,9 +6,9 @@ in-memory store (``maka_es.adapters.recovery_status_store``), the SQLite store
 (``maka_es.recovery.status``); keeping them apart from either implementation means both stores
 enforce exactly the same contract (docs/reference/continuation.md#recovery-status).
 
-Why the row type lives in the adapters and not in the recovery layer: the store must know the
-shape it persists, and the layering lets infrastructure import only the layers below it. The
-recovery module ``maka_es.recovery.status`` re-exports it as part of its API.
+Why the row type lives in the recovery capability and not in the adapters: the stores must know
+the shape they persist, and the capability order lets ``adapters`` import ``recovery`` but not
+the reverse (ADR 0017). ``maka_es.recovery.status`` re-exports it as part of its API.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def needs_attention_for(
     header_matches_terminal: bool,
     claim_state: str,
 ) -> bool:
-    """Whether startup recovery has something to look at (spec §4.8): the header is not
+    """Whether startup recovery has something to look at
+    (docs/reference/continuation.md#startup-recovery): the header is not
     terminal (running, lagging, or missing), a terminal header has no terminal event behind
     it, a terminal event does not match its header, or a claimed continuation target never
     started."""
@@ -70,7 +71,7 @@ class RunRecoveryStatus:
     * ``header_status``: the header's status, or ``"missing"`` for a claimed target whose run
       does not exist yet.
     * ``terminal_event`` / ``header_matches_terminal``: whether a terminal RuntimeEvent is
-      durable, and whether the header agrees with it (spec §2).
+      durable, and whether the header agrees with it (docs/reference/ledger.md#terminal-rules).
     * ``resume_disposition`` / ``resume_reasons``: the Phase 0 ResumePlan of the committed
       prefix (``None`` / ``()`` for a missing run).
     * ``unsettled_operations``: tool operations still in journal state ``prepared``.

@@ -50,7 +50,8 @@ ToolOperationStatus = Literal[
 
 ResumeDisposition = Literal["safe_replay", "blocked"]
 
-#: Every park reason of the resume contract (spec §4.12). Phase 0 only emits the first two.
+#: Every park reason of the resume contract (docs/reference/codes.md#park-reasons). Phase 0
+#: only emits the first two.
 ResumeRejectionReason = Literal[
     "runtime_offset_mismatch",
     "dangling_tool_state",
@@ -88,7 +89,8 @@ ResumeRejectionReason = Literal[
     "resume_candidate_missing",
 ]
 
-#: Park reasons plus the diagnostic-only codes (spec §4.12), so later phases reuse ``Diagnostic``.
+#: The diagnostic-only codes (docs/reference/codes.md#diagnostic-codes); with the park reasons
+#: they make ``DiagnosticCode``, so later phases reuse ``Diagnostic``.
 DiagnosticOnlyCode = Literal[
     "pending_tool_result",
     "unmatched_tool_result",
@@ -106,7 +108,7 @@ DiagnosticCode = ResumeRejectionReason | DiagnosticOnlyCode
 
 
 class ToolOperation(ReportModel):
-    """Model-facing view of one visible tool call (spec §3.2)."""
+    """Model-facing view of one visible tool call (docs/reference/phase0.md#tool-operation)."""
 
     tool_call_id: str
     tool_name: str
@@ -129,7 +131,8 @@ class Diagnostic(ReportModel):
 
 
 class ResumePlan(ReportModel):
-    """Phase 0 crash-contract verdict over a committed prefix (spec §3.3).
+    """Phase 0 crash-contract verdict over a committed prefix
+    (docs/reference/phase0.md#resume-plan).
 
     ``runtime_events`` / ``replay_runtime_events`` hold decoded events; they serialise as exact
     RuntimeEvent wire dicts (only the keys each event carries), never as model dumps with nulls.

@@ -1,4 +1,6 @@
-"""Phase 0 crash contract: a pure ``ResumePlan`` over a committed RuntimeEvent prefix (spec §3).
+"""Phase 0 crash contract: a pure ``ResumePlan`` over a committed RuntimeEvent prefix.
+
+The contract is docs/reference/phase0.md.
 
 Why fail closed: after a crash the only evidence is the committed prefix. Any tool call whose
 outcome is not a committed result (or whose facts contradict each other) may have changed the
@@ -31,7 +33,8 @@ from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 
 __all__ = ["RESUME_DIRECTIVE", "build_resume_plan", "project_tool_operations"]
 
-#: Instruction handed to the model whenever a tool outcome is unknown (exact text, spec §3.3).
+#: Instruction handed to the model whenever a tool outcome is unknown (exact text,
+#: docs/reference/phase0.md#directive).
 RESUME_DIRECTIVE = (
     "Tool execution was interrupted before a matching committed tool result was found. "
     "The side effects may or may not have occurred. "
@@ -91,7 +94,8 @@ def _operations(
 
 
 def project_tool_operations(events: Sequence[RuntimeEventInput]) -> tuple[ToolOperation, ...]:
-    """The model-facing tool operations of a prefix (spec §3.2), in scanner order."""
+    """The model-facing tool operations of a prefix, in scanner order
+    (docs/reference/phase0.md#tool-operation)."""
     decoded = decode_events(events)
     return _operations(decoded, resolve_tool_operations(decoded))
 
@@ -116,7 +120,8 @@ def _hidden_indeterminate_call_ids(
 def build_resume_plan(
     events: Sequence[RuntimeEventInput], expected_high_water: int | None = None
 ) -> ResumePlan:
-    """Decide whether a committed prefix may be replayed to the provider (spec §3.2-3.6).
+    """Decide whether a committed prefix may be replayed to the provider
+    (docs/reference/phase0.md#resume-plan).
 
     ``events`` is everything the store returned for one run, partial snapshots included: the
     high-water is the input count. ``expected_high_water`` (e.g. a checkpoint's) that differs

@@ -1,4 +1,4 @@
-"""Provider replay subset of a committed prefix (spec §3.5).
+"""Provider replay subset of a committed prefix (docs/reference/phase0.md#replay-subset).
 
 Why a subset and not the whole ledger: the provider must never see half of a tool exchange. A
 call without a committed, same-named result is exactly the interrupted suffix whose side effects

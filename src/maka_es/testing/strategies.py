@@ -2,8 +2,8 @@
 
 Why shipped: a host that wires maka_es into its runtime should be able to generate the same
 shapes we test against (valid wire events, tool lifecycles, corrupted variants) without
-re-deriving spec §1. Every strategy produces *wire dicts* (what the reference runtime writes);
-decode them with ``RuntimeEvent.model_validate``.
+re-deriving docs/reference/wire.md. Every strategy produces *wire dicts* (what the reference
+runtime writes); decode them with ``RuntimeEvent.model_validate``.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ _SHAPES: dict[str, _Shape] = {
 
 @st.composite
 def runtime_event_dicts(draw: st.DrawFn, spine: Spine | None = None) -> dict[str, Any]:
-    """One valid wire event of any shape in spec §1.6 (ordinary or tool lane)."""
+    """One valid wire event of any shape in docs/reference/wire.md#examples (ordinary or tool
+    lane)."""
     spine = spine or draw(spines)
     event_id = draw(_ID)
     ts = draw(st.integers(min_value=0, max_value=2**45))

@@ -1,4 +1,6 @@
-"""ToolOperation journal state: a fold of a run's tool facts (spec §5.1/§5.4 states).
+"""ToolOperation journal state: a fold of a run's tool facts.
+
+The states are docs/reference/tool-journal.md#journal-states.
 
 Why a fold and not a table: the state of an operation (``prepared`` after T1,
 ``outcome_committed`` after T2, ``recovery_completed`` / ``recovery_parked`` after a recovery

@@ -1,7 +1,8 @@
-"""The RecoveryResolver's verdict types (spec §5.3): issues, per-operation decisions, Resolution.
+"""The RecoveryResolver's verdict types: issues, per-operation decisions, Resolution.
 
-They live in the domain because the Run aggregate keeps the resolver's state to validate tool
-facts online; the projections re-export them.
+The decisions are described in docs/reference/tool-journal.md#decisions. They live in the
+tool journal, below the ledger, because the Run aggregate keeps the resolver's state to validate
+tool facts online (ADR 0017).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class ToolDecision(ReportModel):
 
 
 class Resolution(ReportModel):
-    """Everything the RecoveryResolver concludes about a ledger prefix (spec §5.3)."""
+    """Everything the RecoveryResolver concludes about a ledger prefix
+    (docs/reference/tool-journal.md#resolution)."""
 
     decisions: tuple[ToolDecision, ...]
     issues: tuple[ResolverIssue, ...]

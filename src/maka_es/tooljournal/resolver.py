@@ -160,7 +160,8 @@ class ResolverState(ToolScanner):
         return None if operation is None else self._interpret_bundle(operation)
 
     def resolution(self) -> Resolution:
-        """The resolver output for everything fed so far (spec §5.3)."""
+        """The resolver output for everything fed so far
+        (docs/reference/tool-journal.md#resolution)."""
         decisions = tuple(self._decide(operation) for operation in self._operations)
         issues = self.issues
         has_corruption = bool(issues) or any(d.status == "corruption" for d in decisions)

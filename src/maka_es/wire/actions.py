@@ -151,7 +151,8 @@ RECOVERY_DECISION_KIND = "maka.tool.recovery_decision"
 
 
 class ToolRecovery(RuntimeWireModel):
-    """Recovery fact envelope ``{kind, version: 1, payload}`` (spec §5.4)."""
+    """Recovery fact envelope ``{kind, version: 1, payload}``
+    (docs/reference/tool-journal.md#recovery-facts)."""
 
     kind: Literal["maka.tool.reconcile_result", "maka.tool.recovery_decision"]
     version: Literal[1]
@@ -185,7 +186,8 @@ class ImmediateSource(RuntimeWireModel):
 
 
 class ContinuationStartV2(RuntimeWireModel):
-    """HEAD continuation-start fact (spec §4.4): event 1 of a continuation run."""
+    """HEAD continuation-start fact: event 1 of a continuation run
+    (docs/reference/continuation.md#start-fact)."""
 
     protocol: Literal["continuation_start_v2"]
     provenance: Literal["runtime_admission", "claim_repair"]

@@ -1,4 +1,6 @@
-"""``RuntimeEvent``: the one fact type, wire-compatible with the Maka runtime's JSON (spec §1).
+"""``RuntimeEvent``: the one fact type, wire-compatible with the Maka runtime's JSON.
+
+The shape is docs/reference/wire.md#envelope (content, actions and refs below it).
 
 Why so strict: a crash-recovery decision is only as good as the facts it reads. A key the
 reference decoder would reject, a ``null`` where a key must be absent, or a NaN timestamp must
@@ -105,7 +107,7 @@ def _finite(value: float | int, field: str) -> float | int:
     return value
 
 
-# --- content (§1.2) ---------------------------------------------------------------------------
+# --- content (docs/reference/wire.md#content) -------------------------------------------------
 
 
 class TextContent(RuntimeWireModel):
@@ -173,7 +175,7 @@ Content = Annotated[
 ]
 
 
-# --- refs (§1.4) ------------------------------------------------------------------------------
+# --- refs (docs/reference/wire.md#refs) -------------------------------------------------------
 
 
 class Refs(RuntimeWireModel):
@@ -194,7 +196,7 @@ class Refs(RuntimeWireModel):
     source_runtime_event_high_water: SafeNonNegativeInt | None = None
 
 
-# --- envelope (§1.1) --------------------------------------------------------------------------
+# --- envelope (docs/reference/wire.md#envelope) -----------------------------------------------
 
 
 class RuntimeEvent(RuntimeWireModel):
@@ -223,7 +225,7 @@ class RuntimeEvent(RuntimeWireModel):
     def _finite_ts(cls, value: int | float) -> int | float:
         return _finite(value, "ts")
 
-    # -- derived predicates (spec §1.1) --------------------------------------------------------
+    # -- derived predicates (docs/reference/wire.md#predicates) ---------------------------------
 
     @property
     def is_terminal(self) -> bool:

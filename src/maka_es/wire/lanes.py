@@ -1,4 +1,6 @@
-"""Semantic lanes of tool facts (spec §1.5): the one classification every writer and reader uses.
+"""Semantic lanes of tool facts: the one classification every writer and reader uses.
+
+The lanes and their envelopes: docs/reference/wire.md#lanes.
 
 Why strict: a tool fact with a sloppy envelope (a partial call, a dispatch that is also a
 terminal, a response carrying extra actions) is ambiguous evidence. Instead of guessing which

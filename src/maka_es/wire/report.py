@@ -1,4 +1,4 @@
-"""Report models: frozen, exact-key outputs shared by the domain and the projections.
+"""Report models: frozen, exact-key outputs shared by every capability's pure models.
 
 Why not ``WireModel``: that base refuses explicit ``None`` because absent and ``null`` differ on
 the RuntimeEvent wire; a report instead always carries every key (``null`` when absent), so a

@@ -1,4 +1,6 @@
-"""AgentRun header (spec §2): the operational summary of a run, wire-compatible with Maka.
+"""AgentRun header: the operational summary of a run, wire-compatible with Maka.
+
+The fields and rules: docs/reference/ledger.md#run-header and #header-rules.
 
 Why it is separate from the ledger: the header is *derived* authority. Its terminal status may
 only follow a durable terminal RuntimeEvent, and its admission identity never changes after
@@ -22,7 +24,8 @@ TERMINAL_RUN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cance
 SafeNonNegativeInt = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 SafePositiveInt = Annotated[int, Field(gt=0, le=2**53 - 1, strict=True)]
 
-#: Header fields a patch may touch after creation (spec §2); everything else is admission identity.
+#: Header fields a patch may touch after creation (docs/reference/ledger.md#header-rules);
+#: everything else is admission identity.
 MUTABLE_HEADER_FIELDS: frozenset[str] = frozenset(
     {
         "status",
@@ -183,14 +186,16 @@ class RunHeader(HeaderWireModel):
 
     @property
     def is_session_inline(self) -> bool:
-        """Spec §2: no parent, or a continuation (``continuationSource``) that is not an agent."""
+        """No parent, or a continuation (``continuationSource``) that is not an agent
+        (docs/reference/ledger.md#session-inline)."""
         return self.parent_run_id is None or (
             self.continuation_source is not None and self.agent_id is None
         )
 
 
 def run_status_for_terminal_event(event: RuntimeEvent) -> str | None:
-    """Map a terminal event's status to the header status it implies (spec §2).
+    """Map a terminal event's status to the header status it implies
+    (docs/reference/ledger.md#terminal-rules).
 
     ``endInvocation`` without a terminal status implies nothing: the fact is incomplete.
     """
@@ -207,7 +212,8 @@ def _first_string(*values: Any) -> str | None:
 
 
 def terminal_failure_class(event: RuntimeEvent, header: RunHeader | None = None) -> str | None:
-    """The failure class a failed terminal fact carries (spec §2 precedence)."""
+    """The failure class a failed terminal fact carries (precedence:
+    docs/reference/ledger.md#terminal-rules)."""
     delta: dict[str, Any] = {}
     if event.actions is not None and event.actions.state_delta is not None:
         delta = dict(event.actions.state_delta)
@@ -226,7 +232,8 @@ def terminal_failure_class(event: RuntimeEvent, header: RunHeader | None = None)
 
 
 def terminal_abort_source(event: RuntimeEvent, header: RunHeader | None = None) -> str | None:
-    """The abort source a cancelled terminal fact carries (spec §2 precedence)."""
+    """The abort source a cancelled terminal fact carries (precedence:
+    docs/reference/ledger.md#terminal-rules)."""
     delta: dict[str, Any] = {}
     if event.actions is not None and event.actions.state_delta is not None:
         delta = dict(event.actions.state_delta)
@@ -238,9 +245,9 @@ def terminal_abort_source(event: RuntimeEvent, header: RunHeader | None = None) 
 
 
 def header_matches_terminal(header: RunHeader, event: RuntimeEvent) -> bool:
-    """Spec §2 "header matches terminal fact": same status, and the same failure class /
-    abort source the fact carries. An incomplete fact (no derivable class/source) never
-    matches."""
+    """Whether the header matches the terminal fact (docs/reference/ledger.md#terminal-rules):
+    same status, and the same failure class / abort source the fact carries. An incomplete fact
+    (no derivable class/source) never matches."""
     status = run_status_for_terminal_event(event)
     if status is None or header.status != status:
         return False
@@ -254,9 +261,10 @@ def header_matches_terminal(header: RunHeader, event: RuntimeEvent) -> bool:
 
 
 def terminal_header_patch(header: RunHeader, event: RuntimeEvent) -> dict[str, Any] | None:
-    """The header patch a terminal fact implies (spec §2): its status, ``updatedAt`` and
-    ``completedAt`` = the fact's ``ts``, the failure class (failed; default ``unknown``) or the
-    abort source (cancelled; default ``unknown``). ``None`` if the event implies no status."""
+    """The header patch a terminal fact implies (docs/reference/ledger.md#terminal-rules): its
+    status, ``updatedAt`` and ``completedAt`` = the fact's ``ts``, the failure class (failed;
+    default ``unknown``) or the abort source (cancelled; default ``unknown``). ``None`` if the
+    event implies no status."""
     status = run_status_for_terminal_event(event)
     if status is None:
         return None

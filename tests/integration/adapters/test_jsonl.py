@@ -1,4 +1,5 @@
-"""JSONL file ledger (spec §1.8): torn-row read/append rules, identity checks, export.
+"""JSONL file ledger (docs/reference/ledger.md#jsonl): torn-row read/append rules, identity checks,
+export.
 
 Every test works on real files under a temporary root, because the rules are about bytes on
 disk: what a crash in the middle of a ``write`` can leave behind and what the next reader or

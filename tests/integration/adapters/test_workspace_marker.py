@@ -1,4 +1,5 @@
-"""Workspace identity marker (spec §5.6, reference workspace-identity.test.ts).
+"""Workspace identity marker (docs/reference/continuation.md#workspace-identity; reference
+workspace-identity.test.ts).
 
 Every test uses real directories: the guarantees are about what lands on disk - the exact
 marker bytes, that an existing marker is never rewritten, that a Git work tree stays clean and

@@ -1,7 +1,8 @@
-"""Durable claims in planning (spec §4.3 step 5, §4.6) on a real SQLite store: a claim is
-checked against the recomputed plan, its target's header and start must be exactly what the
-claim implies, the claim records which writer started its target, and stores written before
-start kinds were recorded still classify."""
+"""Durable claims in planning (docs/reference/continuation.md#planner-steps, step 5, and
+docs/reference/continuation.md#existing-claims) on a real SQLite store: a claim is checked against
+the recomputed plan, its target's header and start must be exactly what the claim implies, the claim
+records which writer started its target, and stores written before start kinds were recorded still
+classify."""
 
 from __future__ import annotations
 
@@ -157,8 +158,8 @@ def _without_protocol_marker(app: RuntimeApplication) -> dict[str, Any]:
 
 @pytest.mark.parametrize("variant", ["admission", "admission_without_marker", "claim_repair"])
 def test_a_consistent_claim_already_exists(app: RuntimeApplication, variant: str) -> None:
-    """A runtime-admission start (with or without the protocol marker, spec §4.4) or a
-    claim-repair start the claim records, and a terminal that matches its header."""
+    """A runtime-admission start (with or without the protocol marker, continuation.md#start-fact)
+    or a claim-repair start the claim records, and a terminal that matches its header."""
     if variant == "claim_repair":
         claimed_continuation(app, kind="claim_repair", record=("r2-start", "claim_repair"))
     elif variant == "admission_without_marker":
@@ -207,7 +208,7 @@ def test_a_claim_for_another_projection_version_needs_repair(app: RuntimeApplica
     assert reasons(app) == ("continuation_claim_repair_required",)
 
 
-# -- issue 9 item 3: spec §4.6 in full ----------------------------------------------------------
+# -- issue 9 item 3: existing-claim classification in full (continuation.md#existing-claims) --
 
 
 def test_target_without_a_v2_source_needs_repair(app: RuntimeApplication) -> None:

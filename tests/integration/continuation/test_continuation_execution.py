@@ -266,8 +266,9 @@ def _grow_source(app: RuntimeApplication) -> None:
 
 
 def test_a_source_that_grew_is_an_identity_change(env: Env) -> None:
-    """Spec §4.7 step 2 before step 3: the boundary is re-read first, so a source that grew
-    past the planned high-water is ``source_identity_changed``, not a high-water change."""
+    """The boundary is re-read before the header checks (continuation.md#revalidation), so a source
+    that grew past the planned high-water is ``source_identity_changed``, not a high-water
+    change."""
     env.failed_source(Spine())
     plan = env.app.plan_continuation("s1")
     _grow_source(env.app)
@@ -581,7 +582,7 @@ def test_claim_ids_are_derived_from_the_boundary() -> None:
 
 
 def test_a_parked_plan_reports_its_candidate_to_telemetry(env: Env) -> None:
-    """Spec §4.11: ``plan_parked`` names the candidate run when there is one, '' otherwise."""
+    """Telemetry: ``plan_parked`` names the candidate run when there is one, '' otherwise."""
     env.app.plan_continuation("s1")  # no candidate yet
     spine = Spine()
     ledger = LedgerBuilder(spine, prefix="r1-")

@@ -1,6 +1,6 @@
-"""The continuation planner over a real SQLite store (spec §4.2, §4.3 steps 1-7): pre-planner
-parks, candidate choice, lineage through earlier continuations, digests, and that planning
-never writes."""
+"""The continuation planner over a real SQLite store (pre-planner parks and planner steps of
+docs/reference/continuation.md): pre-planner parks, candidate choice, lineage through earlier
+continuations, digests, and that planning never writes."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def spine(n: int) -> Spine:
     return Spine("s1", f"i{n}", f"r{n}", f"t{n}")
 
 
-# -- spec §4.2 pre-planner parks ------------------------------------------------------------
+# -- pre-planner parks (docs/reference/continuation.md#pre-planner) ------------------------
 
 
 def test_feature_flag_must_be_exactly_one(db_path: Path) -> None:
@@ -295,10 +295,10 @@ def _start(ledger: LedgerBuilder) -> dict[str, Any]:
 
 
 def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplication) -> None:
-    """Spec §4.3 step 6: with no claim, a run whose continuationSource names this source run
-    and high-water already continues it, whatever state it is in (created, started, ended,
-    header lagging). Startup recovery cannot repair an unclaimed run, so it is never reported
-    as ``continuation_claim_repair_required`` (issue 9 item 4)."""
+    """Planner step 6 (continuation.md#planner-steps): with no claim, a run whose continuationSource
+    names this source run and high-water already continues it, whatever state it is in (created,
+    started, ended, header lagging). Startup recovery cannot repair an unclaimed run, so it is never
+    reported as ``continuation_claim_repair_required`` (issue 9 item 4)."""
     failed_run(app, spine(1))
     target = _target(app)
 
@@ -317,8 +317,9 @@ def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplic
 
 
 def test_blocked_replay_parks_before_any_existing_continuation(app: RuntimeApplication) -> None:
-    """Spec §4.3 step 4 before steps 5-6: a source whose dangling tool call blocks the replay
-    is ``runtime_ledger_unreadable`` even when its boundary already has a finished child."""
+    """Planner step 4 before steps 5-6 (continuation.md#planner-steps): a source whose dangling tool
+    call blocks the replay is ``runtime_ledger_unreadable`` even when its boundary already has a
+    finished child."""
 
     def body(ledger: LedgerBuilder) -> None:
         ledger.user()
@@ -388,7 +389,8 @@ def test_lineage_depth(app: RuntimeApplication, runs: int, parks: bool) -> None:
 
 
 def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> None:
-    """Spec §5.2: source [user "go", terminal failed] committed through the store."""
+    """docs/reference/wire.md#vectors: source [user "go", terminal failed] committed through the
+    store."""
     vector = Spine("s1", "i1", "r1", "t1")
     app.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
     at_1 = Events.wire(vector, ts=1)
@@ -433,8 +435,8 @@ def test_expected_high_water_is_checked_like_plan_resume(app: RuntimeApplication
 def test_plan_carries_claim_id_boundary_and_provider_replay_digest(
     app: RuntimeApplication,
 ) -> None:
-    """Spec §4.1 (HEAD): the plan names the claim it will make, the boundary cursor (every
-    segment, oldest first, and the manifest digest) and the provider-replay digest."""
+    """continuation.md#plan (HEAD): the plan names the claim it will make, the boundary cursor
+    (every segment, oldest first, and the manifest digest) and the provider-replay digest."""
     root = failed_run(app, spine(1), created_at=1000)
     continuation_of(app, spine(1), spine(2), len(root.events), created_at=2000)
     plan = app.plan_continuation("s1")

@@ -1,5 +1,5 @@
-"""Host safety facts (spec §4.10; runtime-continuation.test.ts item 1: "local inspector returns
-current authoritative facts").
+"""Host safety facts (docs/reference/continuation.md#host-facts; runtime-continuation.test.ts item
+1: "local inspector returns current authoritative facts").
 
 The inspector must read the facts *now*: the workspace marker on disk, the operations still
 registered, the tools currently available. These tests change each fact between inspections

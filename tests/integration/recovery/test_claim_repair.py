@@ -1,7 +1,7 @@
-"""Claim repair (spec §4.8) and the continuation target's header states, on a real SQLite
-store: a claim whose target never started gets the deterministic ``claim_repair`` start and
-``continuation_abandoned_before_provider_dispatch`` terminal (also when a crash interrupted a
-repair after its start), and an admitted target's header says ``running``."""
+"""Claim repair (docs/reference/continuation.md#claim-repair) and the continuation target's header
+states, on a real SQLite store: a claim whose target never started gets the deterministic
+``claim_repair`` start and ``continuation_abandoned_before_provider_dispatch`` terminal (also when a
+crash interrupted a repair after its start), and an admitted target's header says ``running``."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _claim(app: RuntimeApplication, *, create_target: bool) -> ContinuationClaim
 
 
 def _assert_repaired(app: RuntimeApplication, claim: ContinuationClaim) -> None:
-    """The §4.8 repair: deterministic start (ts = claimedAt, no protocol marker) and failed
+    """The claim repair: deterministic start (ts = claimedAt, no protocol marker) and failed
     terminal (ts = claimedAt + 1), then the failed header."""
     start, terminal = app.read_run_events("tr")
     fact = start.actions.continuation_start if start.actions is not None else None

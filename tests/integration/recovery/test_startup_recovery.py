@@ -1,5 +1,6 @@
 """Startup recovery speaks the reference runtime's vocabulary and repairs what it repairs
-(spec §1.6 recovered terminal, §2 header rules, §4.8), on a real SQLite store."""
+(docs/reference/continuation.md#recovered-terminal, docs/reference/ledger.md#header-rules,
+docs/reference/continuation.md#startup-recovery), on a real SQLite store."""
 
 from __future__ import annotations
 
@@ -158,7 +159,7 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
     }
     if last_type is not None:
         delta["lastEventType"] = last_type
-    assert terminal.to_wire() == {  # spec §1.6 "Recovered terminal"
+    assert terminal.to_wire() == {  # continuation.md#recovered-terminal
         **SPINE.envelope(recovered_terminal_id("r1"), NOW, "system", "system"),
         "status": "failed",
         "content": {

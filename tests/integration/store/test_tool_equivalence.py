@@ -1,4 +1,5 @@
-"""Golden equivalence of the tool journal (spec §5.4, reference recovery-authority-equivalence):
+"""Golden equivalence of the tool journal (docs/reference/tool-journal.md#bundles, reference
+recovery-authority-equivalence):
 online projection = reopen = rebuild-from-events = RecoveryResolver.
 
 Hypothesis generates random *valid* command sequences (T1 in several recovery modes, with and

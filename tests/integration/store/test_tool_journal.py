@@ -1,8 +1,9 @@
-"""Tool journal T1 / T2 and the generic write path through the real store (spec §5.1, §5.2).
+"""Tool journal T1 / T2 and the generic write path through the real store
+(docs/reference/tool-journal.md#t1-t2, docs/reference/ledger.md#write-rules).
 
 Mirrors the T1/T2, reserved-fact, transition-validator and fail-stop items of the reference
 suites sqlite-runtime-store, recovery-persistence-authority and tool-recovery-authority
-(spec §6). Recovery bundles are in ``test_tool_journal_bundles.py``.
+(reference suites). Recovery bundles are in ``test_tool_journal_bundles.py``.
 
 Most tests run on ``sqlite_app`` (a real SQLite file); ``any_app`` where the point is the
 domain rule rather than the store. Every refusal is checked against ``store_snapshot``: a
@@ -83,7 +84,7 @@ def ids(app: RuntimeApplication) -> list[str]:
     return [event.id for event in app.read_run_events(RUN)]
 
 
-#: spec §5.2 vector: invocation ``i1``, call ``c1``
+#: docs/reference/wire.md#vectors: invocation ``i1``, call ``c1``
 OP_C1 = "toolop_d0f988070ecbf20ace41f566372d2e9a"
 
 
@@ -118,7 +119,7 @@ def _raise_inside_save(name: str) -> None:
 
 
 def test_operation_id_follows_the_frozen_vector(any_app: RuntimeApplication) -> None:
-    """T1 derives the operation id from (invocationId, providerToolCallId) (spec §5.2 vector)."""
+    """T1 derives the operation id from (invocationId, providerToolCallId) (wire.md#vectors)."""
     open_run(any_app)
     assert SPINE.operation_id("c1") == OP_C1
     assert (
@@ -794,7 +795,8 @@ def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
         assert reopened.append_event(RUN, EV.text("m2")).appended == 1
 
 
-# spec §6 recovery-persistence-authority: exact T1/T2/recovery retries fail on a corrupt ledger
+# reference suite recovery-persistence-authority: exact T1/T2/recovery retries fail on a corrupt
+# ledger
 
 
 def test_exact_t1_retry_on_a_corrupt_ledger_is_refused(corrupt_app: RuntimeApplication) -> None:

@@ -1,11 +1,13 @@
-"""Recovery bundles through the store command (spec §5.4): one transaction of reconcile fact,
-optional outcome and decision, for an operation with a durable dispatch in ``reconcile`` mode.
+"""Recovery bundles through the store command (docs/reference/tool-journal.md#bundles): one
+transaction of reconcile fact, optional outcome and decision, for an operation with a durable
+dispatch in ``reconcile`` mode.
 
-Mirrors the bundle items of recovery-persistence-authority and tool-recovery-authority
-(spec §6): completed and parked bundles, parked is final, exact retries, and every §5.4
-validation code the command can reach, each with the exact code and an unchanged store.
+Mirrors the bundle items of recovery-persistence-authority and tool-recovery-authority (reference
+suites): completed and parked bundles, parked is final, exact retries, and every validation code
+(docs/reference/tool-journal.md#bundle-codes) the command can reach, each with the exact code and an
+unchanged store.
 
-Codes of §5.4 that the command cannot reach on a healthy ledger (documented, not tested):
+Bundle codes that the command cannot reach on a healthy ledger (documented, not tested):
 ``call_identity_conflict``, ``canonical_args_hash_conflict`` and ``dispatch_identity_conflict``
 (the call and dispatch are authored and validated by T1, and a hand-made dispatch is a reserved
 fact); ``reconcile_fact_invalid`` / ``decision_fact_invalid`` (facts are routed by their
@@ -300,7 +302,7 @@ def test_bundle_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication)
     )
 
 
-# -- validation codes (spec §5.4), each through the command on a real SQLite file -----------------
+# -- validation codes (tool-journal.md#bundle-codes), each through the command on a real SQLite file
 
 
 def _completed(**changes: Any) -> dict[str, Any]:
@@ -444,7 +446,7 @@ VALIDATION_CASES: list[Any] = [
 def test_bundle_validation_codes(
     sqlite_app: RuntimeApplication, mode: str, parts: dict[str, Any], code: str
 ) -> None:
-    """An invalid bundle is ``RecoveryBundleRejectedError`` with the §5.4 code (first failing
+    """An invalid bundle is ``RecoveryBundleRejectedError`` with the bundle code (first failing
     wins), nothing written, the operation still ``prepared`` and resolvable as before."""
     prepared(sqlite_app, mode)
     resolution = sqlite_app.resolve_run(RUN)
@@ -509,7 +511,7 @@ def test_payload_naming_another_operation_is_operation_identity_conflict(
     sqlite_app: RuntimeApplication, slot: str
 ) -> None:
     """A recovery fact bound (refs) to c1 whose payload names the other prepared operation c2 is
-    ``operation_identity_conflict`` (spec §5.4), and nothing is written."""
+    ``operation_identity_conflict`` (tool-journal.md#bundle-codes), and nothing is written."""
     prepared(sqlite_app)
     _second_operation(sqlite_app)
     parts = EV.completed_bundle("c1", "Write", "ok")

@@ -1,5 +1,6 @@
-"""Phase 1 safe-boundary continuation plan (spec §4.1, §4.3), mirroring runtime-resume.test.ts
-items 9-25 plus every gate a-p, both cwd policies and both terminal policies."""
+"""Phase 1 safe-boundary continuation plan (docs/reference/continuation.md#plan, #gates), mirroring
+runtime-resume.test.ts items 9-25 plus every gate a-p, both cwd policies and both terminal
+policies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""HEAD composite continuation replay (spec §4.5, §5.2), mirroring continuation-replay.test.ts."""
+"""HEAD composite continuation replay (docs/reference/continuation.md#composite-replay and
+docs/reference/wire.md#boundary-digests), mirroring continuation-replay.test.ts."""
 
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def test_each_segment_projected_once_ancestor_suffix_never_returns() -> None:
     assert [item["eventId"] for item in replay.provider_items] == ["root-user", "child-user"]
 
 
-# --- spec §5.2 digest vector -------------------------------------------------------------------
+# --- digest vector (docs/reference/wire.md#vectors) --------------------------------------------
 
 
 def test_spec_digest_vector() -> None:

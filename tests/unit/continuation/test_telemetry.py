@@ -1,4 +1,4 @@
-"""Lifecycle telemetry (spec §4.11; seed "Host entry points and observability").
+"""Lifecycle telemetry (docs/reference/continuation.md#telemetry).
 
 What is pinned here: the exact dumped shape of each of the five events; that the field types
 refuse free text (a prompt, a tool argument, JSON) at construction, so a call site that passes

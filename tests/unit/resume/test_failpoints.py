@@ -1,4 +1,5 @@
-"""Phase 0 failpoint catalog and the required outcome of every committed prefix (spec §3.1)."""
+"""Phase 0 failpoint catalog and the required outcome of every committed prefix
+(docs/reference/phase0.md#failpoints)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Phase 0 ResumePlan (spec §3.2-3.6), mirroring the reference runtime-resume tests."""
+"""Phase 0 ResumePlan (docs/reference/phase0.md#resume-plan), mirroring the reference
+runtime-resume tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Read-side interpretation of recovery bundles (spec §5.4) and its effect on resume plans."""
+"""Read-side interpretation of recovery bundles (docs/reference/tool-journal.md#bundles) and its
+effect on resume plans."""
 
 from __future__ import annotations
 

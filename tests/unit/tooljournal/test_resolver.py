@@ -1,4 +1,5 @@
-"""RecoveryResolver (spec §5.3): scanner issues, per-operation decisions and their priority."""
+"""RecoveryResolver (docs/reference/tool-journal.md#resolver): scanner issues, per-operation
+decisions and their priority."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Wire-compatibility tests for the canonical codec.
 
-The digests and identities pinned here are frozen by the reference runtime (spec §5.2): a
-mismatch means a Python-written ledger or continuation claim would not validate there.
+The digests and identities pinned here are frozen by the reference runtime
+(docs/reference/wire.md#vectors): a mismatch means a Python-written ledger or continuation claim
+would not validate there.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from maka_es.wire.codec import (
 )
 
 # --------------------------------------------------------------------------------------------
-# §5.2 vectors
+# docs/reference/wire.md#vectors
 # --------------------------------------------------------------------------------------------
 
 ARGS_HASH_VECTORS: list[tuple[str, JsonValue, str]] = [

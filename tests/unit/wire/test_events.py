@@ -1,5 +1,6 @@
-"""RuntimeEvent wire model: every spec §1.6 example decodes and re-encodes exactly; generated
-events round-trip through canonical JSON; bad shapes raise typed errors naming the field."""
+"""RuntimeEvent wire model: every docs/reference/wire.md#examples example decodes and re-encodes
+exactly; generated events round-trip through canonical JSON; bad shapes raise typed errors naming
+the field."""
 
 from __future__ import annotations
 

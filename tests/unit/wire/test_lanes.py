@@ -1,4 +1,5 @@
-"""Semantic lanes (spec §1.5): one lane per event, or a semantic_lane_conflict."""
+"""Semantic lanes (docs/reference/wire.md#lanes): one lane per event, or a
+semantic_lane_conflict."""
 
 from __future__ import annotations
 
