@@ -10,6 +10,7 @@ works for the paths maka_es happens to use.
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,16 @@ class TestProjectSQLiteApplicationRecorder(ApplicationRecorderTestCase[Applicati
     def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
         self._factories: list[Factory] = []
+        self._threads_before = set(threading.enumerate())
 
     def tearDown(self) -> None:
+        # The library's concurrency case signals its reader threads to stop but does not join
+        # them: closing the pool while one is still inside ``select_notifications`` closes a
+        # SQLite connection another thread is using, which crashes the interpreter. Join them
+        # first; a reader that does not stop is a failure of its own, not a crash.
+        for thread in set(threading.enumerate()) - self._threads_before:
+            thread.join(timeout=30)
+            assert not thread.is_alive(), f"thread {thread.name} did not stop"
         for factory in self._factories:
             factory.close()
         self._tmp.cleanup()
