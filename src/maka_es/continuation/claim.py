@@ -29,7 +29,8 @@ from maka_es.ledger.facts import (
     claim_id_for,
     claim_stream_id,
 )
-from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import continuation_start_fact
 from maka_es.wire.run_header import RunHeader
 
 __all__ = [
@@ -122,45 +123,34 @@ def continuation_start_event(
     *,
     event_id: str,
     ts: float,
-    provenance: str = "runtime_admission",
+    provenance: StartKind = "runtime_admission",
+    tool_boundary_marker: bool = True,
 ) -> RuntimeEvent:
-    """Event 1 of the continuation run: the V2 start fact (spec §4.4). A runtime-admission
-    start also declares the tool-boundary protocol, so any call in the continuation that never
-    crossed T1 is provably undispatched."""
-    actions: dict[str, Any] = {
-        "continuationStart": {
-            "protocol": "continuation_start_v2",
-            "provenance": provenance,
-            "claimId": boundary.claim_id,
-            "boundaryDigest": boundary.manifest_digest,
-            "immediateSource": {
-                "sessionId": boundary.session_id,
-                "invocationId": boundary.invocation_id,
-                "runId": boundary.run_id,
-                "turnId": boundary.turn_id,
-                "highWater": boundary.high_water,
-                "prefixDigest": boundary.prefix_digest,
-            },
-            "replayManifestDigest": boundary.manifest_digest,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": boundary.provider_replay_digest,
-        }
-    }
-    if provenance == "runtime_admission":
-        actions["runtimeProtocol"] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
-    return RuntimeEvent.model_validate(
+    """Event 1 of the continuation run for a claimed boundary: the V2 start fact
+    (continuation.md#start-fact), spelled by :func:`maka_es.wire.facts.continuation_start_fact`.
+    The target's session is the source's: a continuation never leaves its session."""
+    return continuation_start_fact(
         {
-            "id": event_id,
             "sessionId": boundary.session_id,
             "invocationId": target.invocation_id,
             "runId": target.run_id,
             "turnId": target.turn_id,
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": actions,
-        }
+        },
+        event_id=event_id,
+        ts=ts,
+        provenance=provenance,
+        claim_id=boundary.claim_id,
+        boundary_digest=boundary.manifest_digest,
+        source_spine={
+            "sessionId": boundary.session_id,
+            "invocationId": boundary.invocation_id,
+            "runId": boundary.run_id,
+            "turnId": boundary.turn_id,
+        },
+        source_high_water=boundary.high_water,
+        source_prefix_digest=boundary.prefix_digest,
+        provider_replay_digest=boundary.provider_replay_digest,
+        tool_boundary_marker=tool_boundary_marker,
     )
 
 

@@ -206,17 +206,20 @@ def _start_problem(events: Sequence[RuntimeEvent], claim: ContinuationClaim) -> 
         return f"its first event {first.id} is not the claimed start {event_id}"
     if first.ts < claim.claimed_at:
         return "its start is older than its claim"
-    implied = continuation_start_event(
-        claim.source_boundary,
-        claim.target_identity,
-        event_id=event_id,
-        ts=first.ts,
-        provenance=kind,
-    ).to_wire()
-    accepted = [implied]
+
+    def implied(tool_boundary_marker: bool) -> dict[str, Any]:
+        return continuation_start_event(
+            claim.source_boundary,
+            claim.target_identity,
+            event_id=event_id,
+            ts=first.ts,
+            provenance=kind,
+            tool_boundary_marker=tool_boundary_marker,
+        ).to_wire()
+
+    accepted = [implied(True)]
     if kind == "runtime_admission":  # the protocol marker is optional for an admission start
-        bare = {"continuationStart": implied["actions"]["continuationStart"]}
-        accepted.append({**implied, "actions": bare})
+        accepted.append(implied(False))
     if first.to_wire() not in accepted:
         return f"its start fact is not the {kind} start the claim implies"
     return None

@@ -39,6 +39,7 @@ __all__ = [
     "pre_t1_refusal_response",
     "reconcile_result_fact",
     "terminal_fact",
+    "unbound_response",
 ]
 
 Observation = Literal["matches_expected_state", "matches_prior_state", "diverged", "unreadable"]
@@ -171,6 +172,23 @@ def pre_t1_refusal_response(call: RuntimeEvent, *, ts: float, result: Any) -> Ru
         ts=ts,
         result=result,
         is_error=True,
+        operation_id=None,
+        duration_ms=None,
+    )
+
+
+def unbound_response(
+    call: RuntimeEvent, *, event_id: str, ts: float, result: Any, is_error: bool = False
+) -> RuntimeEvent:
+    """A response bound to no operation, as a run without the tool-boundary marker records it
+    (tool-journal.md#protocol-marker; the crash harness's ledger, phase0.md#harness-ledger):
+    the call's spine, the caller's id, ``isError`` only when true, no refs and no duration."""
+    return _response(
+        call,
+        event_id=event_id,
+        ts=ts,
+        result=result,
+        is_error=is_error,
         operation_id=None,
         duration_ms=None,
     )
@@ -311,12 +329,15 @@ def continuation_start_fact(
     source_high_water: int,
     source_prefix_digest: str,
     provider_replay_digest: str,
+    tool_boundary_marker: bool = True,
 ) -> RuntimeEvent:
     """Event 1 of a continuation run, the V2 start fact (continuation.md#start-fact).
 
     ``replayManifestDigest`` equals ``boundaryDigest``. A runtime-admission start also
     declares the tool-boundary protocol, so a call of the continuation that never crossed T1
-    is provably undispatched; a claim-repair start runs nothing and carries no marker."""
+    is provably undispatched; a claim-repair start runs nothing and carries no marker.
+    ``tool_boundary_marker=False`` builds an admission start without its marker: a claim's
+    classification accepts that form too (continuation.md#existing-claims)."""
     actions: dict[str, Any] = {
         "continuationStart": {
             "protocol": "continuation_start_v2",
@@ -333,7 +354,7 @@ def continuation_start_fact(
             "providerReplayDigest": provider_replay_digest,
         }
     }
-    if provenance == "runtime_admission":
+    if provenance == "runtime_admission" and tool_boundary_marker:
         actions["runtimeProtocol"] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
     return RuntimeEvent.model_validate(
         {
