@@ -75,6 +75,15 @@ class ContinuationTarget:
     run_id: str
     turn_id: str
 
+    def spine(self, session_id: str) -> dict[str, str]:
+        """The target's wire spine: a continuation stays in its source's session."""
+        return {
+            "sessionId": session_id,
+            "invocationId": self.invocation_id,
+            "runId": self.run_id,
+            "turnId": self.turn_id,
+        }
+
 
 def continuation_header(
     source: RunHeader,
@@ -128,14 +137,9 @@ def continuation_start_event(
 ) -> RuntimeEvent:
     """Event 1 of the continuation run for a claimed boundary: the V2 start fact
     (continuation.md#start-fact), spelled by :func:`maka_es.wire.facts.continuation_start_fact`.
-    The target's session is the source's: a continuation never leaves its session."""
+    """
     return continuation_start_fact(
-        {
-            "sessionId": boundary.session_id,
-            "invocationId": target.invocation_id,
-            "runId": target.run_id,
-            "turnId": target.turn_id,
-        },
+        target.spine(boundary.session_id),
         event_id=event_id,
         ts=ts,
         provenance=provenance,
@@ -273,12 +277,7 @@ class ContinuationClaim:
             originator_version=1,
             claim_id=boundary.claim_id,
             boundary=boundary,
-            target={
-                "sessionId": boundary.session_id,
-                "invocationId": target.invocation_id,
-                "runId": target.run_id,
-                "turnId": target.turn_id,
-            },
+            target=target.spine(boundary.session_id),
             start_event_id=start_event_id,
             claimed_at=claimed_at,
             provider_projection_version=PROVIDER_REPLAY_PROJECTION_VERSION,

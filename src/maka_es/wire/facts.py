@@ -166,14 +166,8 @@ def pre_t1_refusal_response(call: RuntimeEvent, *, ts: float, result: Any) -> Ru
     """The error response of a call refused before T1 (tool-journal.md#pre-t1): id
     ``<callEventId>_refused``, ``isError`` true and no operation refs, so the resolver reads
     it as a ``pre_t1_synthetic`` completion."""
-    return _response(
-        call,
-        event_id=f"{call.id}_refused",
-        ts=ts,
-        result=result,
-        is_error=True,
-        operation_id=None,
-        duration_ms=None,
+    return unbound_response(
+        call, event_id=f"{call.id}_refused", ts=ts, result=result, is_error=True
     )
 
 
@@ -244,16 +238,16 @@ def completed_decision_fact(
     """A completed recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``; evidence is ``[call, dispatch, reconcile, outcome]``
     (tool-journal.md#bundles)."""
-    payload = {
-        "protocol": "tool_recovery_v1",
-        "operationId": operation_id,
-        "disposition": "completed",
-        "reasonCode": "reconcile_matches_expected_state",
-        "outcomeEventId": outcome_event_id,
-        "evidenceEventIds": list(evidence_event_ids),
-    }
-    recovery = {"kind": RECOVERY_DECISION_KIND, "version": 1, "payload": payload}
-    return _recovery_fact(call, operation_id, suffix="decision", ts=ts, recovery=recovery)
+    extra = {"outcomeEventId": outcome_event_id}
+    return _decision_fact(
+        call,
+        operation_id,
+        ts,
+        "completed",
+        "reconcile_matches_expected_state",
+        extra,
+        evidence_event_ids,
+    )
 
 
 def parked_decision_fact(
@@ -267,11 +261,26 @@ def parked_decision_fact(
     """A parked recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``, no outcome; evidence is ``[call, dispatch, reconcile]``.
     ``reason_code`` follows the observation (:data:`PARKED_REASON_FOR_OBSERVATION`)."""
+    return _decision_fact(call, operation_id, ts, "parked", reason_code, {}, evidence_event_ids)
+
+
+def _decision_fact(
+    call: RuntimeEvent,
+    operation_id: str,
+    ts: float,
+    disposition: Literal["completed", "parked"],
+    reason_code: str,
+    extra: Mapping[str, str],
+    evidence_event_ids: Sequence[str],
+) -> RuntimeEvent:
+    """The recovery decision both dispositions share; ``extra`` (a completed decision's
+    ``outcomeEventId``) goes before the evidence, where the payload has always had it."""
     payload = {
         "protocol": "tool_recovery_v1",
         "operationId": operation_id,
-        "disposition": "parked",
+        "disposition": disposition,
         "reasonCode": reason_code,
+        **extra,
         "evidenceEventIds": list(evidence_event_ids),
     }
     recovery = {"kind": RECOVERY_DECISION_KIND, "version": 1, "payload": payload}
