@@ -29,7 +29,8 @@ from maka_es.ledger.facts import (
     claim_id_for,
     claim_stream_id,
 )
-from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import continuation_start_fact
 from maka_es.wire.run_header import RunHeader
 
 __all__ = [
@@ -74,6 +75,15 @@ class ContinuationTarget:
     run_id: str
     turn_id: str
 
+    def spine(self, session_id: str) -> dict[str, str]:
+        """The target's wire spine: a continuation stays in its source's session."""
+        return {
+            "sessionId": session_id,
+            "invocationId": self.invocation_id,
+            "runId": self.run_id,
+            "turnId": self.turn_id,
+        }
+
 
 def continuation_header(
     source: RunHeader,
@@ -83,8 +93,9 @@ def continuation_header(
     workspace_identity: str,
     claimed_at: float,
 ) -> RunHeader:
-    """The target Run's header at claim time (spec §2): status ``created``, parent ids, the V2
-    ``continuationSource``, execution settings copied from the source."""
+    """The target Run's header at claim time (docs/reference/continuation.md#target-header):
+    status ``created``, parent ids, the V2 ``continuationSource``, execution settings copied from
+    the source."""
     wire: dict[str, Any] = {
         "runId": target.run_id,
         "sessionId": boundary.session_id,
@@ -122,45 +133,29 @@ def continuation_start_event(
     *,
     event_id: str,
     ts: float,
-    provenance: str = "runtime_admission",
+    provenance: StartKind = "runtime_admission",
+    tool_boundary_marker: bool = True,
 ) -> RuntimeEvent:
-    """Event 1 of the continuation run: the V2 start fact (spec §4.4). A runtime-admission
-    start also declares the tool-boundary protocol, so any call in the continuation that never
-    crossed T1 is provably undispatched."""
-    actions: dict[str, Any] = {
-        "continuationStart": {
-            "protocol": "continuation_start_v2",
-            "provenance": provenance,
-            "claimId": boundary.claim_id,
-            "boundaryDigest": boundary.manifest_digest,
-            "immediateSource": {
-                "sessionId": boundary.session_id,
-                "invocationId": boundary.invocation_id,
-                "runId": boundary.run_id,
-                "turnId": boundary.turn_id,
-                "highWater": boundary.high_water,
-                "prefixDigest": boundary.prefix_digest,
-            },
-            "replayManifestDigest": boundary.manifest_digest,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": boundary.provider_replay_digest,
-        }
-    }
-    if provenance == "runtime_admission":
-        actions["runtimeProtocol"] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
-    return RuntimeEvent.model_validate(
-        {
-            "id": event_id,
+    """Event 1 of the continuation run for a claimed boundary: the V2 start fact
+    (continuation.md#start-fact), spelled by :func:`maka_es.wire.facts.continuation_start_fact`.
+    """
+    return continuation_start_fact(
+        target.spine(boundary.session_id),
+        event_id=event_id,
+        ts=ts,
+        provenance=provenance,
+        claim_id=boundary.claim_id,
+        boundary_digest=boundary.manifest_digest,
+        source_spine={
             "sessionId": boundary.session_id,
-            "invocationId": target.invocation_id,
-            "runId": target.run_id,
-            "turnId": target.turn_id,
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": actions,
-        }
+            "invocationId": boundary.invocation_id,
+            "runId": boundary.run_id,
+            "turnId": boundary.turn_id,
+        },
+        source_high_water=boundary.high_water,
+        source_prefix_digest=boundary.prefix_digest,
+        provider_replay_digest=boundary.provider_replay_digest,
+        tool_boundary_marker=tool_boundary_marker,
     )
 
 
@@ -283,12 +278,7 @@ class ContinuationClaim:
             originator_version=1,
             claim_id=boundary.claim_id,
             boundary=boundary,
-            target={
-                "sessionId": boundary.session_id,
-                "invocationId": target.invocation_id,
-                "runId": target.run_id,
-                "turnId": target.turn_id,
-            },
+            target=target.spine(boundary.session_id),
             start_event_id=start_event_id,
             claimed_at=claimed_at,
             provider_projection_version=PROVIDER_REPLAY_PROJECTION_VERSION,

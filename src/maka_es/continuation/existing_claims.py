@@ -2,7 +2,8 @@
 
 Why a module of its own: the answer has two authorities and they must not be confused. A
 durable claim (step 5) is checked against the plan that was just recomputed and then its target
-is classified (spec §4.6, read-only): only a fully consistent claim, start and terminal is
+is classified (docs/reference/continuation.md#existing-claims, read-only): only a fully
+consistent claim, start and terminal is
 ``continuation_already_exists``; a target that started and has no terminal is
 ``continuation_started_indeterminate`` (its provider may still be running); anything else is
 ``continuation_claim_repair_required``. Without a claim (step 6), any run whose
@@ -95,9 +96,10 @@ def is_continuation_start(event: RuntimeEvent) -> bool:
 
 
 def durable_claim(reader: RunReader, replay: CompositeReplay) -> ContinuationPlan | None:
-    """Spec §4.3 step 5. ``None``: nothing claims this boundary. A claim that disagrees with the
-    recomputed plan (boundary, provider projection version, provider-replay digest) needs
-    repair whatever its target looks like; a consistent one is classified (§4.6)."""
+    """Planner step 5 (docs/reference/continuation.md#planner-steps). ``None``: nothing claims
+    this boundary. A claim that disagrees with the recomputed plan (boundary, provider
+    projection version, provider-replay digest) needs repair whatever its target looks like; a
+    consistent one is classified (docs/reference/continuation.md#existing-claims)."""
     boundary = source_boundary(replay)
     claim_id = boundary.claim_id
     try:
@@ -127,7 +129,8 @@ def durable_claim(reader: RunReader, replay: CompositeReplay) -> ContinuationPla
 
 
 def classify_claim(reader: RunReader, claim: ContinuationClaim) -> ContinuationPlan:
-    """Spec §4.6: the state of a claim's target, read-only. Always a park."""
+    """The state of a claim's target, read-only (docs/reference/continuation.md#existing-claims).
+    Always a park."""
     target_id = claim.target_run_id
     detail = {"continuationRunId": target_id, "claimId": claim.claim_id}
     try:
@@ -206,17 +209,20 @@ def _start_problem(events: Sequence[RuntimeEvent], claim: ContinuationClaim) -> 
         return f"its first event {first.id} is not the claimed start {event_id}"
     if first.ts < claim.claimed_at:
         return "its start is older than its claim"
-    implied = continuation_start_event(
-        claim.source_boundary,
-        claim.target_identity,
-        event_id=event_id,
-        ts=first.ts,
-        provenance=kind,
-    ).to_wire()
-    accepted = [implied]
+
+    def implied(tool_boundary_marker: bool) -> dict[str, Any]:
+        return continuation_start_event(
+            claim.source_boundary,
+            claim.target_identity,
+            event_id=event_id,
+            ts=first.ts,
+            provenance=kind,
+            tool_boundary_marker=tool_boundary_marker,
+        ).to_wire()
+
+    accepted = [implied(True)]
     if kind == "runtime_admission":  # the protocol marker is optional for an admission start
-        bare = {"continuationStart": implied["actions"]["continuationStart"]}
-        accepted.append({**implied, "actions": bare})
+        accepted.append(implied(False))
     if first.to_wire() not in accepted:
         return f"its start fact is not the {kind} start the claim implies"
     return None
@@ -255,7 +261,8 @@ def _terminal_state(header: RunHeader, events: Sequence[RuntimeEvent]) -> tuple[
 def unclaimed_continuation(
     reader: RunReader, session_id: str, source_run_id: str, high_water: int
 ) -> ContinuationPlan | None:
-    """Spec §4.3 step 6: a run (with no claim) already names this boundary as its source."""
+    """Planner step 6 (docs/reference/continuation.md#planner-steps): a run (with no claim)
+    already names this boundary as its source."""
     for run in continuations_of(reader.runs_of_session(session_id), source_run_id, high_water):
         return park(
             "continuation_already_exists",

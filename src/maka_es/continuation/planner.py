@@ -1,12 +1,16 @@
-"""The authoritative continuation planner over the store (spec §4.2 and §4.3 steps 1-8).
+"""The authoritative continuation planner over the store.
+
+docs/reference/continuation.md#pre-planner and docs/reference/continuation.md#planner-steps.
 
 Why separate from the pure gates: deciding *which* run to continue, reading its lineage through
-earlier continuations, and asking the host for its facts are reads against the store and the
-host. This module does those reads, turns every failure into a single stable park reason, and
-then hands the committed evidence to the pure ``build_continuation_plan``. It never writes:
-planning is not a lease, and two planners may plan the same boundary (execution arbitrates).
+earlier continuations (the shared ``continuation.lineage`` library), and asking the host for its
+facts are reads against the store and the host. This module does those reads, turns every
+failure into a single stable park reason, and then hands the committed evidence to the pure
+``build_continuation_plan``. It never writes: planning is not a lease, and two planners may
+plan the same boundary (execution arbitrates).
 
-Order (spec §4.3): source header; lineage and identity; a blocked composite replay; a durable
+Order (docs/reference/continuation.md#planner-steps): source header; lineage and identity; a
+blocked composite replay; a durable
 claim on the boundary, checked against the recomputed plan and classified
 (``continuation_claims``); an unclaimed run that already continues it; fresh ids; the gates. A
 store that cannot be read parks (``source_run_unreadable``, or
@@ -16,18 +20,13 @@ about the data, and nothing escapes raw.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from maka_es.continuation.boundary import build_segment
-from maka_es.continuation.claim import claim_id_for
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.existing_claims import (
     RunReader,
-    continuations_of,
     durable_claim,
-    is_continuation_start,
     park,
     unclaimed_continuation,
 )
@@ -41,182 +40,19 @@ from maka_es.continuation.gates import (
     replay_blocked_plan,
 )
 from maka_es.continuation.host import HostInspector, HostObservation
-from maka_es.errors import LineagePark, MakaError
+from maka_es.continuation.lineage import LineagePark, check_v2_replay, read_lineage
+from maka_es.errors import MakaError
 from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
 from maka_es.wire.codec import CodecInputError, js_sort_key
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
+from maka_es.wire.run_header import RunHeader
 
-__all__ = [
-    "FEATURE_FLAG",
-    "MAX_LINEAGE_SEGMENTS",
-    "ContinuationPlanner",
-    "Lineage",
-    "LineagePark",
-    "PlannerSettings",
-    "RunReader",
-    "boundary_claim_id",
-    "check_v2_replay",
-    "continuations_of",
-    "is_continuation_start",
-    "park",
-    "prefix_segment",
-    "read_lineage",
-]
+#: ``LineagePark`` is re-exported for code that imported it from here before the lineage
+#: library moved to ``continuation.lineage``.
+__all__ = ["FEATURE_FLAG", "ContinuationPlanner", "LineagePark", "PlannerSettings"]
 
 FEATURE_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
-#: Segments a lineage may hold before another hop is refused (spec §4.3 step 2).
-MAX_LINEAGE_SEGMENTS = 64
 RESUMABLE_STATUSES = frozenset({"failed", "cancelled"})
-
-
-@dataclass(frozen=True)
-class Lineage:
-    """Segments oldest -> immediate source, and the headers they came from."""
-
-    segments: tuple[tuple[RuntimeEvent, ...], ...]
-    headers: tuple[RunHeader, ...]
-
-
-def _edge_identity(source: Any) -> tuple[str, str, str]:
-    return (source.source_invocation_id, source.source_run_id, source.source_turn_id)
-
-
-def read_lineage(
-    reader: RunReader, source: RunHeader, source_events: Sequence[RuntimeEvent]
-) -> Lineage:
-    """Follow ``continuationSource`` edges from the source run to the root, pinning every
-    ancestor at the high-water its child recorded (spec §4.3 step 2)."""
-    segments: list[tuple[RuntimeEvent, ...]] = [tuple(source_events)]
-    headers: list[RunHeader] = [source]
-    seen = {source.run_id}
-    child = source
-    while child.continuation_source is not None:
-        edge = child.continuation_source
-        if len(segments) >= MAX_LINEAGE_SEGMENTS:
-            raise LineagePark(
-                "runtime_lineage_depth_exceeded",
-                f"lineage of {source.run_id} is deeper than {MAX_LINEAGE_SEGMENTS} segments",
-                {"maxSegments": MAX_LINEAGE_SEGMENTS},
-            )
-        if edge.source_run_id in seen:
-            raise LineagePark(
-                "runtime_lineage_cycle",
-                f"run {edge.source_run_id} appears twice in the lineage of {source.run_id}",
-                {"runId": edge.source_run_id},
-            )
-        try:
-            ancestor = reader.header(edge.source_run_id)
-            committed = reader.events(edge.source_run_id)
-        except STORE_FAULTS:
-            raise  # could not read is not "missing": the caller parks source_run_unreadable
-        except MakaError as exc:
-            raise LineagePark(
-                "runtime_lineage_missing",
-                f"ancestor {edge.source_run_id} of {child.run_id} cannot be read: {exc.code}",
-                {"runId": edge.source_run_id},
-            ) from None
-        high_water = edge.source_runtime_event_high_water
-        prefix = tuple(committed[:high_water])
-        if (
-            high_water == 0
-            or len(committed) < high_water
-            or any(
-                (e.invocation_id, e.run_id, e.turn_id) != _edge_identity(edge)
-                or e.session_id != source.session_id
-                for e in prefix
-            )
-        ):
-            raise LineagePark(
-                "runtime_identity_mismatch",
-                f"ancestor {edge.source_run_id} does not hold the recorded boundary "
-                f"(high-water {high_water}, {len(committed)} committed)",
-                {"runId": edge.source_run_id, "highWater": high_water},
-            )
-        if isinstance(edge, ContinuationSourceV2):
-            _check_v2_edge(child, segments[-1], edge, prefix)
-        elif _v2_start(segments[-1]) is not None:
-            raise LineagePark(
-                "runtime_lineage_start_mismatch",
-                f"run {child.run_id} starts with a V2 continuation fact but its header is V1",
-                {"runId": child.run_id},
-            )
-        segments.append(prefix)
-        headers.append(ancestor)
-        seen.add(ancestor.run_id)
-        child = ancestor
-    segments.reverse()
-    headers.reverse()
-    return Lineage(tuple(segments), tuple(headers))
-
-
-def _v2_start(events: Sequence[RuntimeEvent]) -> Any:
-    first = events[0] if events else None
-    if first is None or first.actions is None:
-        return None
-    return first.actions.continuation_start
-
-
-def _check_v2_edge(
-    child: RunHeader,
-    child_events: Sequence[RuntimeEvent],
-    edge: ContinuationSourceV2,
-    ancestor_prefix: Sequence[RuntimeEvent],
-) -> None:
-    """A V2 edge is bound to its start fact and to the ancestor's prefix digest."""
-    first = ancestor_prefix[0]
-    digest = prefix_segment(ancestor_prefix)["prefixDigest"]
-    if digest != edge.source_prefix_digest:
-        raise LineagePark(
-            "source_prefix_digest_mismatch",
-            f"ancestor {edge.source_run_id} prefix digest differs from the one {child.run_id} "
-            "recorded",
-            {"runId": edge.source_run_id},
-        )
-    start = _v2_start(child_events)
-    source = start.immediate_source if start is not None else None
-    if (
-        start is None
-        or start.claim_id != edge.claim_id
-        or start.boundary_digest != edge.boundary_digest
-        or start.replay_manifest_digest != edge.replay_manifest_digest
-        or source is None
-        or (source.session_id, source.invocation_id, source.run_id, source.turn_id)
-        != (first.session_id, first.invocation_id, first.run_id, first.turn_id)
-        or source.high_water != edge.source_runtime_event_high_water
-        or source.prefix_digest != edge.source_prefix_digest
-    ):
-        raise LineagePark(
-            "runtime_lineage_start_mismatch",
-            f"run {child.run_id}: continuation start does not match its header's source",
-            {"runId": child.run_id},
-        )
-
-
-def check_v2_replay(lineage: Lineage) -> None:
-    """Each V2 child's start must carry the manifest and provider-replay digests of the
-    ancestors' replay as it is recomputed now (spec §4.3 step 2, replay mismatch)."""
-    for index in range(1, len(lineage.segments)):
-        child_header = lineage.headers[index]
-        if not isinstance(child_header.continuation_source, ContinuationSourceV2):
-            continue
-        start = _v2_start(lineage.segments[index])
-        try:
-            replay = build_composite_replay(lineage.segments[:index])
-        except CodecInputError:
-            replay = None
-        if (
-            replay is None
-            or not replay.replayable
-            or start is None
-            or replay.manifest_digest != start.replay_manifest_digest
-            or replay.provider_replay_digest != start.provider_replay_digest
-        ):
-            raise LineagePark(
-                "runtime_lineage_replay_mismatch",
-                f"run {child_header.run_id}: its ancestors no longer replay as recorded",
-                {"runId": child_header.run_id},
-            )
 
 
 @dataclass(frozen=True)
@@ -278,7 +114,8 @@ class ContinuationPlanner:
         *,
         expected_high_water: int | None = None,
     ) -> ContinuationPlan:
-        """Spec §4.2: feature flag, candidate, host observation; then the planner (§4.3).
+        """Pre-planner parks (continuation.md#pre-planner): feature flag, candidate, host
+        observation; then the planner (continuation.md#planner-steps).
 
         Never raises for what the store holds or fails to deliver: a store that cannot be read
         parks ``source_run_unreadable`` (claims: ``continuation_authority_unavailable``).
@@ -358,7 +195,8 @@ class ContinuationPlanner:
     def _read_source(
         self, session_id: str, header: RunHeader
     ) -> ContinuationPlan | tuple[list[RuntimeEvent], CompositeReplay]:
-        """Spec §4.3 steps 2-4: lineage, identity, composite replay (single-reason parks)."""
+        """Planner steps 2-4 (continuation.md#planner-steps): lineage, identity, composite replay
+        (single-reason parks)."""
         try:
             events = self.reader.events(header.run_id)
         except STORE_FAULTS:
@@ -417,23 +255,3 @@ class ContinuationPlanner:
             source_header=header,
         )
         return build_continuation_plan(events, facts, replay=replay)
-
-
-def prefix_segment(events: Sequence[RuntimeEvent]) -> dict[str, Any]:
-    """The boundary segment (identity, position, prefix digest) of one run's committed prefix;
-    ``events[i]`` has ``eventSeq`` ``i + 1``."""
-    first = events[0]
-    identity = {
-        "sessionId": first.session_id,
-        "invocationId": first.invocation_id,
-        "runId": first.run_id,
-        "turnId": first.turn_id,
-    }
-    return build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])
-
-
-def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
-    """The claim id of the boundary at the end of ``events`` (one run's committed prefix)."""
-    first = events[0]
-    digest = str(prefix_segment(events)["prefixDigest"])
-    return claim_id_for(first.session_id, first.run_id, len(events), digest)

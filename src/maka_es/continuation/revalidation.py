@@ -19,13 +19,12 @@ from typing import Any
 from maka_es.continuation.claim import SourceBoundary, claim_id_for, source_boundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.existing_claims import RunReader, continuations_of
 from maka_es.continuation.gates import CwdPolicy, RuntimeContinuation, normalize_cwd
 from maka_es.continuation.host import HostInspector, HostObservation
-from maka_es.continuation.planner import (
+from maka_es.continuation.lineage import (
     LineagePark,
-    RunReader,
     check_v2_replay,
-    continuations_of,
     prefix_segment,
     read_lineage,
 )

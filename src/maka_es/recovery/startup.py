@@ -43,7 +43,7 @@ from maka_es.continuation.claim import (
     continuation_start_event,
 )
 from maka_es.continuation.claims import Claims
-from maka_es.continuation.planner import is_continuation_start
+from maka_es.continuation.existing_claims import is_continuation_start
 from maka_es.errors import MakaError
 from maka_es.recovery.reason import recovery_reason
 from maka_es.tooljournal.runtime import ToolRuntime

@@ -1,4 +1,6 @@
-"""Phase 0 crash failpoint catalog and the crash-harness ledger (spec §3.1).
+"""Phase 0 crash failpoint catalog and the crash-harness ledger.
+
+docs/reference/phase0.md#failpoints.
 
 Why a catalog: the crash harness, the docs and the tests must agree on *where* a process can die
 and which RuntimeEvent prefix is then fully committed. The catalog is data (order matters), and
@@ -8,9 +10,10 @@ timestamps, no clock), so a killed child and the verifying parent construct iden
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.facts import terminal_fact, unbound_response
 from maka_es.wire.report import ReportModel
 
 __all__ = [
@@ -95,40 +98,37 @@ def harness_ledger(
     ``response_is_error`` gives the failed-result variant.
     """
     count = committed_event_count(prefix)
-    identity: dict[str, Any] = {
+    spine = {
         "sessionId": session_id,
         "invocationId": invocation_id if invocation_id is not None else f"invocation-{run_id}",
         "runId": run_id,
         "turnId": turn_id if turn_id is not None else f"turn-{run_id}",
-        "partial": False,
     }
-    wire = [{**identity, **event} for event in _harness_events(response_is_error)]
-    return [RuntimeEvent.model_validate(item) for item in wire[:count]]
+    return _harness_events(spine, response_is_error)[:count]
 
 
-def _harness_events(response_is_error: bool) -> list[dict[str, Any]]:
-    """The four harness events without their spine, in ledger order. Fixed ids and timestamps:
-    a killed child and the verifying parent must build byte-identical events
-    (docs/reference/phase0.md#harness-ledger)."""
-    response: dict[str, Any] = {
-        "kind": "function_response",
-        "id": "tool-1",
-        "name": "Bash",
-        "result": {"exitCode": 1 if response_is_error else 0},
-    }
-    if response_is_error:
-        response["isError"] = True
-    return [
+def _harness_events(spine: dict[str, str], response_is_error: bool) -> list[RuntimeEvent]:
+    """The four harness events of ``spine``, in ledger order. Fixed ids and timestamps: a
+    killed child and the verifying parent must build byte-identical events
+    (docs/reference/phase0.md#harness-ledger). The response and the terminal are the runtime's
+    own fact shapes (an unbound response: the ledger carries no protocol marker)."""
+    user = RuntimeEvent.model_validate(
         {
             "id": "user",
+            **spine,
             "ts": 1,
+            "partial": False,
             "role": "user",
             "author": "user",
             "content": {"kind": "text", "text": "run the tool"},
-        },
+        }
+    )
+    call = RuntimeEvent.model_validate(
         {
             "id": "call",
+            **spine,
             "ts": 2,
+            "partial": False,
             "role": "model",
             "author": "agent",
             "content": {
@@ -137,14 +137,14 @@ def _harness_events(response_is_error: bool) -> list[dict[str, Any]]:
                 "name": "Bash",
                 "args": {"command": "touch marker"},
             },
-        },
-        {"id": "response", "ts": 3, "role": "tool", "author": "tool", "content": response},
-        {
-            "id": "terminal",
-            "ts": 4,
-            "role": "system",
-            "author": "system",
-            "status": "failed",
-            "actions": {"endInvocation": True},
-        },
-    ]
+        }
+    )
+    response = unbound_response(
+        call,
+        event_id="response",
+        ts=3,
+        result={"exitCode": 1 if response_is_error else 0},
+        is_error=response_is_error,
+    )
+    terminal = terminal_fact(spine, event_id="terminal", ts=4, status="failed")
+    return [user, call, response, terminal]

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,116 +35,61 @@ from maka_es.errors import OutcomeUnknownError as OutcomeUnknownError
 from maka_es.errors import ToolAlreadyDispatchedError as ToolAlreadyDispatchedError
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.ports import ToolJournalStore
-from maka_es.wire.codec import canonical_json, sha256_digest
-from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode, as_runtime_event
+from maka_es.tooljournal.tools import (
+    OUTCOME_UNKNOWN_CODE,
+    Observation,
+    PermissionPolicy,
+    ReconcileObservation,
+    Reconciler,
+    RecoveryAction,
+    RecoveryReport,
+    Tool,
+    ToolContext,
+    ToolResult,
+    args_wire,
+    error_result,
+    outcome_unknown_result,
+    state_digest,
+)
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent, as_runtime_event
+from maka_es.wire.facts import (
+    PARKED_REASON_FOR_OBSERVATION,
+    bound_response,
+    completed_decision_fact,
+    parked_decision_fact,
+    pre_t1_refusal_response,
+    reconcile_result_fact,
+)
 
-ArgsT = TypeVar("ArgsT", bound=BaseModel)
-ArgsContraT = TypeVar("ArgsContraT", bound=BaseModel, contravariant=True)
+#: The tool types are defined in ``tooljournal.tools`` and re-exported here, where hosts have
+#: always imported them from (``from maka_es.tooljournal.runtime import Tool, ToolRuntime``).
+__all__ = [
+    "AFTER_T1",
+    "AFTER_T2",
+    "BEFORE_T2",
+    "OUTCOME_UNKNOWN_CODE",
+    "Observation",
+    "OutcomeUnknownError",
+    "PermissionPolicy",
+    "ReconcileObservation",
+    "Reconciler",
+    "RecoveryAction",
+    "RecoveryReport",
+    "Tool",
+    "ToolAlreadyDispatchedError",
+    "ToolContext",
+    "ToolResult",
+    "ToolRuntime",
+    "args_wire",
+    "outcome_unknown_result",
+    "state_digest",
+]
 
-Observation = Literal["matches_expected_state", "matches_prior_state", "diverged", "unreadable"]
-_PARKED_REASON: dict[str, str] = {
-    "matches_prior_state": "reconcile_matches_prior_state",
-    "diverged": "reconcile_diverged",
-    "unreadable": "reconcile_unreadable",
-}
-
-#: Failpoints the crash harness can arm around a tool call (see ``infrastructure.failpoints``).
+#: Failpoints the crash harness can arm around a tool call (see ``maka_es.failpoints``).
 AFTER_T1 = "tool.after_t1"
 BEFORE_T2 = "tool.before_t2"
 AFTER_T2 = "tool.after_t2"
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """What an implementation gets besides its arguments."""
-
-    run_id: str
-    tool_call_id: str
-    #: The durable operation id: use it as the idempotency key of any external request.
-    operation_id: str
-    #: What the tool's reconciler recorded at T1 (e.g. expected/prior digests).
-    metadata: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ReconcileObservation:
-    """What a reconciler saw: the observation, a digest identifying the observed state, and for
-    ``matches_expected_state`` the outcome to synthesize (instead of re-running the tool)."""
-
-    observation: Observation
-    digest: str
-    result: Any = None
-
-
-class Reconciler(Protocol[ArgsContraT]):
-    """Observes external state for a ``reconcile`` tool."""
-
-    def prepare(self, args: ArgsContraT) -> Mapping[str, Any]:
-        """Facts recorded at T1, before the side effect (e.g. prior and expected digests)."""
-        ...
-
-    def observe(self, args: ArgsContraT, metadata: Mapping[str, Any]) -> ReconcileObservation:
-        """Compare the current external state with what T1 recorded."""
-        ...
-
-
-@dataclass(frozen=True)
-class Tool(Generic[ArgsT]):
-    """A named tool: input model, implementation, recovery mode (and reconciler)."""
-
-    name: str
-    input_model: type[ArgsT]
-    run: Callable[[ArgsT, ToolContext], Any]
-    recovery_mode: ToolRecoveryMode = "never_auto_retry"
-    reconciler: Reconciler[ArgsT] | None = None
-
-    def __post_init__(self) -> None:
-        if self.recovery_mode == "reconcile" and self.reconciler is None:
-            raise ValueError(f"tool {self.name}: recovery_mode 'reconcile' needs a reconciler")
-
-
-PermissionPolicy = Callable[[str, Mapping[str, Any]], bool]
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """The committed outcome of one call (returned only after it is durable)."""
-
-    tool_call_id: str
-    operation_id: str | None
-    result: Any
-    is_error: bool
-    response_event_id: str
-    dispatched: bool
-
-
-@dataclass(frozen=True)
-class RecoveryAction:
-    operation_id: str
-    tool_name: str
-    action: Literal["completed", "parked", "reexecuted", "left_indeterminate"]
-    reason: str
-
-
-@dataclass(frozen=True)
-class RecoveryReport:
-    actions: tuple[RecoveryAction, ...] = field(default_factory=tuple)
-
-
-def _error_result(code: str, message: str) -> dict[str, Any]:
-    return {"kind": "text", "text": f"{code}: {message}"}
-
-
-OUTCOME_UNKNOWN_CODE = "outcome_unknown"
-
-
-def outcome_unknown_result(message: str) -> dict[str, Any]:
-    """The structured non-retryable failure of spec §5.2."""
-    return {
-        "kind": "text",
-        "text": f"{OUTCOME_UNKNOWN_CODE}: {message}",
-        "uncertainOutcome": {"code": OUTCOME_UNKNOWN_CODE, "retrySafe": False},
-    }
 
 
 class ToolRuntime:
@@ -216,55 +160,28 @@ class ToolRuntime:
         result, is_error = _invoke(tool, args, context)
         duration_ms = max(0, round((self._monotonic() - started) * 1000))
         failpoints.hit(BEFORE_T2)
-        response = self._response(
-            call, f"{context.operation_id}_response", result, is_error, context.operation_id
+        response = bound_response(
+            call,
+            context.operation_id,
+            ts=self.app.now_ms(),
+            result=result,
+            is_error=is_error,
+            duration_ms=duration_ms,
         )
-        response["actions"] = {"stateDelta": {"durationMs": duration_ms}}
         self.app.commit_tool_outcome(run_id, response)
         failpoints.hit(AFTER_T2)
         return ToolResult(
-            context.tool_call_id, context.operation_id, result, is_error, response["id"], True
+            context.tool_call_id, context.operation_id, result, is_error, response.id, True
         )
 
     def _refuse(self, run_id: str, call: RuntimeEvent, code: str, message: str) -> ToolResult:
         """Pre-T1 refusal: call + synthetic error response on the generic lane (no dispatch)."""
         content = call.function_call
         assert content is not None
-        result = _error_result(code, message)
-        response = self._response(call, f"{call.id}_refused", result, True, None)
+        result = error_result(code, message)
+        response = pre_t1_refusal_response(call, ts=self.app.now_ms(), result=result)
         self.app.append_events(run_id, [call, response])
-        return ToolResult(content.id, None, result, True, response["id"], False)
-
-    def _response(
-        self,
-        call: RuntimeEvent,
-        event_id: str,
-        result: Any,
-        is_error: bool,
-        operation_id: str | None,
-    ) -> dict[str, Any]:
-        content = call.function_call
-        assert content is not None
-        body: dict[str, Any] = {
-            "kind": "function_response",
-            "id": content.id,
-            "name": content.name,
-            "result": result,
-        }
-        if is_error:
-            body["isError"] = True
-        response: dict[str, Any] = {
-            "id": event_id,
-            **call.spine,
-            "ts": self.app.now_ms(),
-            "partial": False,
-            "role": "tool",
-            "author": "tool",
-            "content": body,
-        }
-        if operation_id is not None:
-            response["refs"] = {"operationId": operation_id, "toolCallId": content.id}
-        return response
+        return ToolResult(content.id, None, result, True, response.id, False)
 
     # -- recovery -------------------------------------------------------------------------------
 
@@ -314,79 +231,42 @@ class ToolRuntime:
         operation: ToolOperationState,
         observed: ReconcileObservation,
     ) -> tuple[Literal["completed", "parked"], str]:
+        """One recovery bundle for what the reconciler observed: the reconcile result, then a
+        completed decision with a synthesized outcome, or a parked one (tool-journal.md#bundles).
+        """
         op = operation.operation_id
         assert operation.call_event_id is not None
-        reconcile = self._system_fact(call, f"{op}_reconcile", op)
-        reconcile["actions"] = {
-            "toolRecovery": {
-                "kind": "maka.tool.reconcile_result",
-                "version": 1,
-                "payload": {
-                    "protocol": "tool_reconcile_v1",
-                    "operationId": op,
-                    "observation": observed.observation,
-                    "observationSchema": "state_identity_v1",
-                    "observationDigest": observed.digest,
-                },
-            }
-        }
-        evidence = [operation.call_event_id, operation.dispatch_event_id, reconcile["id"]]
-        decision = self._system_fact(call, f"{op}_decision", op)
-        outcome: dict[str, Any] | None = None
+        reconcile = reconcile_result_fact(
+            call,
+            op,
+            ts=self.app.now_ms(),
+            observation=observed.observation,
+            observation_digest=observed.digest,
+        )
+        evidence = [operation.call_event_id, operation.dispatch_event_id, reconcile.id]
+        decision_ts = self.app.now_ms()
         if observed.observation == "matches_expected_state":
             result = observed.result
             if result is None:
                 result = {"kind": "text", "text": "reconciled: external state matches the call"}
-            outcome = self._response(call, f"{op}_response", result, False, op)
-            payload: dict[str, Any] = {
-                "protocol": "tool_recovery_v1",
-                "operationId": op,
-                "disposition": "completed",
-                "reasonCode": "reconcile_matches_expected_state",
-                "outcomeEventId": outcome["id"],
-                "evidenceEventIds": [*evidence, outcome["id"]],
-            }
-            disposition: Literal["completed", "parked"] = "completed"
-            reason = "reconcile_matches_expected_state"
-        else:
-            reason = _PARKED_REASON[observed.observation]
-            payload = {
-                "protocol": "tool_recovery_v1",
-                "operationId": op,
-                "disposition": "parked",
-                "reasonCode": reason,
-                "evidenceEventIds": evidence,
-            }
-            disposition = "parked"
-        decision["actions"] = {
-            "toolRecovery": {
-                "kind": "maka.tool.recovery_decision",
-                "version": 1,
-                "payload": payload,
-            }
-        }
-        self.app.commit_tool_recovery_bundle(
-            run_id, op, reconcile=reconcile, decision=decision, outcome=outcome
+            outcome = bound_response(call, op, ts=self.app.now_ms(), result=result)
+            decision = completed_decision_fact(
+                call,
+                op,
+                ts=decision_ts,
+                outcome_event_id=outcome.id,
+                evidence_event_ids=[*evidence, outcome.id],
+            )
+            self.app.commit_tool_recovery_bundle(
+                run_id, op, reconcile=reconcile, decision=decision, outcome=outcome
+            )
+            return "completed", "reconcile_matches_expected_state"
+        reason = PARKED_REASON_FOR_OBSERVATION[observed.observation]
+        decision = parked_decision_fact(
+            call, op, ts=decision_ts, reason_code=reason, evidence_event_ids=evidence
         )
-        return disposition, reason
-
-    def _system_fact(self, call: RuntimeEvent, event_id: str, operation_id: str) -> dict[str, Any]:
-        content = call.function_call
-        assert content is not None
-        return {
-            "id": event_id,
-            **call.spine,
-            "ts": self.app.now_ms(),
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "refs": {"operationId": operation_id, "toolCallId": content.id},
-        }
-
-
-def args_wire(args: BaseModel) -> dict[str, Any]:
-    """A validated arguments model as JSON (what the permission policy sees)."""
-    return args.model_dump(mode="json", by_alias=True)
+        self.app.commit_tool_recovery_bundle(run_id, op, reconcile=reconcile, decision=decision)
+        return "parked", reason
 
 
 def _validation_summary(exc: ValidationError) -> str:
@@ -403,16 +283,9 @@ def _invoke(tool: Tool[Any], args: BaseModel, context: ToolContext) -> tuple[Any
     except OutcomeUnknownError as exc:
         return outcome_unknown_result(str(exc)), True
     except Exception as exc:  # the outcome of a failed tool is a fact too
-        return _error_result("tool_error", f"{type(exc).__name__}: {exc}"), True
+        return error_result("tool_error", f"{type(exc).__name__}: {exc}"), True
     try:
         canonical_json(result)
     except NonStrictJsonError as exc:
-        return _error_result("result_not_json", str(exc)), True
+        return error_result("result_not_json", str(exc)), True
     return result, False
-
-
-def state_digest(data: bytes | None) -> str:
-    """Digest of an external state; ``None`` (absent) has its own, distinct digest."""
-    if data is None:
-        return sha256_digest(b"maka_es.state.absent")
-    return sha256_digest(b"maka_es.state.bytes\0" + data)

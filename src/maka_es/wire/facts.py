@@ -39,6 +39,7 @@ __all__ = [
     "pre_t1_refusal_response",
     "reconcile_result_fact",
     "terminal_fact",
+    "unbound_response",
 ]
 
 Observation = Literal["matches_expected_state", "matches_prior_state", "diverged", "unreadable"]
@@ -165,12 +166,23 @@ def pre_t1_refusal_response(call: RuntimeEvent, *, ts: float, result: Any) -> Ru
     """The error response of a call refused before T1 (tool-journal.md#pre-t1): id
     ``<callEventId>_refused``, ``isError`` true and no operation refs, so the resolver reads
     it as a ``pre_t1_synthetic`` completion."""
+    return unbound_response(
+        call, event_id=f"{call.id}_refused", ts=ts, result=result, is_error=True
+    )
+
+
+def unbound_response(
+    call: RuntimeEvent, *, event_id: str, ts: float, result: Any, is_error: bool = False
+) -> RuntimeEvent:
+    """A response bound to no operation, as a run without the tool-boundary marker records it
+    (tool-journal.md#protocol-marker; the crash harness's ledger, phase0.md#harness-ledger):
+    the call's spine, the caller's id, ``isError`` only when true, no refs and no duration."""
     return _response(
         call,
-        event_id=f"{call.id}_refused",
+        event_id=event_id,
         ts=ts,
         result=result,
-        is_error=True,
+        is_error=is_error,
         operation_id=None,
         duration_ms=None,
     )
@@ -226,16 +238,16 @@ def completed_decision_fact(
     """A completed recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``; evidence is ``[call, dispatch, reconcile, outcome]``
     (tool-journal.md#bundles)."""
-    payload = {
-        "protocol": "tool_recovery_v1",
-        "operationId": operation_id,
-        "disposition": "completed",
-        "reasonCode": "reconcile_matches_expected_state",
-        "outcomeEventId": outcome_event_id,
-        "evidenceEventIds": list(evidence_event_ids),
-    }
-    recovery = {"kind": RECOVERY_DECISION_KIND, "version": 1, "payload": payload}
-    return _recovery_fact(call, operation_id, suffix="decision", ts=ts, recovery=recovery)
+    extra = {"outcomeEventId": outcome_event_id}
+    return _decision_fact(
+        call,
+        operation_id,
+        ts,
+        "completed",
+        "reconcile_matches_expected_state",
+        extra,
+        evidence_event_ids,
+    )
 
 
 def parked_decision_fact(
@@ -249,11 +261,26 @@ def parked_decision_fact(
     """A parked recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``, no outcome; evidence is ``[call, dispatch, reconcile]``.
     ``reason_code`` follows the observation (:data:`PARKED_REASON_FOR_OBSERVATION`)."""
+    return _decision_fact(call, operation_id, ts, "parked", reason_code, {}, evidence_event_ids)
+
+
+def _decision_fact(
+    call: RuntimeEvent,
+    operation_id: str,
+    ts: float,
+    disposition: Literal["completed", "parked"],
+    reason_code: str,
+    extra: Mapping[str, str],
+    evidence_event_ids: Sequence[str],
+) -> RuntimeEvent:
+    """The recovery decision both dispositions share; ``extra`` (a completed decision's
+    ``outcomeEventId``) goes before the evidence, where the payload has always had it."""
     payload = {
         "protocol": "tool_recovery_v1",
         "operationId": operation_id,
-        "disposition": "parked",
+        "disposition": disposition,
         "reasonCode": reason_code,
+        **extra,
         "evidenceEventIds": list(evidence_event_ids),
     }
     recovery = {"kind": RECOVERY_DECISION_KIND, "version": 1, "payload": payload}
@@ -311,12 +338,15 @@ def continuation_start_fact(
     source_high_water: int,
     source_prefix_digest: str,
     provider_replay_digest: str,
+    tool_boundary_marker: bool = True,
 ) -> RuntimeEvent:
     """Event 1 of a continuation run, the V2 start fact (continuation.md#start-fact).
 
     ``replayManifestDigest`` equals ``boundaryDigest``. A runtime-admission start also
     declares the tool-boundary protocol, so a call of the continuation that never crossed T1
-    is provably undispatched; a claim-repair start runs nothing and carries no marker."""
+    is provably undispatched; a claim-repair start runs nothing and carries no marker.
+    ``tool_boundary_marker=False`` builds an admission start without its marker: a claim's
+    classification accepts that form too (continuation.md#existing-claims)."""
     actions: dict[str, Any] = {
         "continuationStart": {
             "protocol": "continuation_start_v2",
@@ -333,7 +363,7 @@ def continuation_start_fact(
             "providerReplayDigest": provider_replay_digest,
         }
     }
-    if provenance == "runtime_admission":
+    if provenance == "runtime_admission" and tool_boundary_marker:
         actions["runtimeProtocol"] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
     return RuntimeEvent.model_validate(
         {

@@ -31,6 +31,7 @@ from maka_es.ledger.facts import (
     ContinuationClaimed,
     ContinuationStartRecorded,
     RunSealed,
+    StartKind,
     claim_stream_id,
 )
 from maka_es.wire.events import RuntimeEvent
@@ -49,7 +50,7 @@ def claimed(**kw: Any) -> ContinuationClaimed:
 
 
 def start(
-    provenance: str = "runtime_admission", *, target: ContinuationTarget = TARGET
+    provenance: StartKind = "runtime_admission", *, target: ContinuationTarget = TARGET
 ) -> RuntimeEvent:
     return continuation_start_event(
         BOUNDARY, target, event_id="r2-start", ts=2001, provenance=provenance
