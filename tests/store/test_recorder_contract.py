@@ -10,6 +10,7 @@ works for the paths maka_es happens to use.
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,17 @@ class TestProjectSQLiteApplicationRecorder(ApplicationRecorderTestCase[Applicati
     def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
         self._factories: list[Factory] = []
+        self._threads_before = set(threading.enumerate())
 
     def tearDown(self) -> None:
+        # The library's concurrency tests do not join their reader threads: they may still be
+        # inside a select when the store is closed here (the durable pool closes their
+        # connection when they return it). Wait for them before the next test and before the
+        # directory is removed, so no thread outlives the test that started it.
         for factory in self._factories:
             factory.close()
+        for thread in set(threading.enumerate()) - self._threads_before:
+            thread.join(timeout=10)
         self._tmp.cleanup()
 
     def create_recorder(self) -> ApplicationRecorder:
