@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from eventsourcing import sqlite as es_sqlite
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import ConnectionPoolClosedError, StoredEvent
 from eventsourcing.sqlite import (
     SQLiteApplicationRecorder,
     SQLiteConnection,
@@ -78,10 +78,13 @@ def _identity(path: str) -> FileIdentity | None:
 
 class DurableSQLiteConnectionPool(SQLiteConnectionPool):
     """Every connection: WAL (file databases) and ``synchronous=FULL``; every connection of one
-    pool opens the same file (its identity is pinned by the first one)."""
+    pool opens the same file (its identity is pinned by the first one); and closing the pool
+    never closes a connection another thread is still inside (see :meth:`close`)."""
 
     def __init__(self, *, db_name: str, lock_timeout: int | None = None) -> None:
         super().__init__(db_name=db_name, lock_timeout=lock_timeout)
+        #: ``close()`` was called; connections still in use close when they come back.
+        self.shutting_down = False
         self.db_path = sqlite_path_from_dbname(db_name)
         self.read_only = is_read_only_dbname(db_name)
         if self.read_only:
@@ -107,6 +110,46 @@ class DurableSQLiteConnectionPool(SQLiteConnectionPool):
             raw.close()
             raise
         return connection
+
+    def close(self) -> None:
+        """Close idle connections now and every connection in use when it is returned.
+
+        Why not eventsourcing's ``close()``: it closes the connections in use too, under the
+        threads using them. ``sqlite3`` connections are shared across threads
+        (``check_same_thread=False``), so a statement running in another thread then steps on a
+        freed database handle and the whole process dies with a segmentation fault (seen when
+        an application is closed while a reader thread is inside ``select_notifications``).
+        Here, closing refuses new checkouts at once (``ConnectionPoolClosedError``, typed as
+        ``store_unavailable`` with reason ``closed``); a transaction already running finishes
+        on its own connection, which is closed by :meth:`put_connection`. ``close()`` never
+        waits, so it cannot deadlock on a thread that closes the pool inside a transaction.
+        """
+        with self._put_condition:
+            self.shutting_down = True
+            if not self._in_use:
+                super().close()
+                return
+            while self._pool:
+                self._pool.popleft().close()  # idle: no thread is inside it
+
+    def _get_connection(self, timeout: float = 0.0) -> SQLiteConnection:
+        """eventsourcing's checkout, refused once the pool is shutting down (its own check in
+        ``get_connection`` reads the flag without the lock, so a checkout racing ``close()``
+        could otherwise open a new connection on a closed pool)."""
+        with self._put_condition:
+            if self.shutting_down:
+                raise ConnectionPoolClosedError("the store was closed")
+            return super()._get_connection(timeout=timeout)
+
+    def put_connection(self, conn: SQLiteConnection) -> None:
+        """eventsourcing's return; after ``close()``, the returned connection is closed (now
+        that no thread is inside it) and the last one to come back finishes the close."""
+        with self._put_condition:
+            if self.shutting_down and not conn.closed:
+                conn.close()  # a closed connection is forgotten, never pooled, by the base
+            super().put_connection(conn)
+            if self.shutting_down and not self._in_use:
+                super().close()
 
     def verify_file_identity(self) -> None:
         """Refuse (``store_unavailable``) unless the path still names the file this pool opened.

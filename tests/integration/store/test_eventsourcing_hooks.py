@@ -36,7 +36,12 @@ PRIVATE_HOOKS = [
     ),
     (es_sqlite.SQLiteDatastore, "transaction", "typed store faults around every transaction"),
     (ConnectionPool, "close", "the factory replaces eventsourcing's pool with the durable one"),
+    (ConnectionPool, "_get_connection", "checkouts refused once the pool is shutting down"),
+    (ConnectionPool, "put_connection", "a connection in use at close() closes on its return"),
 ]
+
+#: Pool state the durable pool's ``close()`` reads (see ``DurableSQLiteConnectionPool.close``).
+POOL_STATE = ["_put_condition", "_in_use", "_pool", "_closed"]
 
 
 @pytest.mark.parametrize(("owner", "name", "why"), PRIVATE_HOOKS)
@@ -53,6 +58,21 @@ def test_the_hooks_keep_the_signatures_the_overrides_call() -> None:
     assert {"lock_timeout", "single_row_tracking", "originator_id_type"} <= set(
         datastore.parameters
     )
+
+
+def test_the_pool_state_the_durable_close_reads_still_exists(tmp_path: Path) -> None:
+    pool = es_sqlite.SQLiteConnectionPool(db_name=str(tmp_path / "state.sqlite"))
+    try:
+        for name in POOL_STATE:
+            assert hasattr(pool, name), f"SQLiteConnectionPool.{name} is gone"
+        assert pool._put_condition.acquire(blocking=False)
+        try:  # re-entrant: close() and put_connection() call the base under this lock
+            assert pool._put_condition.acquire(blocking=False)
+            pool._put_condition.release()
+        finally:
+            pool._put_condition.release()
+    finally:
+        pool.close()
 
 
 def test_the_project_overrides_are_the_ones_in_use(tmp_path: Path) -> None:

@@ -30,15 +30,15 @@ class TestProjectSQLiteApplicationRecorder(ApplicationRecorderTestCase[Applicati
         self._threads_before = set(threading.enumerate())
 
     def tearDown(self) -> None:
-        # The library's concurrency case signals its reader threads to stop but does not join
-        # them: closing the pool while one is still inside ``select_notifications`` closes a
-        # SQLite connection another thread is using, which crashes the interpreter. Join them
-        # first; a reader that does not stop is a failure of its own, not a crash.
+        # The library's concurrency tests do not join their reader threads: they may still be
+        # inside a select when the store is closed here (the durable pool closes their
+        # connection when they return it). Wait for them before the next test and before the
+        # directory is removed, so no thread outlives the test that started it.
+        for factory in self._factories:
+            factory.close()
         for thread in set(threading.enumerate()) - self._threads_before:
             thread.join(timeout=30)
             assert not thread.is_alive(), f"thread {thread.name} did not stop"
-        for factory in self._factories:
-            factory.close()
         self._tmp.cleanup()
 
     def create_recorder(self) -> ApplicationRecorder:
