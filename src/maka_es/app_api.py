@@ -44,7 +44,9 @@ class RuntimeApi:
     def open_session(
         self, session_id: str, cwd: str, workspace_identity: str | None = None
     ) -> SessionInfo:
-        """Open a new session; an existing id is refused (``session_already_exists``)."""
+        """Open a session; repeating the call with the same cwd and workspace identity returns
+        the existing one (safe at every start), another cwd or identity is refused
+        (``session_already_exists``, ``detail.fields``)."""
         return self.ledger.open_session(session_id, cwd, workspace_identity)
 
     def get_session(self, session_id: str) -> SessionInfo:
@@ -69,6 +71,9 @@ class RuntimeApi:
 
     def all_run_ids(self) -> list[str]:
         return self.ledger.all_run_ids()
+
+    def list_all_runs(self) -> list[RunHeader]:
+        return self.ledger.list_all_runs()
 
     def run_exists(self, run_id: str) -> bool:
         return self.ledger.run_exists(run_id)
