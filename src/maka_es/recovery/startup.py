@@ -186,8 +186,11 @@ class StartupRecovery:
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
         events = run.events
-        return not (run.header.continuation_source is not None and events
-                    and is_continuation_start(events[0]))
+        return not (
+            run.header.continuation_source is not None
+            and events
+            and is_continuation_start(events[0])
+        )
 
     # -- claims -----------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.recovery.startup import StartupRecoveryReport
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
@@ -31,6 +32,7 @@ from maka_es.tooljournal.runtime import (
 from maka_es.wire.events import ToolRecoveryMode
 
 NOW = 1_700_000_000_000
+IDENTITY = "workspace:v1:3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99"
 
 
 class Killed(BaseException):
@@ -71,7 +73,7 @@ def _interrupted_run(db: Path, tool: Tool[Any], args: dict[str, Any], run: str =
     with _open(db, [dying(tool)]) as app:
         if "s1" not in app.list_sessions():
             app.open_session("s1", "/workspace")
-        app.create_run(run_header(spine))
+        app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
         ledger.user(marker=True)
         app.append_events(run, ledger.events)
@@ -132,13 +134,35 @@ def test_a_missing_idempotent_tool_leaves_the_run_unsealed(db_path: Path) -> Non
 
 def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(db_path: Path) -> None:
     """Only an operator can settle a ``never_auto_retry`` call: holding its run would gain
-    nothing, so the run ends and Phase 0 stays ``blocked``."""
-    _interrupted_run(db_path, bump_tool([], "never_auto_retry"), {"key": "a"})
+    nothing, so the run ends and Phase 0 stays ``blocked``. Continuation planning keeps the
+    reference's park code and names the operation and the tool in its diagnostic."""
+    operation = _interrupted_run(db_path, bump_tool([], "never_auto_retry"), {"key": "a"})
     with _open(db_path) as app:
         report = app.recover()
         assert _kinds(report) == [("r1", "terminal_recovered")]
         assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
         assert app.plan_resume("r1").disposition == "blocked"
+    observation = HostObservation(
+        workspace_identity=IDENTITY,
+        background_operations_settled=True,
+        available_tool_names=("Bump",),
+    )
+    with RuntimeApplication.open_sqlite(
+        str(db_path),
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+        host_inspector=StaticHostInspector(observation),
+    ) as app:
+        plan = app.plan_continuation("s1")
+    assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
+    (diagnostic,) = plan.diagnostics
+    assert diagnostic.detail == {
+        "segmentIndex": 0,
+        "replayReason": "tool_recovery_unsettled",
+        "operationId": operation,
+        "toolName": "Bump",
+    }
+    assert (diagnostic.tool_call_id, diagnostic.tool_name) == ("c1", "Bump")
+    assert operation in diagnostic.message
 
 
 def test_a_tool_whose_recovery_mode_changed_holds_the_run(db_path: Path, tmp_path: Path) -> None:
