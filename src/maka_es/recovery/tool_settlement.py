@@ -7,15 +7,17 @@ the run parks for good. So, for every run recovery is about to end:
 
 1. when the run has operations with T1 and no T2, the application's
    :class:`~maka_es.tooljournal.runtime.ToolRuntime` recovers them (reconcile, or re-execute an
-   idempotent / replay-safe tool with the same operation id; docs/reference/tool-journal.md);
+   idempotent / replay-safe tool with the same operation id;
+   docs/reference/continuation.md#tool-settlement);
 2. what is still unsettled is then sorted: an operation whose recorded recovery mode is one that
    recovery settles by itself (``reconcile``, ``idempotent``, ``replay_safe``) but which this
    recovery could not settle (its tool is not in the catalogue, the catalogue's tool has another
    recovery mode than the one recorded at T1, or the tool runtime failed on the run) *holds* the
    run: it is not sealed, and the report says which operation, which tool and why. A later
    recovery with the right catalogue settles it. Every other unsettled operation
-   (``never_auto_retry``, ``unsafe_to_retry``...) stays indeterminate and the run is sealed as
-   before: only an operator can decide those, and the sealed history keeps Phase 0 ``blocked``.
+   (``never_auto_retry``, ``outcome_unknown``, ``reattach``) stays indeterminate and the run is
+   sealed as before: only an operator can decide those, and the sealed history keeps Phase 0
+   ``blocked``.
 
 A store fault while settling is raised: no run has been sealed at that point, so nothing is
 lost, and the next start repeats the whole recovery.

@@ -21,6 +21,7 @@ from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.errors import StoreUnavailableError
 from maka_es.recovery.startup import StartupRecoveryReport
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
@@ -71,8 +72,7 @@ def _interrupted_run(db: Path, tool: Tool[Any], args: dict[str, Any], run: str =
     """A run whose ``tool`` call was interrupted after its side effect; its operation id."""
     spine = Spine(run_id=run, invocation_id=f"i-{run}", turn_id=f"t-{run}")
     with _open(db, [dying(tool)]) as app:
-        if "s1" not in app.list_sessions():
-            app.open_session("s1", "/workspace")
+        app.open_session("s1", "/workspace")  # repeated for a second run: returns it
         app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
         ledger.user(marker=True)
@@ -224,3 +224,34 @@ def test_recover_with_an_explicit_tool_runtime_still_settles_first(
         assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
         assert [op.state for op in app.tool_operations("r1")] == ["recovery_completed"]
     assert (root / "a.txt").read_text() == "x"
+
+
+def test_a_store_fault_while_settling_is_raised_before_anything_is_sealed(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """The bundle cannot be written (the file is opened read-only): recovery raises the typed
+    store fault, and since settling comes first, no run was ended meanwhile."""
+    root = tmp_path / "ws"
+    _interrupted_run(db_path, file_write_tool(root), {"path": "a.txt", "content": "x"})
+    with _open(db_path) as app:
+        app.create_run(run_header(Spine(run_id="r2", invocation_id="i2", turn_id="t2")))
+        app.recovery_status.catch_up()
+        before = store_snapshot(app)
+    with (
+        RuntimeApplication.open_sqlite(
+            str(db_path), read_only=True, tools=[file_write_tool(root)]
+        ) as app,
+        pytest.raises(StoreUnavailableError) as info,
+    ):
+        app.recover()
+    # raised by the bundle's commit while settling (not earlier, by the read model)
+    assert "settle_run_tools" in [entry.name for entry in info.traceback]
+    with _open(db_path, [file_write_tool(root)]) as app:
+        assert store_snapshot(app).rows == before.rows
+        assert [h.status for h in app.list_all_runs()] == ["running", "running"]
+        report = app.recover()
+        assert _kinds(report) == [
+            ("r1", "tools_recovered"),
+            ("r1", "terminal_recovered"),
+            ("r2", "terminal_recovered"),
+        ]
