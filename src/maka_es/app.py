@@ -21,6 +21,10 @@ Extension points for a host (constructor arguments, or a subclass):
 * ``id_factory`` — fresh ids for facts the runtime authors itself; default uuid4 hex.
 * ``host_inspector`` — the host's safety facts for continuation planning (Phase 1).
 * ``telemetry`` — lifecycle events (identities and codes only); default: standard logging.
+* ``tools`` — the host's tool catalogue, given once: the application builds its own
+  :class:`~maka_es.tooljournal.runtime.ToolRuntime` (``app.tool_runtime``, with
+  ``tool_permission`` as its permission policy), and startup recovery settles interrupted tool
+  operations with it before it ends any run (ADR 0019).
 * :meth:`on_events_committed` — called after a successful append (e.g. to wake a UI).
 
 The store comes from the environment (``env=`` or ``os.environ``): by default
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -55,7 +59,7 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
-from maka_es.tooljournal.runtime import ToolRuntime
+from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = ["AppendResult", "RuntimeApplication", "SessionInfo"]
@@ -93,6 +97,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         id_factory: IdFactory | None = None,
         host_inspector: HostInspector | None = None,
         telemetry: Telemetry | None = None,
+        tools: Iterable[Tool[Any]] = (),
+        tool_permission: PermissionPolicy | None = None,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.id_factory: IdFactory = id_factory or uuid4_hex
@@ -102,7 +108,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         super().__init__(env)
         self._store = EventSourcedRunStore(self, lambda: self.clock())
         self.ledger = Ledger(self._store, self.on_events_committed)
-        self.tools = ToolCommands(self._store)
+        self.tool_commands = ToolCommands(self._store)
+        #: Runs this host's tools through T1/T2; startup recovery settles with its catalogue.
+        self.tool_runtime = ToolRuntime(self, tools, permission=tool_permission)
         self.claims = Claims(self.ledger, self._store)
         self.continuations = Continuations(
             self.claims,
@@ -182,8 +190,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         return self._recovery_status
 
     def recover(self, *, tool_runtime: ToolRuntime | None = None) -> StartupRecoveryReport:
-        """Startup recovery (docs/reference/continuation.md#startup-recovery).
+        """Startup recovery (docs/reference/continuation.md#startup-recovery; ADR 0019).
 
+        Interrupted tool operations are settled with the application's own catalogue
+        (``tools=`` at construction) before any run is ended, and a run whose operation only
+        a missing tool could settle is left unsealed (``left_unreconciled``). ``tool_runtime``
+        replaces that catalogue for this call (kept for hosts written before ``tools=``).
         Only the runs the recovery-status read model marks as needing attention are touched;
         the read model is caught up first and again afterwards.
         """
@@ -192,7 +204,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         claim_ids = sorted(
             {row.claim_id for row in attention if row.claim_state == "unstarted" and row.claim_id}
         )
-        report = StartupRecovery(self.claims, tool_runtime).run(run_ids, claim_ids)
+        runtime = tool_runtime if tool_runtime is not None else self.tool_runtime
+        report = StartupRecovery(self.claims, runtime).run(run_ids, claim_ids)
         self.recovery_status.catch_up()
         return report
 

@@ -35,7 +35,7 @@ class RuntimeApi:
     """Delegations to the services the application builds (see module docstring)."""
 
     ledger: Ledger
-    tools: ToolCommands
+    tool_commands: ToolCommands
     claims: Claims
     continuations: Continuations
 
@@ -44,7 +44,9 @@ class RuntimeApi:
     def open_session(
         self, session_id: str, cwd: str, workspace_identity: str | None = None
     ) -> SessionInfo:
-        """Open a new session; an existing id is refused (``session_already_exists``)."""
+        """Open a session; repeating the call with the same cwd and workspace identity returns
+        the existing one (safe at every start), another cwd or identity is refused
+        (``session_already_exists``, ``detail.fields``)."""
         return self.ledger.open_session(session_id, cwd, workspace_identity)
 
     def get_session(self, session_id: str) -> SessionInfo:
@@ -69,6 +71,9 @@ class RuntimeApi:
 
     def all_run_ids(self) -> list[str]:
         return self.ledger.all_run_ids()
+
+    def list_all_runs(self) -> list[RunHeader]:
+        return self.ledger.list_all_runs()
 
     def run_exists(self, run_id: str) -> bool:
         return self.ledger.run_exists(run_id)
@@ -108,12 +113,12 @@ class RuntimeApi:
         recovery_mode: str = "never_auto_retry",
         metadata: Mapping[str, Any] | None = None,
     ) -> ToolCommit:
-        return self.tools.commit_tool_prepared(
+        return self.tool_commands.commit_tool_prepared(
             run_id, call, recovery_mode=recovery_mode, metadata=metadata
         )
 
     def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
-        return self.tools.commit_tool_outcome(run_id, response)
+        return self.tool_commands.commit_tool_outcome(run_id, response)
 
     def commit_tool_recovery_bundle(
         self,
@@ -124,15 +129,15 @@ class RuntimeApi:
         decision: EventInput,
         outcome: EventInput | None = None,
     ) -> ToolCommit:
-        return self.tools.commit_tool_recovery_bundle(
+        return self.tool_commands.commit_tool_recovery_bundle(
             run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
         )
 
     def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
-        return self.tools.tool_operations(run_id)
+        return self.tool_commands.tool_operations(run_id)
 
     def resolve_run(self, run_id: str) -> Resolution:
-        return self.tools.resolve_run(run_id)
+        return self.tool_commands.resolve_run(run_id)
 
     # -- Phase 0 --------------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ AFTER_TERMINAL_EVENT = "run.after_terminal_event_committed"
 AFTER_TERMINAL_HEADER = "run.after_terminal_header_committed"
 #: Startup recovery committed a claim-repair start; its repair terminal is not written yet.
 AFTER_CLAIM_REPAIR_START = "recovery.after_claim_repair_start_committed"
+#: ``open_session`` found no session and has not written one yet (another writer may, here).
+SESSION_ABSENT_BEFORE_OPEN = "ledger.open_session.absent_before_write"
 
 _armed: dict[str, Callable[[str], None]] = {}
 _lock = Lock()

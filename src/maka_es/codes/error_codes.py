@@ -83,8 +83,9 @@ STORE = (
     ),
     error(
         "session_already_exists",
-        "A session with this id already exists.",
-        "Use the existing session, or choose another id.",
+        "A session with this id already exists with another cwd or workspace identity "
+        "(detail.fields); reopening with the same ones returns it.",
+        "Open it with its own cwd and identity (get_session), or choose another id.",
         e.SessionAlreadyExistsError,
     ),
     error(

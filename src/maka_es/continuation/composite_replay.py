@@ -184,12 +184,30 @@ def _resolver_block(events: Sequence[RuntimeEvent]) -> _Blocked | None:
                 message="immutable RuntimeEvent segment contains corrupt tool recovery facts",
             ),
         )
-    if statuses & {"indeterminate", "parked"}:
+    unsettled = [d for d in resolution.decisions if d.status in {"indeterminate", "parked"}]
+    if unsettled:
+        # name the first unsettled operation and its tool: what a host must settle (or which
+        # tool its catalogue lacks) before this boundary can be continued
+        first = unsettled[0]
+        call = f"call {first.tool_call_id} of tool {first.tool_name}"
+        what = f"operation {first.operation_id} ({call})" if first.operation_id else call
         return _Blocked(
             "tool_recovery_unsettled",
             ReplayDiagnostic(
                 code="tool_recovery_unsettled",
-                message="immutable RuntimeEvent segment contains unsettled tool recovery facts",
+                message=(
+                    "immutable RuntimeEvent segment contains unsettled tool recovery facts: "
+                    f"{what} is {first.status} ({first.reason})"
+                ),
+                event_id=first.call_runtime_event_id,
+                detail={
+                    "operationId": first.operation_id,
+                    "toolName": first.tool_name,
+                    "toolCallId": first.tool_call_id,
+                    "status": first.status,
+                    "reason": first.reason,
+                    "unsettledOperations": len(unsettled),
+                },
             ),
         )
     return None

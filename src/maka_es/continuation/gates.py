@@ -31,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import JsonValue
+
 from maka_es.continuation.claim import source_boundary
-from maka_es.continuation.composite_replay import CompositeReplay
+from maka_es.continuation.composite_replay import CompositeReplay, ReplayDiagnostic
 from maka_es.continuation.gate_checks import (
     GateVerdicts,
     continuation_identity_reused_gate,
@@ -100,27 +102,53 @@ __all__ = [
 
 def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
     """The single-reason park of a blocked composite replay (step 4 of
-    docs/reference/continuation.md#planner-steps)."""
+    docs/reference/continuation.md#planner-steps). The park
+    code stays the reference's (``runtime_ledger_unreadable`` for unsettled tool facts); the
+    diagnostic also names the unsettled operation and its tool, when the replay names them."""
     assert replay.blocked_reason is not None
     reason = replay_park_reason(replay.blocked_reason)
+    first = replay.diagnostics[0] if replay.diagnostics else None
+    named = _unsettled_operation(first)
+    tool_call_id = _str_or_none(named.pop("toolCallId", None))
+    message = (
+        f"continuation replay segment {replay.blocked_segment_index} is not "
+        f"replayable: {replay.blocked_reason}"
+    )
+    if named:
+        call = f"call {tool_call_id} of tool {named['toolName']}"
+        operation = named["operationId"]
+        message += f": operation {operation} ({call})" if operation else f": {call}"
     return ContinuationPlan(
         disposition="park",
         rejection_reasons=(reason,),
         diagnostics=(
             Diagnostic(
                 code=reason,
-                message=(
-                    f"continuation replay segment {replay.blocked_segment_index} is not "
-                    f"replayable: {replay.blocked_reason}"
-                ),
-                event_id=replay.diagnostics[0].event_id if replay.diagnostics else None,
+                message=message,
+                event_id=first.event_id if first is not None else None,
+                tool_call_id=tool_call_id,
+                tool_name=_str_or_none(named.get("toolName")),
                 detail={
                     "segmentIndex": replay.blocked_segment_index,
                     "replayReason": replay.blocked_reason,
+                    **named,
                 },
             ),
         ),
     )
+
+
+def _unsettled_operation(diagnostic: ReplayDiagnostic | None) -> dict[str, JsonValue]:
+    """``operationId``, ``toolName`` and ``toolCallId`` of a ``tool_recovery_unsettled``
+    replay diagnostic (empty for any other block)."""
+    if diagnostic is None or diagnostic.code != "tool_recovery_unsettled" or not diagnostic.detail:
+        return {}
+    keys = ("operationId", "toolName", "toolCallId")
+    return {key: diagnostic.detail.get(key) for key in keys}
+
+
+def _str_or_none(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 # --------------------------------------------------------------------------------------------

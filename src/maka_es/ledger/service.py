@@ -67,6 +67,15 @@ def concurrent_write(run_id: str) -> ConcurrentWriteError:
     )
 
 
+def session_exists(session_id: str, differs: list[str]) -> SessionAlreadyExistsError:
+    """The refusal to open ``session_id`` again with another cwd / workspace identity
+    (``differs``: the wire names of the fields that differ)."""
+    message = f"session {session_id} already exists"
+    if differs:
+        message += f" with another {' and '.join(differs)}"
+    return SessionAlreadyExistsError(message, detail={"sessionId": session_id, "fields": differs})
+
+
 class Ledger:
     """Sessions and runs on a :class:`RunStore` (see module docstring)."""
 
@@ -91,16 +100,39 @@ class Ledger:
     def open_session(
         self, session_id: str, cwd: str, workspace_identity: str | None = None
     ) -> SessionInfo:
-        """Open a new session. Opening an existing one is refused (ids are identities)."""
+        """Open a session, or return it when it is already open with the same cwd and workspace
+        identity (both compared exactly; ``None`` is a value): a host repeats this call at
+        every start. An existing session with another cwd or identity is refused with
+        ``session_already_exists`` and ``detail.fields`` naming what differs; nothing is written.
+        Two processes opening it at once: one writes, the other compares with what it wrote."""
         with self._store.command():
-            fact = Session.open(session_id, cwd, workspace_identity, self._store.now_ms())
-            self._store.commit(
-                [fact],
-                conflict=lambda: SessionAlreadyExistsError(
-                    f"session {session_id} already exists", detail={"sessionId": session_id}
-                ),
-            )
+            existing = self._session_if_open(session_id)
+            if existing is None:
+                failpoints.hit(failpoints.SESSION_ABSENT_BEFORE_OPEN)
+                fact = Session.open(session_id, cwd, workspace_identity, self._store.now_ms())
+                try:
+                    self._store.commit([fact], conflict=lambda: session_exists(session_id, []))
+                except SessionAlreadyExistsError:
+                    existing = self.get_session(session_id)  # another writer was first
+                else:
+                    return self.get_session(session_id)
+            differs = [
+                name
+                for name, ours, theirs in (
+                    ("cwd", cwd, existing.cwd),
+                    ("workspaceIdentity", workspace_identity, existing.workspace_identity),
+                )
+                if ours != theirs
+            ]
+            if differs:
+                raise session_exists(session_id, differs)
+            return existing
+
+    def _session_if_open(self, session_id: str) -> SessionInfo | None:
+        try:
             return self.get_session(session_id)
+        except SessionNotFoundError:
+            return None
 
     def get_session(self, session_id: str) -> SessionInfo:
         session = self._store.load_session(session_id)
@@ -234,6 +266,11 @@ class Ledger:
             for fact in self._store.facts_with_topic(RunCreated.TOPIC)
             if isinstance(fact, RunCreated)
         ]
+
+    def list_all_runs(self) -> list[RunHeader]:
+        """The header of every run of the store, in creation order (one topic scan, then each
+        run's current header): what a host lists or picks from after a restart."""
+        return [self.get_run_header(run_id) for run_id in self.all_run_ids()]
 
     # -- appends and headers ----------------------------------------------------------------------
 

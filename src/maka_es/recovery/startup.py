@@ -8,11 +8,10 @@ in this host. What it may repair, and what it must leave alone:
 * a run whose terminal RuntimeEvent is durable but whose header lags: the header is repaired
   from the event (no new event); a failed fact without a failure class gives the header
   ``app_restarted``;
-* a run with no terminal event: first (optionally) the ToolRuntime settles what its tools can
-  prove, then a recovered ``failed`` terminal (``app_restarted``, ``recoveryReason`` and
-  ``lastEventType`` in the reference's vocabulary, see ``recovery_reason``) is appended, then
-  the header; the operations that stayed indeterminate keep the run's history ``blocked`` for
-  Phase 0;
+* a run with no terminal event: a recovered ``failed`` terminal (``app_restarted``,
+  ``recoveryReason`` and ``lastEventType`` in the reference's vocabulary, see
+  ``recovery_reason``) is appended, then the header; the operations that stayed indeterminate
+  keep the run's history ``blocked`` for Phase 0;
 * a terminal header whose ledger has no terminal event (another writer, an old store): a
   recovered ``failed`` terminal ``missing_terminal_event``, then the header follows it;
 * a claimed continuation whose target was never started (claim only, or created without a
@@ -23,13 +22,18 @@ in this host. What it may repair, and what it must leave alone:
   old provider may still be alive in another process, and nothing proves otherwise; planning
   keeps parking with ``continuation_started_indeterminate``.
 
+Before any of that seals a run, the tool catalogue settles what it can prove, for every run
+about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
+catalogue could not settle but a recovery with the right tool could is left unsealed
+(``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
+write unreconcilable for good.
+
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,8 +48,8 @@ from maka_es.continuation.claim import (
 )
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.existing_claims import is_continuation_start
-from maka_es.errors import MakaError
 from maka_es.recovery.reason import recovery_reason
+from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import (
@@ -69,7 +73,14 @@ RepairKind = Literal[
     "left_live_start",
     "left_ambiguous",
     "left_claim_conflict",
+    "tools_recovered",
+    "left_unreconciled",
 ]
+
+#: Repair kinds that report a run left as it was (nothing written for it).
+LEFT_KINDS = frozenset(
+    {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
+)
 
 
 @dataclass(frozen=True)
@@ -85,8 +96,7 @@ class StartupRecoveryReport:
 
     @property
     def changed_anything(self) -> bool:
-        left = {"left_live_start", "left_ambiguous", "left_claim_conflict"}
-        return any(r.kind not in left for r in self.repairs)
+        return any(r.kind not in LEFT_KINDS for r in self.repairs)
 
 
 def repair_id(kind: str, claim_id: str) -> str:
@@ -139,17 +149,51 @@ class StartupRecovery:
     def run(
         self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
     ) -> StartupRecoveryReport:
-        """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim)."""
-        repairs: list[Repair] = []
-        repairs.extend(self._repair_claims(claim_ids))
-        repaired = {r.run_id for r in repairs}
-        for run_id in run_ids if run_ids is not None else self.ledger.all_run_ids():
-            if run_id in repaired:
+        """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim).
+
+        The tool catalogue settles every run about to be ended first, before anything is
+        sealed (ADR 0019); a run it holds is reported ``left_unreconciled`` and not touched.
+        """
+        candidates = run_ids if run_ids is not None else self.ledger.all_run_ids()
+        settlements = self._settle_tools(candidates)
+        repairs = [repair for settlement in settlements for repair in settled_repairs(settlement)]
+        claim_repairs = self._repair_claims(claim_ids)
+        repairs.extend(claim_repairs)
+        skipped = {r.run_id for r in claim_repairs}
+        skipped.update(s.run_id for s in settlements if s.holds_run)
+        for run_id in candidates:
+            if run_id in skipped:
                 continue
             repair = self._repair_run(run_id)
             if repair is not None:
                 repairs.append(repair)
         return StartupRecoveryReport(tuple(repairs))
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    def _settle_tools(self, run_ids: list[str]) -> list[ToolSettlement]:
+        """Settle the tool operations of every run recovery would end (see module docstring)."""
+        settlements = []
+        for run_id in run_ids:
+            if self._would_end(run_id):
+                settlement = settle_run_tools(self.ledger, self.tool_runtime, run_id)
+                if settlement is not None:
+                    settlements.append(settlement)
+        return settlements
+
+    def _would_end(self, run_id: str) -> bool:
+        """Whether :meth:`_repair_run` would append a terminal to ``run_id``: no terminal
+        event, not sealed by a claim, not a continuation start (those are left alone or get
+        the claim-repair terminal; they never carry tool operations of their own yet)."""
+        run = self.ledger.load_run(run_id)
+        if run.terminal_event is not None or run.sealed_by is not None:
+            return False
+        events = run.events
+        return not (
+            run.header.continuation_source is not None
+            and events
+            and is_continuation_start(events[0])
+        )
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -258,12 +302,8 @@ class StartupRecovery:
         return self._recover_terminal(header, events)
 
     def _recover_terminal(self, header: RunHeader, events: list[RuntimeEvent]) -> Repair:
-        """No terminal fact: settle what the tools can prove, then the recovered terminal."""
-        if self.tool_runtime is not None:
-            # what the tools cannot settle stays indeterminate; the terminal follows anyway
-            with contextlib.suppress(MakaError):
-                self.tool_runtime.recover(header.run_id)
-            events = self.ledger.read_run_events(header.run_id)
+        """No terminal fact: the recovered terminal (the tools settled what they could before,
+        in :meth:`_settle_tools`; what stays indeterminate keeps Phase 0 ``blocked``)."""
         reason, last_type = recovery_reason(header.status, events)
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:
@@ -318,3 +358,26 @@ class StartupRecovery:
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
         self.ledger.update_run_header(header.run_id, patch)
         return Repair(header.run_id, "header_repaired", {"status": patch["status"]})
+
+
+def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
+    """The report lines of one run's tool settlement: what the tools wrote
+    (``tools_recovered``), and why the run is left unsealed (``left_unreconciled``)."""
+    repairs = []
+    if settlement.settled:
+        actions = [
+            {
+                "operationId": action.operation_id,
+                "toolName": action.tool_name,
+                "action": action.action,
+                "reason": action.reason,
+            }
+            for action in settlement.settled
+        ]
+        repairs.append(Repair(settlement.run_id, "tools_recovered", {"actions": actions}))
+    if settlement.holds_run:
+        detail: dict[str, Any] = {"operations": list(settlement.held)}
+        if settlement.error_class is not None:
+            detail["errorClass"] = settlement.error_class
+        repairs.append(Repair(settlement.run_id, "left_unreconciled", detail))
+    return repairs

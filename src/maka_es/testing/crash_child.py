@@ -9,14 +9,17 @@ transaction of the last step (rows inserted, COMMIT not reached) and blocks ther
 save, after T1, after a probe tool's side effect, before or after T2) and blocks there.
 
 Continuations: the application is opened with the optional scenario section ``app``
-(``{env, id_prefix, observation}``: extra environment such as the feature flag, a deterministic
-id prefix for ``id_factory``, a :class:`HostObservation` for a ``StaticHostInspector``). Because
+(``{env, id_prefix, observation, tools_root}``: extra environment such as the feature flag, a
+deterministic id prefix for ``id_factory``, a :class:`HostObservation` for a
+``StaticHostInspector``, and the root of the probe tools given to the application as its
+catalogue, ``tools=``). Because
 the parent harness forwards only ``steps``, an ``{"op": "app", ...}`` step does the same: it
 (re)opens the application with that configuration (as the first step, before anything else).
 The ``continue`` step plans ``plan_continuation(session_id)`` (or takes a ready ``plan``) and
 executes it with a provider answering one text item, which first appends one line to
 ``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
-The ``startup_recover`` step runs startup recovery (``RuntimeApplication.recover()``).
+The ``startup_recover`` step runs startup recovery (``RuntimeApplication.recover()``), and
+``app_tool`` runs a call through the application's own ``tool_runtime``.
 
 A ``finally`` block writes ``marker``: after SIGKILL that file must NOT exist, which proves the
 process really died abruptly rather than unwinding.
@@ -81,8 +84,9 @@ def open_app(db: str, config: Mapping[str, Any] | None = None) -> RuntimeApplica
 
     ``config`` is the scenario's ``app`` section: ``env`` (extra environment, e.g.
     ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` or ``SQLITE_LOCK_TIMEOUT``), ``id_prefix`` (ids
-    ``<prefix>1``, ``<prefix>2``, ... for ``id_factory``) and ``observation`` (a
-    :class:`HostObservation` as a dict, served by a :class:`StaticHostInspector`).
+    ``<prefix>1``, ``<prefix>2``, ... for ``id_factory``), ``observation`` (a
+    :class:`HostObservation` as a dict, served by a :class:`StaticHostInspector`) and
+    ``tools_root`` (the application's catalogue: the probe tools logging into that root).
     """
     config = config or {}
     kwargs: dict[str, Any] = {"clock": lambda: CHILD_CLOCK_MS}
@@ -95,6 +99,8 @@ def open_app(db: str, config: Mapping[str, Any] | None = None) -> RuntimeApplica
     if config.get("observation") is not None:
         observation = HostObservation.model_validate(config["observation"])
         kwargs["host_inspector"] = StaticHostInspector(observation)
+    if config.get("tools_root") is not None:
+        kwargs["tools"] = probe_tools(Path(str(config["tools_root"])))
     return RuntimeApplication.open_sqlite(db, **kwargs)
 
 
@@ -155,6 +161,8 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
         app.commit_tool_outcome(step["run_id"], step["response"])
     elif op == "run_tool":
         ToolRuntime(app, probe_tools(Path(step["root"]))).execute(step["run_id"], step["call"])
+    elif op == "app_tool":
+        app.tool_runtime.execute(step["run_id"], step["call"])
     elif op == "recover":
         ToolRuntime(app, probe_tools(Path(step["root"]))).recover(step["run_id"])
     elif op == "startup_recover":

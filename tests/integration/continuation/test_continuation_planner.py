@@ -330,9 +330,11 @@ def test_blocked_replay_parks_before_any_existing_continuation(app: RuntimeAppli
     continuation_of(app, spine(1), spine(2), high_water, created_at=2000)
     plan = app.plan_continuation("s1", "r1")
     assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
-    assert plan.diagnostics[0].detail == {
+    assert plan.diagnostics[0].detail == {  # the unjournaled call has no operation id
         "segmentIndex": 0,
         "replayReason": "tool_recovery_unsettled",
+        "operationId": None,
+        "toolName": "Bash",
     }
 
 

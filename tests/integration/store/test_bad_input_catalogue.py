@@ -173,8 +173,15 @@ CATALOGUE: list[tuple[str, Command, str]] = [
         "invalid_run_header",
     ),
     (
-        "open an existing session",
+        "open an existing session with another cwd",
         lambda app, ledger: app.open_session("s1", "/x"),
+        "session_already_exists",
+    ),
+    (
+        "open an existing session with another workspace identity",
+        lambda app, ledger: app.open_session(
+            "s1", "/workspace", "workspace:v1:00000000-0000-4000-8000-000000000000"
+        ),
         "session_already_exists",
     ),
     (

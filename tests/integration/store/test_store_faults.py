@@ -273,6 +273,7 @@ ENTRY_POINTS: dict[str, Call] = {
     "get_claim": lambda app, t: app.get_claim("claim"),
     "run_exists": lambda app, t: app.run_exists("r1"),
     "all_run_ids": lambda app, t: app.all_run_ids(),
+    "list_all_runs": lambda app, t: app.list_all_runs(),
     "all_claims": lambda app, t: app.all_claims(),
     "create_claimed_run": lambda app, t: app.create_claimed_run(t.target_header, t.target_start),
     "start_claimed_run": lambda app, t: app.start_claimed_run("r1", t.target_start),

@@ -802,10 +802,18 @@ def test_composite_blocked_replay_parks_with_mapped_single_reason() -> None:
     unsettled = [EV.user(text="run it"), EV.call("tool-1", event_id="call-1", with_refs=True)]
     plan = build_continuation_plan(unsettled, facts(), replay=build_composite_replay([unsettled]))
     assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
-    assert plan.diagnostics[0].detail == {
+    (diagnostic,) = plan.diagnostics
+    assert diagnostic.detail == {
         "segmentIndex": 0,
         "replayReason": "tool_recovery_unsettled",
+        "operationId": None,
+        "toolName": "Bash",
     }
+    assert (diagnostic.event_id, diagnostic.tool_call_id, diagnostic.tool_name) == (
+        "call-1",
+        "tool-1",
+        "Bash",
+    )
 
     gap = [
         EV.user(text="run it", marker=T1),

@@ -239,6 +239,27 @@ def test_dispatched_operation_without_result_blocks_as_unsettled() -> None:
     assert replay.blocked_reason == "tool_recovery_unsettled"
 
 
+def test_the_unsettled_diagnostic_names_the_first_operation_and_its_tool() -> None:
+    """The park code stays ``runtime_ledger_unreadable``; what to settle is in the detail."""
+    events = [EV.user(text="run it", marker=T1)]
+    for n in (1, 2):
+        call_id, args = f"call-{n}", {"path": f"{n}.txt", "content": "x"}
+        events.append(EV.call(call_id, "Write", args, event_id=call_id, operation_id=f"op-{n}"))
+        events.append(EV.dispatch(call_id, "Write", args, operation_id=f"op-{n}"))
+    replay = build_composite_replay([events])
+    (diagnostic,) = replay.diagnostics
+    assert diagnostic.event_id == "call-1"
+    assert diagnostic.detail == {
+        "operationId": "op-1",
+        "toolName": "Write",
+        "toolCallId": "call-1",
+        "status": "indeterminate",
+        "reason": "dispatch_without_response",
+        "unsettledOperations": 2,
+    }
+    assert "operation op-1 (call call-1 of tool Write)" in diagnostic.message
+
+
 @pytest.mark.parametrize(
     ("bad", "code"),
     [
