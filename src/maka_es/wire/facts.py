@@ -5,7 +5,8 @@ decision, a terminal event and a continuation start are read back by the resolve
 and startup recovery, which compare them field by field. A camelCase dict spelled by hand in
 several layers drifts (a missing ``refs`` key, another ``ts``); a constructor here takes typed
 arguments, derives the deterministic parts (ids, refs, spine) and returns a validated
-``RuntimeEvent``, so every writer produces the exact shape the readers expect.
+``RuntimeEvent``, so every writer produces the exact shape the readers expect. The keys
+themselves are written in :mod:`maka_es.wire.fact_shapes`, which the public builders share.
 
 Every constructor is pure: no clock, no ids invented here. The caller passes the timestamp,
 and ids are either passed in or derived deterministically (so a retry rebuilds the same fact).
@@ -59,6 +60,7 @@ PARKED_REASON_FOR_OBSERVATION: Mapping[str, ParkedReason] = {
     "diverged": "reconcile_diverged",
     "unreadable": "reconcile_unreadable",
 }
+
 
 def _call_content(call: RuntimeEvent) -> FunctionCallContent:
     """Every operation fact is derived from its call; anything else is refused, typed."""
