@@ -8,6 +8,7 @@ from typing import Any, Literal
 from maka_es.builders.kit import AUTHOR_OF_ROLE, SAMPLE_DIGEST, SHELL_ARGS, EventKit, EventT, fresh
 from maka_es.builders.spine import Spine
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
+from maka_es.wire.fact_shapes import continuation_start_wire, terminal_wire
 
 
 def marker_actions(marker: bool | str | None) -> dict[str, Any]:
@@ -125,18 +126,16 @@ class ConversationEvents(EventKit[EventT]):
         ``error_code`` (``None``: no content); ``failure_class`` also records
         ``stateDelta.failureClass``, which the header derives from
         (docs/reference/wire.md#example-terminal, docs/reference/ledger.md#terminal-rules)."""
-        actions: dict[str, Any] = {"endInvocation": True}
-        if failure_class is not None:
-            actions["stateDelta"] = {"failureClass": failure_class}
-        fields: dict[str, Any] = {"status": status, "actions": actions}
-        if status == "failed" and error_code is not None:
-            fields["content"] = {
-                "kind": "error",
-                "code": error_code,
-                "reason": error_code,
-                "message": message,
-            }
-        return self._emit(event_id, "system", "system", fields, overrides)
+        wire = terminal_wire(
+            self.spine.identity,
+            event_id=event_id,
+            ts=self.ts,
+            status=status,
+            error_code=error_code if status == "failed" else None,
+            message=message,
+            state_delta=None if failure_class is None else {"failureClass": failure_class},
+        )
+        return self._fact(wire, overrides)
 
     def continuation_start(
         self,
@@ -156,24 +155,21 @@ class ConversationEvents(EventKit[EventT]):
         ``<runId>-start``. Real digests come from the planner; the defaults are placeholders.
         A runtime admission declares the T1 marker unless ``marker`` says otherwise
         (docs/reference/continuation.md#start-fact)."""
-        start = {
-            "protocol": "continuation_start_v2",
-            "provenance": provenance,
-            "claimId": claim_id,
-            "boundaryDigest": boundary_digest,
-            "immediateSource": {
-                **source.identity,
-                "highWater": high_water,
-                "prefixDigest": prefix_digest,
-            },
-            "replayManifestDigest": boundary_digest,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": provider_replay_digest,
-        }
         declare = provenance == "runtime_admission" if marker is None else marker
-        fields = {"actions": {"continuationStart": start, **marker_actions(declare)}}
-        start_id = f"{self.spine.run_id}-start" if event_id is None else event_id
-        return self._emit(start_id, "system", "system", fields, overrides)
+        wire = continuation_start_wire(
+            self.spine.identity,
+            event_id=f"{self.spine.run_id}-start" if event_id is None else event_id,
+            ts=self.ts,
+            provenance=provenance,
+            claim_id=claim_id,
+            boundary_digest=boundary_digest,
+            source_spine=source.identity,
+            source_high_water=high_water,
+            source_prefix_digest=prefix_digest,
+            provider_replay_digest=provider_replay_digest,
+            tool_boundary=TOOL_BOUNDARY_PROTOCOL_V1 if declare else None,
+        )
+        return self._fact(wire, overrides)
 
     def legacy_continuation_start(
         self,

@@ -62,10 +62,14 @@ class EventKit(Generic[EventT]):
         fields: Mapping[str, Any],
         overrides: Mapping[str, Any],
     ) -> EventT:
-        event = self.spine.envelope(event_id, self.ts, role, author)
-        event.update(fields)
-        event.update(overrides)
-        return self.finish(event)
+        return self._fact(self.spine.envelope(event_id, self.ts, role, author), fields, overrides)
+
+    def _fact(self, wire: dict[str, Any], *extra: Mapping[str, Any]) -> EventT:
+        """A fact spelled by ``maka_es.wire.fact_shapes``, plus ``extra`` keys (visibility, then
+        the caller's overrides) in that order, handed back through ``finish``."""
+        for fields in extra:
+            wire.update(fields)
+        return self.finish(wire)
 
     def _operation(self, call_id: str, operation_id: str | None) -> str:
         return self.spine.operation_id(call_id) if operation_id is None else operation_id

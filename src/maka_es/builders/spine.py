@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es.wire.codec import operation_id_for
+from maka_es.wire.fact_shapes import envelope
 
 #: The facts the store names after their operation: ``<operationId>_<kind>``
 #: (docs/reference/wire.md#example-dispatch, docs/reference/tool-journal.md#bundle-example).
@@ -38,14 +39,7 @@ class Spine:
 
     def envelope(self, event_id: str, ts: float, role: str, author: str) -> dict[str, Any]:
         """The required keys of a non-partial RuntimeEvent on this spine."""
-        return {
-            "id": event_id,
-            **self.identity,
-            "ts": ts,
-            "partial": False,
-            "role": role,
-            "author": author,
-        }
+        return envelope(self.identity, event_id, ts, role, author)
 
     def operation_id(self, call_id: str) -> str:
         """The operation id T1 gives provider call ``call_id`` of this invocation

@@ -23,24 +23,16 @@ from maka_es.builders.kit import (
 )
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
+from maka_es.wire.fact_shapes import (
+    decision_payload,
+    dispatch_wire,
+    reconcile_payload,
+    recovery_wire,
+    response_wire,
+    tool_refs,
+)
 
-
-def tool_refs(
-    call_id: str, operation_id: str | None = None, parent: tuple[str, str] | None = None
-) -> dict[str, Any]:
-    """``refs`` binding a tool fact to its call (and operation, and Code Mode parent given as
-    ``(parentOperationId, parentToolCallId)``) (docs/reference/wire.md#refs)."""
-    refs: dict[str, Any] = {"toolCallId": call_id}
-    if operation_id is not None:
-        refs["operationId"] = operation_id
-    if parent is not None:
-        refs["parentOperationId"], refs["parentToolCallId"] = parent
-    return refs
-
-
-def recovery_action(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """``actions`` of a recovery fact: ``toolRecovery {kind, version: 1, payload}``."""
-    return {"toolRecovery": {"kind": kind, "version": 1, "payload": payload}}
+__all__ = ["ToolFacts", "tool_refs"]
 
 
 class ToolFacts(EventKit[EventT]):
@@ -97,20 +89,19 @@ class ToolFacts(EventKit[EventT]):
         """The T1 dispatch fact of the call ``(call_id, name, args)``; ``args_hash`` defaults
         to ``canonical_args_hash(name, args)`` (docs/reference/wire.md#example-dispatch)."""
         op = self._operation(call_id, operation_id)
-        payload = {
-            "protocol": TOOL_BOUNDARY_PROTOCOL_V1,
-            "operationId": op,
-            "providerToolCallId": call_id,
-            "toolName": name,
-            "canonicalArgsHash": args_hash or canonical_args_hash(name, fresh(args)),
-            "recoveryMode": recovery_mode,
-        }
-        fields = {
-            "actions": {"toolDispatch": payload},
-            "refs": tool_refs(call_id, op, parent),
-            **visibility(hidden),
-        }
-        return self._emit(event_id or f"{op}_dispatch", "system", "system", fields, overrides)
+        wire = dispatch_wire(
+            self.spine.identity,
+            event_id=event_id or f"{op}_dispatch",
+            ts=self.ts,
+            call_id=call_id,
+            tool_name=name,
+            operation_id=op,
+            args_hash=args_hash or canonical_args_hash(name, fresh(args)),
+            recovery_mode=recovery_mode,
+            protocol=TOOL_BOUNDARY_PROTOCOL_V1,
+            parent=parent,
+        )
+        return self._fact(wire, visibility(hidden), overrides)
 
     def response(
         self,
@@ -127,18 +118,18 @@ class ToolFacts(EventKit[EventT]):
     ) -> EventT:
         """A function_response (``result`` default ``{"kind": "text", "text": "ok"}``;
         ``isError`` only when ``is_error`` is given). ``refs`` as for :meth:`call`."""
-        content: dict[str, Any] = {
-            "kind": "function_response",
-            "id": call_id,
-            "name": name,
-            "result": fresh(result),
-        }
-        if is_error is not None:
-            content["isError"] = is_error
-        fields: dict[str, Any] = {"content": content, **visibility(hidden)}
-        if with_refs or operation_id is not None:
-            fields["refs"] = tool_refs(call_id, operation_id)
-        return self._emit(event_id or f"response-{call_id}", "tool", "tool", fields, overrides)
+        wire = response_wire(
+            self.spine.identity,
+            event_id=event_id or f"response-{call_id}",
+            ts=self.ts,
+            call_id=call_id,
+            tool_name=name,
+            result=fresh(result),
+            is_error=is_error,
+        )
+        bound = with_refs or operation_id is not None
+        refs = {"refs": tool_refs(call_id, operation_id)} if bound else {}
+        return self._fact(wire, visibility(hidden), refs, overrides)
 
     def bound_response(
         self,
@@ -199,18 +190,8 @@ class ToolFacts(EventKit[EventT]):
         ``<operationId>_reconcile``. ``payload_operation_id`` lets a test make the payload
         disagree with ``refs`` (docs/reference/tool-journal.md#bundle-example)."""
         op = self._operation(call_id, operation_id)
-        payload = {
-            "protocol": "tool_reconcile_v1",
-            "operationId": payload_operation_id or op,
-            "observation": observation,
-            "observationSchema": "state_identity_v1",
-            "observationDigest": digest,
-        }
-        fields = {
-            "actions": recovery_action("maka.tool.reconcile_result", payload),
-            "refs": tool_refs(call_id, op),
-        }
-        return self._emit(event_id or f"{op}_reconcile", "system", "system", fields, overrides)
+        payload = reconcile_payload(payload_operation_id or op, observation, digest)
+        return self._recovery(call_id, op, event_id or f"{op}_reconcile", payload, overrides)
 
     def completed_decision(
         self,
@@ -225,14 +206,15 @@ class ToolFacts(EventKit[EventT]):
     ) -> EventT:
         """A ``completed`` recovery decision settled by outcome ``outcome_event_id``, id
         ``<operationId>_decision`` (docs/reference/tool-journal.md#bundle-example)."""
-        payload = {
-            "disposition": "completed",
-            "reasonCode": "reconcile_matches_expected_state",
-            "outcomeEventId": outcome_event_id,
-        }
-        return self._decision(
-            call_id, evidence, payload, event_id, operation_id, payload_operation_id, overrides
+        op = self._operation(call_id, operation_id)
+        payload = decision_payload(
+            payload_operation_id or op,
+            "completed",
+            "reconcile_matches_expected_state",
+            evidence,
+            outcome_event_id,
         )
+        return self._recovery(call_id, op, event_id or f"{op}_decision", payload, overrides)
 
     def parked_decision(
         self,
@@ -246,33 +228,27 @@ class ToolFacts(EventKit[EventT]):
         **overrides: Any,
     ) -> EventT:
         """A ``parked`` recovery decision (no outcome), id ``<operationId>_decision``."""
-        payload = {"disposition": "parked", "reasonCode": reason_code}
-        return self._decision(
-            call_id, evidence, payload, event_id, operation_id, payload_operation_id, overrides
-        )
+        op = self._operation(call_id, operation_id)
+        payload = decision_payload(payload_operation_id or op, "parked", reason_code, evidence)
+        return self._recovery(call_id, op, event_id or f"{op}_decision", payload, overrides)
 
-    def _decision(
+    def _recovery(
         self,
         call_id: str,
-        evidence: list[str],
-        verdict: dict[str, Any],
-        event_id: str | None,
-        operation_id: str | None,
-        payload_operation_id: str | None,
+        operation_id: str,
+        event_id: str,
+        payload: dict[str, Any],
         overrides: dict[str, Any],
     ) -> EventT:
-        op = self._operation(call_id, operation_id)
-        payload = {
-            "protocol": "tool_recovery_v1",
-            "operationId": payload_operation_id or op,
-            **verdict,
-            "evidenceEventIds": list(evidence),
-        }
-        fields = {
-            "actions": recovery_action("maka.tool.recovery_decision", payload),
-            "refs": tool_refs(call_id, op),
-        }
-        return self._emit(event_id or f"{op}_decision", "system", "system", fields, overrides)
+        wire = recovery_wire(
+            self.spine.identity,
+            event_id=event_id,
+            ts=self.ts,
+            call_id=call_id,
+            operation_id=operation_id,
+            payload=payload,
+        )
+        return self._fact(wire, overrides)
 
     def evidence(self, call_id: str, *, call_event_id: str | None = None) -> list[str]:
         """``[call, dispatch, reconcile]`` event ids: the evidence every decision of

@@ -5,7 +5,8 @@ decision, a terminal event and a continuation start are read back by the resolve
 and startup recovery, which compare them field by field. A camelCase dict spelled by hand in
 several layers drifts (a missing ``refs`` key, another ``ts``); a constructor here takes typed
 arguments, derives the deterministic parts (ids, refs, spine) and returns a validated
-``RuntimeEvent``, so every writer produces the exact shape the readers expect.
+``RuntimeEvent``, so every writer produces the exact shape the readers expect. The keys
+themselves are written in :mod:`maka_es.wire.fact_shapes`, which the public builders share.
 
 Every constructor is pure: no clock, no ids invented here. The caller passes the timestamp,
 and ids are either passed in or derived deterministically (so a retry rebuilds the same fact).
@@ -18,12 +19,16 @@ from typing import Any, Literal
 
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.wire.codec import canonical_args_hash
-from maka_es.wire.events import (
-    RECONCILE_RESULT_KIND,
-    RECOVERY_DECISION_KIND,
-    TOOL_BOUNDARY_PROTOCOL_V1,
-    FunctionCallContent,
-    RuntimeEvent,
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
+from maka_es.wire.fact_shapes import (
+    continuation_start_wire,
+    decision_payload,
+    dispatch_wire,
+    reconcile_payload,
+    recovery_wire,
+    response_wire,
+    terminal_wire,
+    tool_refs,
 )
 
 __all__ = [
@@ -56,8 +61,6 @@ PARKED_REASON_FOR_OBSERVATION: Mapping[str, ParkedReason] = {
     "unreadable": "reconcile_unreadable",
 }
 
-_SPINE_KEYS = ("sessionId", "invocationId", "runId", "turnId")
-
 
 def _call_content(call: RuntimeEvent) -> FunctionCallContent:
     """Every operation fact is derived from its call; anything else is refused, typed."""
@@ -67,10 +70,6 @@ def _call_content(call: RuntimeEvent) -> FunctionCallContent:
     return content
 
 
-def _operation_refs(operation_id: str, call: FunctionCallContent) -> dict[str, str]:
-    return {"operationId": operation_id, "toolCallId": call.id}
-
-
 def dispatch_fact(call: RuntimeEvent, operation_id: str, recovery_mode: str) -> RuntimeEvent:
     """The T1 dispatch fact of ``call`` (tool-journal.md#t1, wire.md#tool-dispatch-payload).
 
@@ -78,25 +77,17 @@ def dispatch_fact(call: RuntimeEvent, operation_id: str, recovery_mode: str) -> 
     operation, and the args hash recomputed from the call's args: deterministic, so a T1
     retry rebuilds byte-identical facts."""
     content = _call_content(call)
-    wire: dict[str, Any] = {
-        "id": f"{operation_id}_dispatch",
-        **call.spine,
-        "ts": call.ts,
-        "partial": False,
-        "role": "system",
-        "author": "system",
-        "actions": {
-            "toolDispatch": {
-                "protocol": TOOL_BOUNDARY_PROTOCOL_V1,
-                "operationId": operation_id,
-                "providerToolCallId": content.id,
-                "toolName": content.name,
-                "canonicalArgsHash": canonical_args_hash(content.name, content.args),
-                "recoveryMode": recovery_mode,
-            }
-        },
-        "refs": _operation_refs(operation_id, content),
-    }
+    wire = dispatch_wire(
+        call.spine,
+        event_id=f"{operation_id}_dispatch",
+        ts=call.ts,
+        call_id=content.id,
+        tool_name=content.name,
+        operation_id=operation_id,
+        args_hash=canonical_args_hash(content.name, content.args),
+        recovery_mode=recovery_mode,
+        protocol=TOOL_BOUNDARY_PROTOCOL_V1,
+    )
     if call.origin is not None:
         wire["origin"] = call.origin
     return RuntimeEvent.model_validate(wire)
@@ -113,27 +104,18 @@ def _response(
     duration_ms: int | None,
 ) -> RuntimeEvent:
     content = _call_content(call)
-    body: dict[str, Any] = {
-        "kind": "function_response",
-        "id": content.id,
-        "name": content.name,
-        "result": result,
-    }
-    if is_error:
-        body["isError"] = True
-    wire: dict[str, Any] = {
-        "id": event_id,
-        **call.spine,
-        "ts": ts,
-        "partial": False,
-        "role": "tool",
-        "author": "tool",
-        "content": body,
-    }
-    if duration_ms is not None:
-        wire["actions"] = {"stateDelta": {"durationMs": duration_ms}}
-    if operation_id is not None:
-        wire["refs"] = _operation_refs(operation_id, content)
+    refs = None if operation_id is None else tool_refs(content.id, operation_id)
+    wire = response_wire(
+        call.spine,
+        event_id=event_id,
+        ts=ts,
+        call_id=content.id,
+        tool_name=content.name,
+        result=result,
+        is_error=True if is_error else None,
+        refs=refs,
+        duration_ms=duration_ms,
+    )
     return RuntimeEvent.model_validate(wire)
 
 
@@ -189,21 +171,17 @@ def unbound_response(
 
 
 def _recovery_fact(
-    call: RuntimeEvent, operation_id: str, *, suffix: str, ts: float, recovery: dict[str, Any]
+    call: RuntimeEvent, operation_id: str, *, suffix: str, ts: float, payload: dict[str, Any]
 ) -> RuntimeEvent:
-    content = _call_content(call)
-    return RuntimeEvent.model_validate(
-        {
-            "id": f"{operation_id}_{suffix}",
-            **call.spine,
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": {"toolRecovery": recovery},
-            "refs": _operation_refs(operation_id, content),
-        }
+    wire = recovery_wire(
+        call.spine,
+        event_id=f"{operation_id}_{suffix}",
+        ts=ts,
+        call_id=_call_content(call).id,
+        operation_id=operation_id,
+        payload=payload,
     )
+    return RuntimeEvent.model_validate(wire)
 
 
 def reconcile_result_fact(
@@ -216,15 +194,8 @@ def reconcile_result_fact(
 ) -> RuntimeEvent:
     """A recovery bundle's reconcile result (tool-journal.md#recovery-facts): id
     ``<operationId>_reconcile``, the call's spine, refs binding the operation."""
-    payload = {
-        "protocol": "tool_reconcile_v1",
-        "operationId": operation_id,
-        "observation": observation,
-        "observationSchema": "state_identity_v1",
-        "observationDigest": observation_digest,
-    }
-    recovery = {"kind": RECONCILE_RESULT_KIND, "version": 1, "payload": payload}
-    return _recovery_fact(call, operation_id, suffix="reconcile", ts=ts, recovery=recovery)
+    payload = reconcile_payload(operation_id, observation, observation_digest)
+    return _recovery_fact(call, operation_id, suffix="reconcile", ts=ts, payload=payload)
 
 
 def completed_decision_fact(
@@ -238,16 +209,14 @@ def completed_decision_fact(
     """A completed recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``; evidence is ``[call, dispatch, reconcile, outcome]``
     (tool-journal.md#bundles)."""
-    extra = {"outcomeEventId": outcome_event_id}
-    return _decision_fact(
-        call,
+    payload = decision_payload(
         operation_id,
-        ts,
         "completed",
         "reconcile_matches_expected_state",
-        extra,
         evidence_event_ids,
+        outcome_event_id,
     )
+    return _recovery_fact(call, operation_id, suffix="decision", ts=ts, payload=payload)
 
 
 def parked_decision_fact(
@@ -261,30 +230,8 @@ def parked_decision_fact(
     """A parked recovery decision (tool-journal.md#recovery-facts): id
     ``<operationId>_decision``, no outcome; evidence is ``[call, dispatch, reconcile]``.
     ``reason_code`` follows the observation (:data:`PARKED_REASON_FOR_OBSERVATION`)."""
-    return _decision_fact(call, operation_id, ts, "parked", reason_code, {}, evidence_event_ids)
-
-
-def _decision_fact(
-    call: RuntimeEvent,
-    operation_id: str,
-    ts: float,
-    disposition: Literal["completed", "parked"],
-    reason_code: str,
-    extra: Mapping[str, str],
-    evidence_event_ids: Sequence[str],
-) -> RuntimeEvent:
-    """The recovery decision both dispositions share; ``extra`` (a completed decision's
-    ``outcomeEventId``) goes before the evidence, where the payload has always had it."""
-    payload = {
-        "protocol": "tool_recovery_v1",
-        "operationId": operation_id,
-        "disposition": disposition,
-        "reasonCode": reason_code,
-        **extra,
-        "evidenceEventIds": list(evidence_event_ids),
-    }
-    recovery = {"kind": RECOVERY_DECISION_KIND, "version": 1, "payload": payload}
-    return _recovery_fact(call, operation_id, suffix="decision", ts=ts, recovery=recovery)
+    payload = decision_payload(operation_id, "parked", reason_code, evidence_event_ids)
+    return _recovery_fact(call, operation_id, suffix="decision", ts=ts, payload=payload)
 
 
 def terminal_fact(
@@ -301,28 +248,18 @@ def terminal_fact(
     ledger.md#terminal-rules). A failed one carries its failure class both as error content
     and as ``stateDelta.failureClass``, so the header derived from it matches it; the error
     content's ``message`` defaults to the failure class."""
-    actions: dict[str, Any] = {"endInvocation": True}
     delta = dict(state_delta or {})
-    wire: dict[str, Any] = {
-        "id": event_id,
-        **{key: spine[key] for key in _SPINE_KEYS},
-        "ts": ts,
-        "partial": False,
-        "role": "system",
-        "author": "system",
-        "status": status,
-    }
     if failure_class is not None:
-        wire["content"] = {
-            "kind": "error",
-            "code": failure_class,
-            "reason": failure_class,
-            "message": failure_class if message is None else message,
-        }
         delta["failureClass"] = failure_class
-    if delta:
-        actions["stateDelta"] = delta
-    wire["actions"] = actions
+    wire = terminal_wire(
+        spine,
+        event_id=event_id,
+        ts=ts,
+        status=status,
+        error_code=failure_class,
+        message=message,
+        state_delta=delta,
+    )
     return RuntimeEvent.model_validate(wire)
 
 
@@ -347,32 +284,18 @@ def continuation_start_fact(
     is provably undispatched; a claim-repair start runs nothing and carries no marker.
     ``tool_boundary_marker=False`` builds an admission start without its marker: a claim's
     classification accepts that form too (continuation.md#existing-claims)."""
-    actions: dict[str, Any] = {
-        "continuationStart": {
-            "protocol": "continuation_start_v2",
-            "provenance": provenance,
-            "claimId": claim_id,
-            "boundaryDigest": boundary_digest,
-            "immediateSource": {
-                **{key: source_spine[key] for key in _SPINE_KEYS},
-                "highWater": source_high_water,
-                "prefixDigest": source_prefix_digest,
-            },
-            "replayManifestDigest": boundary_digest,
-            "providerProjectionVersion": 1,
-            "providerReplayDigest": provider_replay_digest,
-        }
-    }
-    if provenance == "runtime_admission" and tool_boundary_marker:
-        actions["runtimeProtocol"] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
-    return RuntimeEvent.model_validate(
-        {
-            "id": event_id,
-            **{key: target_spine[key] for key in _SPINE_KEYS},
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": actions,
-        }
+    marker = provenance == "runtime_admission" and tool_boundary_marker
+    wire = continuation_start_wire(
+        target_spine,
+        event_id=event_id,
+        ts=ts,
+        provenance=provenance,
+        claim_id=claim_id,
+        boundary_digest=boundary_digest,
+        source_spine=source_spine,
+        source_high_water=source_high_water,
+        source_prefix_digest=source_prefix_digest,
+        provider_replay_digest=provider_replay_digest,
+        tool_boundary=TOOL_BOUNDARY_PROTOCOL_V1 if marker else None,
     )
+    return RuntimeEvent.model_validate(wire)
