@@ -69,9 +69,8 @@ class StrictJsonError(Exception):
 
 
 class CodecInputError(MakaError, ValueError):
-    """Input to a digest/identity function is structurally invalid (not a JSON problem).
-    ``code``: ``prefix_invalid``, ``boundary_invalid``, ``tool_identity_invalid`` or
-    ``provider_replay_invalid``."""
+    """Input to a digest or identity function is structurally invalid (not a JSON problem); the
+    ``code`` says which (``prefix_invalid``, ``boundary_invalid``, ... in ``maka_es.codes``)."""
 
     default_code = "codec_input_invalid"
 
@@ -341,12 +340,15 @@ class JsonlLedgerError(MakaError):
     default_code = "invalid_jsonl_line"
 
     def __init__(
-        self, message: str, *, line: int | None = None, code: str | None = None, **kw: Any
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        code: str | None = None,
+        detail: Mapping[str, Any] | None = None,
     ) -> None:
-        merged = dict(kw.get("detail") or {})
-        if line is not None:
-            merged["line"] = line
-        super().__init__(message, code=code, detail=merged)
+        at_line = {} if line is None else {"line": line}
+        super().__init__(message, code=code, detail={**(detail or {}), **at_line})
         self.line = line
 
 
