@@ -70,8 +70,8 @@ class StrictJsonError(Exception):
 
 class CodecInputError(MakaError, ValueError):
     """Input to a digest/identity function is structurally invalid (not a JSON problem).
-    ``code``: ``prefix_invalid``, ``boundary_invalid``, ``tool_identity_invalid`` or
-    ``provider_replay_invalid``."""
+    ``code``: ``prefix_invalid``, ``boundary_invalid``, ``tool_identity_invalid``,
+    ``provider_replay_invalid`` or ``operator_action_invalid`` (an operator action, ADR 0022)."""
 
     default_code = "codec_input_invalid"
 
@@ -187,14 +187,15 @@ class ToolOperationConflictError(StoreRefusal):
 
 
 class ToolOutcomeConflictError(StoreRefusal):
-    """A second, different outcome (T2) for an operation that already has one."""
+    """A second, different outcome (T2) for an operation that already has one (also
+    ``operator_attestation_conflict``: another operator's attestation stands, ADR 0022)."""
 
     default_code = "outcome_conflict"
 
 
 class ToolOperationSettledError(StoreRefusal):
     """The operation is settled (outcome, completed or parked recovery); only an exact retry of
-    what settled it is accepted."""
+    what settled it is accepted (``operation_not_attestable``: not indeterminate, ADR 0022)."""
 
     default_code = "tool_operation_settled"
 
