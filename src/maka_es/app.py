@@ -54,6 +54,7 @@ from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.recovery.operator_actions import OperatorActions
 from maka_es.recovery.startup import StartupRecovery, StartupRecoveryReport
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
@@ -119,6 +120,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             lambda: self.id_factory(),
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
+        self.operator_actions = OperatorActions(self.ledger, self.tool_commands, self.telemetry)
 
     # -- construction ------------------------------------------------------------------------------
 

@@ -21,8 +21,8 @@ from maka_es.continuation.service import Continuations
 from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
+from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
 from maka_es.resume.models import ResumePlan
-from maka_es.resume.plan import build_resume_plan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.wire.events import RuntimeEvent
@@ -38,6 +38,7 @@ class RuntimeApi:
     tool_commands: ToolCommands
     claims: Claims
     continuations: Continuations
+    operator_actions: OperatorActions
 
     # -- sessions and runs (Ledger) -------------------------------------------------------------
 
@@ -139,11 +140,30 @@ class RuntimeApi:
     def resolve_run(self, run_id: str) -> Resolution:
         return self.tool_commands.resolve_run(run_id)
 
+    # -- operator actions (ADR 0022) -----------------------------------------------------------
+
+    def attest_operation(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        applied: bool,
+        result: Any = None,
+        actor: str,
+        note: str = "",
+    ) -> AttestationReport:
+        """An operator's recorded decision about an indeterminate operation: it took effect
+        (``result`` is what the model sees) or it did not. Never made automatically."""
+        return self.operator_actions.attest_operation(
+            run_id, operation_id, applied=applied, result=result, actor=actor, note=note
+        )
+
     # -- Phase 0 --------------------------------------------------------------------------------
 
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
-        """The Phase 0 ResumePlan of the run's committed prefix. Reads only; never writes."""
-        return build_resume_plan(self.ledger.read_run_events(run_id), expected_high_water)
+        """The Phase 0 ResumePlan of the run's committed prefix, with the run's operator
+        attestations as diagnostics (ADR 0022). Reads only; never writes."""
+        return self.operator_actions.plan_resume(run_id, expected_high_water)
 
     # -- Phase 1 (Continuations, Claims) --------------------------------------------------------
 

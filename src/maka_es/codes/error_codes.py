@@ -246,6 +246,26 @@ TOOLS = (
         e.ToolOperationSettledError,
     ),
     error(
+        "operator_action_invalid",
+        "An operator action is malformed: no actor, a result for 'not applied' or none for "
+        "'applied', a result that is not strict JSON (ADR 0022).",
+        FIX_CALLER,
+        e.CodecInputError,
+    ),
+    error(
+        "operation_not_attestable",
+        "The attested operation is not indeterminate (it has an outcome or a recovery decision), "
+        "or it belongs to an operation this run never prepared.",
+        "Read the operation (tool_operations); a settled or parked one is left for a fork.",
+        e.ToolOperationSettledError,
+    ),
+    error(
+        "operator_attestation_conflict",
+        "Another operator already attested this operation with another decision.",
+        "Read the committed attestation (plan_resume diagnostics); the first one stands.",
+        e.ToolOutcomeConflictError,
+    ),
+    error(
         "tool_already_dispatched",
         "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
         "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",

@@ -192,6 +192,11 @@ DIAGNOSTICS = (
                 "The cwd changed under cwd_policy relocatable (sourceCwd, currentCwd).",
                 "Informational: the plan continues in the new location; rebuild cwd-bound paths.",
             ),
+            "operator_attested": (
+                "An operator attested this operation's outcome (detail: actor, note, time; "
+                "ADR 0022).",
+                "Informational: the outcome is the operator's word, not an observation.",
+            ),
         },
     ),
     *group(

@@ -55,6 +55,7 @@ __all__ = [
     "LifecycleEventAdapter",
     "LoggingTelemetrySink",
     "NullTelemetrySink",
+    "OperatorAttestedEvent",
     "PlanApprovedEvent",
     "PlanParkedEvent",
     "RecordingTelemetrySink",
@@ -177,13 +178,25 @@ class ExecutionFailedEvent(_LifecycleEventBase):
     error_class: Code
 
 
+class OperatorAttestedEvent(_LifecycleEventBase):
+    """An operator attested an operation's outcome (ADR 0022): identities and a code only."""
+
+    type: Literal["operator_attested"] = "operator_attested"
+    session_id: Identifier
+    run_id: Identifier
+    operation_id: Identifier
+    actor: Identifier
+    outcome: Literal["applied", "not_applied"]
+
+
 #: Any lifecycle event, discriminated by ``type``.
 LifecycleEvent = Annotated[
     PlanApprovedEvent
     | PlanParkedEvent
     | ExecutionStartedEvent
     | ExecutionCompletedEvent
-    | ExecutionFailedEvent,
+    | ExecutionFailedEvent
+    | OperatorAttestedEvent,
     Field(discriminator="type"),
 ]
 

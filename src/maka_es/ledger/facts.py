@@ -140,6 +140,22 @@ class ToolMetadataRecorded(StoredFact):
     metadata: dict[str, JsonValue]
 
 
+class OperationAttested(StoredFact):
+    """An operator's attestation of an indeterminate operation (ADR 0022): who, when, why and
+    whether it took effect. Saved in the same transaction as the T2 response that carries the
+    attested outcome; never part of the RuntimeEvent ledger, so the reference never reads it."""
+
+    TOPIC = "maka_es.run.operation_attested.v1"
+
+    operation_id: str
+    applied: bool
+    result: JsonValue
+    actor: str
+    note: str
+    attested_at: EpochMs
+    response_event_id: str
+
+
 class RunSealed(StoredFact):
     """The run is a continuation source: no new immutable events, ever. Saved at the source's
     expected version in the claim's transaction, so a source that changed after planning makes
@@ -242,6 +258,7 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         RuntimeEventRecorded,
         RunHeaderUpdated,
         ToolMetadataRecorded,
+        OperationAttested,
         RunSealed,
         ContinuationClaimed,
         ContinuationStartRecorded,

@@ -10,8 +10,9 @@ aggregate behind.
 Layout: the state and its fold are :mod:`maka_es.ledger.run_state`; the commands are deciders
 in :mod:`~maka_es.ledger.run_append` (write rules, generic append, claim-repair start),
 :mod:`~maka_es.ledger.run_lifecycle` (creation, header, seal, continuation target) and
-:mod:`~maka_es.ledger.run_tools` (T1, T2, recovery bundle). :class:`Run` is the state with those
-commands as methods, the shape the store and the services use.
+:mod:`~maka_es.ledger.run_tools` (T1, T2, recovery bundle) and
+:mod:`~maka_es.ledger.run_attest` (an operator's attestation, ADR 0022). :class:`Run` is the
+state with those commands as methods, the shape the store and the services use.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger import run_append, run_lifecycle, run_tools
+from maka_es.ledger import run_append, run_attest, run_lifecycle, run_tools
 from maka_es.ledger.facts import RunCreated, RunHeaderUpdated, RunSealed, StoredFact
 from maka_es.ledger.run_append import AppendDecision
 from maka_es.ledger.run_lifecycle import bind_invocation
 from maka_es.ledger.run_state import RunState
 from maka_es.ledger.run_tools import ToolCommandDecision
+from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
@@ -126,6 +128,12 @@ class Run(RunState):
         return run_tools.decide_recovery_bundle(
             self, operation_id, reconcile, decision_event, outcome, committed_at=committed_at
         )
+
+    def decide_attestation(
+        self, attestation: OperatorAttestation, *, committed_at: float
+    ) -> ToolCommandDecision:
+        """An operator's attestation: the T2 response and its provenance in one save (ADR 0022)."""
+        return run_attest.decide_attestation(self, attestation, committed_at=committed_at)
 
 
 def project_run(run: Run | None, facts: Iterable[Any]) -> Run | None:

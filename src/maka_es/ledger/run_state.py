@@ -18,12 +18,14 @@ from uuid import UUID
 
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import (
+    OperationAttested,
     RunHeaderUpdated,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
     ToolMetadataRecorded,
 )
+from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import ResolverState
@@ -37,6 +39,7 @@ class RunState:
     """What a run's committed facts say: header, ledger, seal, resolver scan, journal fold."""
 
     __slots__ = (
+        "_attestations",
         "_event_index",
         "_events",
         "_journal",
@@ -57,6 +60,7 @@ class RunState:
         self._payloads: list[str] = []
         self._event_index: dict[str, int] = {}
         self._terminal_seq: int | None = None
+        self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
@@ -104,6 +108,16 @@ class RunState:
         """The journal state of one operation that crossed T1 (``None``: it never did)."""
         return self._journal.get(operation_id)
 
+    @property
+    def attestations(self) -> tuple[OperatorAttestation, ...]:
+        """Operator attestations of this run's operations, in the order they were committed
+        (ADR 0022)."""
+        return tuple(self._attestations.values())
+
+    def attestation(self, operation_id: str) -> OperatorAttestation | None:
+        """The operator attestation of one operation (``None``: none was recorded)."""
+        return self._attestations.get(operation_id)
+
     def payload_at(self, event_seq: int) -> str:
         """Canonical JSON of the committed event at ``event_seq`` (1-based)."""
         return self._payloads[event_seq - 1]
@@ -134,6 +148,8 @@ class RunState:
             self._sealed_by = fact.claim_id
         elif isinstance(fact, ToolMetadataRecorded):
             self._journal.apply_metadata(fact.operation_id, fact.metadata)
+        elif isinstance(fact, OperationAttested):
+            self._attestations[fact.operation_id] = _attestation(fact)
         elif isinstance(fact, RunHeaderUpdated):
             self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
         else:
@@ -153,3 +169,15 @@ class RunState:
         self._journal.apply(event)
         if event.is_terminal and self._terminal_seq is None:
             self._terminal_seq = fact.event_seq
+
+
+def _attestation(fact: OperationAttested) -> OperatorAttestation:
+    return OperatorAttestation(
+        operation_id=fact.operation_id,
+        applied=fact.applied,
+        result=fact.result,
+        actor=fact.actor,
+        note=fact.note,
+        attested_at=int(fact.attested_at),
+        response_event_id=fact.response_event_id,
+    )

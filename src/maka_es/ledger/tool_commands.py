@@ -16,6 +16,7 @@ from typing import Any
 from maka_es.ledger.ports import RunStore
 from maka_es.ledger.run import Run, ToolCommandDecision
 from maka_es.ledger.service import concurrent_write
+from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
@@ -96,6 +97,41 @@ class ToolCommands:
                 committed_at=self._store.now_ms(),
             ),
         )
+
+    def attest_operation(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        applied: bool,
+        result: Any = None,
+        actor: str,
+        note: str = "",
+    ) -> tuple[ToolCommit, OperatorAttestation]:
+        """An operator's attestation of an indeterminate operation, one transaction (ADR 0022):
+        the T2 response carrying the attested outcome and its provenance, stamped with the
+        application clock. Returns the commit and the attestation that stands (on
+        ``created=False``, the one committed first, with its original time)."""
+        validate_attestation_input(actor, note, applied, result)
+        attestation = OperatorAttestation(
+            operation_id=operation_id,
+            applied=applied,
+            result=result,
+            actor=actor,
+            note=note,
+            attested_at=self._store.now_ms(),
+            response_event_id=f"{operation_id}_response",
+        )
+        commit = self._commit(
+            run_id,
+            lambda run: run.decide_attestation(attestation, committed_at=attestation.attested_at),
+        )
+        standing = self._store.load_run(run_id).attestation(operation_id)
+        return commit, standing if standing is not None else attestation
+
+    def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
+        """The operator attestations recorded in the run (ADR 0022)."""
+        return self._store.load_run(run_id).attestations
 
     def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
         """Journal state of every operation of the run that crossed T1."""

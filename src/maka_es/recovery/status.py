@@ -41,6 +41,7 @@ from maka_es.continuation.claim import ContinuationClaim
 from maka_es.errors import RunNotFoundError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,
+    OperationAttested,
     RunCreated,
     RunHeaderUpdated,
     RunSealed,
@@ -92,6 +93,7 @@ _RUN_STREAM_TOPICS: Final = frozenset(
         RunHeaderUpdated.TOPIC,
         RunSealed.TOPIC,
         ToolMetadataRecorded.TOPIC,
+        OperationAttested.TOPIC,
     }
 )
 

@@ -20,9 +20,15 @@ from maka_es.resume.models import (
     ResumeRejectionReason,
     ToolOperation,
 )
+from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.wire.events import RuntimeEvent
 
-__all__ = ["HiddenPendingCall", "rejection_reasons", "resume_diagnostics"]
+__all__ = [
+    "HiddenPendingCall",
+    "attestation_diagnostics",
+    "rejection_reasons",
+    "resume_diagnostics",
+]
 
 #: ``(callEventId, toolCallId, toolName)`` of a hidden nested call with an indeterminate outcome.
 HiddenPendingCall = tuple[str, str, str | None]
@@ -34,7 +40,10 @@ _SELF_NAMED_ISSUES = frozenset(
 
 #: Diagnostics that make a prefix unsafe to replay (all map to ``dangling_tool_state``): every
 #: diagnostic-only code but the cwd note, which never blocks a replay.
-_DANGLING_CODES = frozenset(get_args(DiagnosticOnlyCode)) - {"workspace_location_changed"}
+_DANGLING_CODES = frozenset(get_args(DiagnosticOnlyCode)) - {
+    "workspace_location_changed",
+    "operator_attested",
+}
 
 _OPERATION_DIAGNOSTICS: dict[str, tuple[DiagnosticCode, str]] = {
     "indeterminate": ("pending_tool_result", "tool call has no committed result; outcome unknown"),
@@ -185,3 +194,25 @@ def _unmatched_results(
                 tool_name=response.name,
                 detail={"callToolName": matched.tool_name, "responseToolName": response.name},
             )
+
+
+def attestation_diagnostics(
+    operations: Sequence[ToolOperation], attestations: Sequence[OperatorAttestation]
+) -> Iterator[Diagnostic]:
+    """``operator_attested`` for every operation settled by an operator's attestation (ADR
+    0022), after the table's diagnostics: provenance, never a reason to block. Only attestations
+    whose response is in the planned prefix are reported."""
+    by_response = {a.response_event_id: a for a in attestations}
+    for operation in operations:
+        attestation = by_response.get(operation.response_runtime_event_id or "")
+        if attestation is None:
+            continue
+        outcome = "applied" if attestation.applied else "not applied"
+        yield Diagnostic(
+            code="operator_attested",
+            message=f"outcome attested as {outcome} by an operator",
+            event_id=attestation.response_event_id,
+            tool_call_id=operation.tool_call_id,
+            tool_name=operation.tool_name,
+            detail=attestation.to_detail(),
+        )

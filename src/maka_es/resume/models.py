@@ -92,6 +92,7 @@ ResumeRejectionReason = Literal[
 #: The diagnostic-only codes (docs/reference/codes.md#diagnostic-codes); with the park reasons
 #: they make ``DiagnosticCode``, so later phases reuse ``Diagnostic``.
 DiagnosticOnlyCode = Literal[
+    "operator_attested",
     "pending_tool_result",
     "unmatched_tool_result",
     "tool_name_mismatch",

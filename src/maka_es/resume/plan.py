@@ -16,7 +16,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from maka_es.resume.diagnostics import HiddenPendingCall, rejection_reasons, resume_diagnostics
+from maka_es.resume.diagnostics import (
+    HiddenPendingCall,
+    attestation_diagnostics,
+    rejection_reasons,
+    resume_diagnostics,
+)
 from maka_es.resume.models import (
     DecisionStatus,
     Resolution,
@@ -28,6 +33,7 @@ from maka_es.resume.models import (
     decode_events,
 )
 from maka_es.resume.replay import provider_replay_subset
+from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 
@@ -118,14 +124,18 @@ def _hidden_indeterminate_call_ids(
 
 
 def build_resume_plan(
-    events: Sequence[RuntimeEventInput], expected_high_water: int | None = None
+    events: Sequence[RuntimeEventInput],
+    expected_high_water: int | None = None,
+    attestations: Sequence[OperatorAttestation] = (),
 ) -> ResumePlan:
     """Decide whether a committed prefix may be replayed to the provider
     (docs/reference/phase0.md#resume-plan).
 
     ``events`` is everything the store returned for one run, partial snapshots included: the
     high-water is the input count. ``expected_high_water`` (e.g. a checkpoint's) that differs
-    from it is always ``runtime_offset_mismatch``. Deterministic; never mutates its input.
+    from it is always ``runtime_offset_mismatch``. ``attestations`` (the run's operator
+    attestations, ADR 0022) add ``operator_attested`` diagnostics after the others; they never
+    change the disposition. Deterministic; never mutates its input.
     """
     decoded = decode_events(events)
     resolution = resolve_tool_operations(decoded)
@@ -134,6 +144,7 @@ def build_resume_plan(
     diagnostics = resume_diagnostics(
         decoded, operations, resolution, hidden_pending, expected_high_water
     )
+    diagnostics.extend(attestation_diagnostics(operations, attestations))
     reasons = rejection_reasons(diagnostics)
     # a pending hidden nested call is still a possible side effect of the enclosing execution
     requires_verification = bool(hidden_pending) or any(

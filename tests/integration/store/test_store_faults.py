@@ -267,6 +267,9 @@ ENTRY_POINTS: dict[str, Call] = {
     "run_high_water": lambda app, t: app.run_high_water("r1"),
     "read_run_payloads": lambda app, t: app.read_run_payloads("r1"),
     "plan_resume": lambda app, t: app.plan_resume("r1"),
+    "attest_operation": lambda app, t: app.attest_operation(
+        "r1", "toolop_" + "0" * 32, applied=False, actor="op"
+    ),
     "plan_continuation": lambda app, t: app.plan_continuation("s1"),
     "execute_continuation": lambda app, t: app.execute_continuation(t.plan, ScriptedProvider([])),
     "claim_exists": lambda app, t: app.claim_exists("claim"),

@@ -1,0 +1,93 @@
+"""Operator actions on a parked run: attest an indeterminate operation's outcome (ADR 0022).
+
+Why a service apart from startup recovery: recovery never settles an unknown outcome by itself
+(docs/reference/tool-journal.md#recovery-modes); only a person who looked at the world can. This
+service is the one door for that decision: it validates it, commits it through the tool
+journal's command (one save, one winner) and reports it to telemetry with identities and codes
+only. The decision itself lives in :mod:`maka_es.ledger.run_attest`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from maka_es.continuation.telemetry import OperatorAttestedEvent, Telemetry
+from maka_es.ledger.service import Ledger
+from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.resume.models import ResumePlan
+from maka_es.resume.plan import build_resume_plan
+from maka_es.tooljournal.attestation import OperatorAttestation
+
+__all__ = ["AttestationReport", "OperatorActions"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttestationReport:
+    """What ``attest_operation`` did: ``created=False`` when the same decision was already
+    committed (``attestation`` is then the first one, with its original time)."""
+
+    run_id: str
+    operation_id: str
+    created: bool
+    attestation: OperatorAttestation
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "created": self.created,
+            **self.attestation.to_detail(),
+        }
+
+
+class OperatorActions:
+    """Typed, recorded operator actions over the tool journal (see module docstring)."""
+
+    def __init__(self, ledger: Ledger, tool_commands: ToolCommands, telemetry: Telemetry) -> None:
+        self._ledger = ledger
+        self._tools = tool_commands
+        self._telemetry = telemetry
+
+    def attest_operation(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        applied: bool,
+        result: Any = None,
+        actor: str,
+        note: str = "",
+    ) -> AttestationReport:
+        """Record that the indeterminate operation took effect (``applied=True``, with the
+        ``result`` the model should see) or did not (``applied=False``); see
+        :meth:`maka_es.ledger.tool_commands.ToolCommands.attest_operation`. A refusal raises a
+        typed error and writes nothing."""
+        commit, attestation = self._tools.attest_operation(
+            run_id, operation_id, applied=applied, result=result, actor=actor, note=note
+        )
+        if commit.created:
+            self._emit(run_id, attestation)
+        return AttestationReport(run_id, commit.operation_id, commit.created, attestation)
+
+    def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
+        """The Phase 0 plan of the run with its attestations as ``operator_attested``
+        diagnostics. Why here: the events and the attestations are read from ONE load of the
+        run, so a plan never names an attestation whose response it does not hold."""
+        run = self._ledger.load_run(run_id)
+        return build_resume_plan(run.events, expected_high_water, run.attestations)
+
+    def _emit(self, run_id: str, attestation: OperatorAttestation) -> None:
+        """Telemetry is best-effort: an actor that is not a telemetry identity drops the event."""
+        try:
+            event = OperatorAttestedEvent(
+                session_id=self._ledger.get_run_header(run_id).session_id,
+                run_id=run_id,
+                operation_id=attestation.operation_id,
+                actor=attestation.actor,
+                outcome="applied" if attestation.applied else "not_applied",
+            )
+        except ValidationError:
+            return
+        self._telemetry.emit(event)
