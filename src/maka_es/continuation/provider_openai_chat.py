@@ -60,8 +60,8 @@ def _tool_call(index: int, call: object) -> dict[str, Any]:
             "are supported",
             "tool_call_unsupported",
         )
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
-    assert isinstance(function, dict)
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
     args = parse_arguments(index, str(call_id), function.get("arguments"))
     return call_output(index, call_id, function.get("name"), args)
 
