@@ -15,7 +15,8 @@ Per-event projection is :func:`maka_es.continuation.replay_items.provider_replay
 version 1), the same function whose items the continuation's ``providerReplayDigest`` binds. That is
 deliberate: the messages are a function of exactly the digest-bound items, so user text carries the
 reference's folding (quotes, attachments, the steering envelope) and a tool result is the stored
-``result`` (``providerOutput`` for provider-executed tools). It also fixes what is *not* model
+``result`` (``providerOutput`` for provider-executed tools), sent as the tool's text
+(:func:`tool_result_text`). It also fixes what is *not* model
 history: partial, hidden, content-less, empty-text, error-content and wrong-role events, and
 system-role text (the host rebuilds the system prompt; the reference projection excludes system text
 by default).
@@ -47,9 +48,12 @@ from maka_es.wire.report import RuntimeEventInput, decode_events
 __all__ = [
     "ExportReason",
     "ProviderExportError",
+    "ExchangeTurn",
     "ProviderMessage",
+    "exchange_turns",
     "to_anthropic_messages",
     "to_openai_chat_messages",
+    "tool_result_text",
 ]
 
 #: One provider request message (a plain JSON-compatible dict, ready for the provider SDK).
@@ -62,7 +66,7 @@ TurnRole = Literal["user", "assistant", "tool"]
 
 
 @dataclass
-class _Turn:
+class ExchangeTurn:
     """One provider-neutral turn: a user text, an assistant step, or a step's tool results."""
 
     role: TurnRole
@@ -82,16 +86,16 @@ class _Exchange:
     """The turns grouped so far and the state of the step whose tool exchange is open."""
 
     def __init__(self) -> None:
-        self.turns: list[_Turn] = []
-        self.step: _Turn | None = None  # the open assistant step, while it accepts model items
-        self.results: _Turn | None = None  # the tool turn of the step whose results arrive
+        self.turns: list[ExchangeTurn] = []
+        self.step: ExchangeTurn | None = None  # the open assistant step (accepts model items)
+        self.results: ExchangeTurn | None = None  # the tool turn of the step's arriving results
         self.pending: dict[str, tuple[str, str]] = {}  # call id -> (tool name, call event id)
         self.seen_calls: set[str] = set()
-        self.deferred: list[_Turn] = []  # user texts that arrived while results were outstanding
+        self.deferred: list[ExchangeTurn] = []  # user texts that came while results were due
 
     def user_text(self, item: Item) -> None:
         """A user text closes the step, or waits until the step's results are all in."""
-        turn = _Turn("user", [item])
+        turn = ExchangeTurn("user", [item])
         if self.pending:
             self.deferred.append(turn)
         else:
@@ -118,7 +122,7 @@ class _Exchange:
             )
         del self.pending[call_id]
         if self.results is None:
-            self.results = _Turn("tool")
+            self.results = ExchangeTurn("tool")
             self.turns.append(self.results)
             self.step = None
         self.results.items.append(item)
@@ -142,11 +146,11 @@ class _Exchange:
             self.seen_calls.add(call_id)
             self.pending[call_id] = (str(item["toolName"]), str(item["eventId"]))
         if self.step is None:
-            self.step = _Turn("assistant")
+            self.step = ExchangeTurn("assistant")
             self.turns.append(self.step)
         self.step.items.append(item)
 
-    def finish(self) -> list[_Turn]:
+    def finish(self) -> list[ExchangeTurn]:
         """The turns, once no call is left without its result."""
         if self.pending:
             call_id, (name, call_event) = next(iter(self.pending.items()))
@@ -179,8 +183,9 @@ def _export_error(message: str, reason: ExportReason, item: Item) -> ProviderExp
     )
 
 
-def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
-    """Group the model-visible items into turns, enforcing the exchange rules (module doc)."""
+def exchange_turns(events: Iterable[RuntimeEventInput]) -> list[ExchangeTurn]:
+    """Group the model-visible items into turns, enforcing the exchange rules (module doc);
+    every provider format (chat completions, Responses, Anthropic Messages) starts here."""
     exchange = _Exchange()
     for item in _items(events):
         if item["kind"] == "text" and item["role"] == "user":
@@ -192,9 +197,22 @@ def _turns(events: Iterable[RuntimeEventInput]) -> list[_Turn]:
     return exchange.finish()
 
 
-def _result_text(output: Any) -> str:
-    """Tool-result content as text: a string as is, anything else as canonical JSON."""
-    return output if isinstance(output, str) else canonical_json(output)
+def tool_result_text(output: Any) -> str:
+    """Tool-result content as the model reads it: the tool's text.
+
+    A tool's result is stored in its ``{"kind": "text", "text": ...}`` envelope (extra keys such
+    as ``uncertainOutcome`` included, docs/reference/tool-journal.md#t2); the model is sent the
+    envelope's ``text``, not the envelope's JSON. A bare string goes as is; any other value
+    (a structured result) as canonical JSON. Only the rendering changes: the replay digest is
+    computed over the stored items, not over this text.
+    """
+    if isinstance(output, str):
+        return output
+    if isinstance(output, dict) and output.get("kind") == "text":
+        text = output.get("text")
+        if isinstance(text, str):
+            return text
+    return canonical_json(output)
 
 
 # --- OpenAI chat completions ------------------------------------------------------------------
@@ -208,8 +226,8 @@ def to_openai_chat_messages(events: Iterable[RuntimeEventInput]) -> list[Provide
       ``None`` when the step has only calls; a list of text parts when it has several texts),
       plus ``tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}]``
       with ``arguments`` the canonical JSON of the call's args;
-    * each result -> ``{"role": "tool", "tool_call_id", "content"}`` (string result as is,
-      else canonical JSON; chat completions has no error flag, so an error result is its
+    * each result -> ``{"role": "tool", "tool_call_id", "content"}`` (the tool's text,
+      :func:`tool_result_text`; chat completions has no error flag, so an error result is its
       content alone);
     * thinking is dropped: chat completions accepts no reasoning input, signed or not. A step
       that held only thinking yields no message.
@@ -217,7 +235,7 @@ def to_openai_chat_messages(events: Iterable[RuntimeEventInput]) -> list[Provide
     Raises :class:`ProviderExportError` for an unpaired or interleaved tool exchange.
     """
     messages: list[ProviderMessage] = []
-    for turn in _turns(events):
+    for turn in exchange_turns(events):
         if turn.role == "user":
             messages.append({"role": "user", "content": turn.items[0]["content"]})
         elif turn.role == "tool":
@@ -225,7 +243,7 @@ def to_openai_chat_messages(events: Iterable[RuntimeEventInput]) -> list[Provide
                 {
                     "role": "tool",
                     "tool_call_id": item["toolCallId"],
-                    "content": _result_text(item["output"]),
+                    "content": tool_result_text(item["output"]),
                 }
                 for item in turn.items
             )
@@ -267,6 +285,12 @@ def _anthropic_block(item: Item) -> dict[str, Any] | None:
     if kind == "text":
         return {"type": "text", "text": item["content"]}
     if kind == "thinking":
+        options = item.get("providerOptions") or {}
+        anthropic = options.get("anthropic")
+        redacted = anthropic.get("redactedData") if isinstance(anthropic, dict) else None
+        if isinstance(redacted, str) and redacted:
+            # Thinking the API redacted: its opaque data goes back as it came.
+            return {"type": "redacted_thinking", "data": redacted}
         signature = item.get("signature")
         if not signature:
             # The API rejects a thinking block without its signature (it cannot verify the
@@ -292,7 +316,7 @@ def _anthropic_block(item: Item) -> dict[str, Any] | None:
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": item["toolCallId"],
-        "content": _result_text(item["output"]),
+        "content": tool_result_text(item["output"]),
     }
     if item["isError"] is True:
         block["is_error"] = True
@@ -305,17 +329,19 @@ def to_anthropic_messages(events: Iterable[RuntimeEventInput]) -> list[ProviderM
     * user text -> a ``{"type": "text"}`` block in a ``user`` message;
     * an assistant step -> one ``assistant`` message with its blocks in ledger order: text,
       ``thinking`` (only with a signature: unsigned thinking is dropped because the API refuses
-      a thinking block it cannot verify), ``tool_use`` (``input`` = the call's args, which must
-      be a JSON object, else ``tool_input_not_object``);
-    * a step's results -> ``tool_result`` blocks (content: string result as is, else canonical
-      JSON; ``is_error: true`` only for an error result) in a ``user`` message;
+      a thinking block it cannot verify; ``redacted_thinking`` for thinking recorded with
+      ``providerOptions.anthropic.redactedData``), ``tool_use`` (``input`` = the call's args,
+      which must be a JSON object, else ``tool_input_not_object``);
+    * a step's results -> ``tool_result`` blocks (content: the tool's text,
+      :func:`tool_result_text`; ``is_error: true`` only for an error result) in a ``user``
+      message;
     * consecutive messages of one role are merged (the API requires alternation); a user
       message therefore starts with the tool results it answers, then any user text.
 
     Raises :class:`ProviderExportError` for an unpaired or interleaved tool exchange.
     """
     messages: list[ProviderMessage] = []
-    for turn in _turns(events):
+    for turn in exchange_turns(events):
         blocks = [b for b in (_anthropic_block(item) for item in turn.items) if b is not None]
         if not blocks:
             continue

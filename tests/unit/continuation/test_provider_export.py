@@ -23,8 +23,11 @@ from maka_es.continuation.provider_export import (
     ProviderMessage,
     to_anthropic_messages,
     to_openai_chat_messages,
+    tool_result_text,
 )
+from maka_es.continuation.replay_items import provider_replay_item
 from maka_es.errors import MakaError
+from maka_es.tooljournal.tools import outcome_unknown_result
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 
@@ -137,6 +140,54 @@ def test_anthropic_exact_messages() -> None:
         },
         {"role": "assistant", "content": [{"type": "text", "text": "The port is 3000."}]},
     ]
+
+
+def test_tool_results_are_sent_as_the_tools_text_not_the_envelope_json() -> None:
+    """The tool journal stores a result in its text envelope; the model reads the text. The
+    replay items (what the continuation's replay digest binds) keep the stored envelope."""
+    unknown = outcome_unknown_result("killed mid-write")
+    events = [
+        EV.user(text="fix the port"),
+        EV.call("tool-a", "Read", {"path": "a.json"}, event_id="c-a", with_refs=True),
+        EV.call("tool-b", "Write", {"path": "a.json"}, event_id="c-b", with_refs=True),
+        EV.response(
+            "tool-a", "Read", {"kind": "text", "text": "port: 3000"}, event_id="r-a", with_refs=True
+        ),
+        EV.response("tool-b", "Write", unknown, event_id="r-b", is_error=True, with_refs=True),
+    ]
+    assert to_openai_chat_messages(events)[2:] == [
+        {"role": "tool", "tool_call_id": "tool-a", "content": "port: 3000"},
+        {"role": "tool", "tool_call_id": "tool-b", "content": "outcome_unknown: killed mid-write"},
+    ]
+    assert to_anthropic_messages(events)[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "tool-a", "content": "port: 3000"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "tool-b",
+            "content": "outcome_unknown: killed mid-write",
+            "is_error": True,
+        },
+    ]
+    items = [provider_replay_item(e.to_wire()) for e in events[3:]]
+    assert [item["output"] for item in items if item is not None] == [
+        {"kind": "text", "text": "port: 3000"},
+        unknown,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("output", "text"),
+    [
+        ("plain", "plain"),
+        ({"kind": "text", "text": ""}, ""),
+        ({"kind": "text", "text": 3}, '{"kind":"text","text":3}'),
+        ({"kind": "json", "value": 1}, '{"kind":"json","value":1}'),
+        ([{"kind": "text", "text": "a"}], '[{"kind":"text","text":"a"}]'),
+        (None, "null"),
+    ],
+)
+def test_tool_result_text_of_other_results(output: Any, text: str) -> None:
+    assert tool_result_text(output) == text
 
 
 def test_calls_without_text_and_several_texts_in_one_step() -> None:
