@@ -118,6 +118,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             host_inspector,
             self.telemetry,
             lambda: self.id_factory(),
+            self.tool_runtime,
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
         self.operator_actions = OperatorActions(self.ledger, self.tool_commands, self.telemetry)

@@ -199,11 +199,19 @@ class RuntimeApi:
         current_cwd: str | None = None,
         settings: PlannerSettings | None = None,
         system_prompt: str | None = None,
+        step_limit: int | None = None,
     ) -> ContinuationOutcome:
-        """Revalidate, claim the source boundary (one save), then call the provider; a stale
-        plan or a lost claim raises ``ContinuationRevalidationError`` before any write."""
+        """Revalidate, claim the source boundary (one save), then run the agent loop: the
+        provider, the tools it calls (through ``tool_runtime``, T1/T2), the provider again,
+        at most ``step_limit`` provider calls (default ``DEFAULT_STEP_LIMIT``). A stale plan
+        or a lost claim raises ``ContinuationRevalidationError`` before any write."""
         return self.continuations.execute(
-            plan, provider, current_cwd=current_cwd, settings=settings, system_prompt=system_prompt
+            plan,
+            provider,
+            current_cwd=current_cwd,
+            settings=settings,
+            system_prompt=system_prompt,
+            step_limit=step_limit,
         )
 
     def get_claim(self, claim_id: str) -> ContinuationClaim | None:

@@ -106,9 +106,18 @@ CONTINUATION = (
     ),
     error(
         "provider_output_invalid",
-        "A provider output is not model text or thinking content (detail.index).",
-        "Fix the provider adapter; in execute_continuation the target run ends failed.",
+        "A provider output is not model text, thinking or tool-call content, or repeats a "
+        "tool call id (detail.index, detail.field).",
+        "Fix the provider adapter; in execute_continuation the target run ends failed, its "
+        "failureMessage naming what was wrong.",
         e.InvalidProviderOutputError,
+    ),
+    error(
+        "step_limit_exceeded",
+        "A continuation's agent loop called the provider step_limit times and the model still "
+        "asked for tools; the target run ended failed with this failure class.",
+        "Raise step_limit if the task needs more tool rounds, or continue the session again.",
+        e.MakaError,
     ),
     error(
         "provider_script_exhausted",

@@ -13,18 +13,24 @@ Order, and why:
    as event 1 and its header ``running`` (admitted), the invocation binding and the session's
    registration. A concurrent claimer, or a source that changed since step 1, loses on the
    store's uniqueness and leaves nothing.
-3. **Only then** is the provider called, with the validated replay context: no new user
-   event, no duplicate of the original user message.
-4. The provider's outputs, then the terminal event, then the terminal header are committed
-   (terminal event before header, always).
+3. **Only then** does the run's agent loop start (``agent_loop``,
+   docs/reference/continuation.md#agent-loop): the provider is called with the validated
+   replay context (no new user event, no duplicate of the original user message), its turn
+   is recorded, its tool calls run through the tool journal in the target run, and the
+   provider is called again with the run's replay, until a text-only turn, an error or the
+   step limit.
+4. The terminal event, then the terminal header are committed (terminal event before header,
+   always): ``completed``, or ``failed`` with the error's class (``step_limit_exceeded`` for
+   the limit) and, for an error maka_es authored (an invalid output), a ``failureMessage``
+   naming what was wrong.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from maka_es import failpoints
+from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT, AgentLoop, LoopEnd
 from maka_es.continuation.claim import ContinuationTarget, SourceBoundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.gates import ContinuationPlan, CwdPolicy, RuntimeContinuation
@@ -34,6 +40,7 @@ from maka_es.continuation.revalidation import ContinuationRevalidationError, Rev
 from maka_es.continuation.revalidation import refuse as _refuse
 from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.ledger.run import Run
+from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.run_header import RunHeader, terminal_event
 
 __all__ = [
@@ -59,13 +66,17 @@ AFTER_TERMINAL_HEADER = failpoints.AFTER_TERMINAL_HEADER
 
 @dataclass(frozen=True)
 class ContinuationOutcome:
-    """What execution did: the target run, its terminal status, and the error class if the
-    provider failed (the failure is committed as the run's terminal fact)."""
+    """What execution did: the target run, its terminal status, the error class (and the
+    failure message) when it failed (committed as the run's terminal fact), how many model
+    outputs were recorded, how many provider calls (steps) and tool calls the loop made."""
 
     target_run_id: str
     status: str
     error_class: str | None
     outputs: int
+    steps: int = 0
+    tool_calls: int = 0
+    failure_message: str | None = None
 
 
 class ContinuationExecutor:
@@ -76,16 +87,20 @@ class ContinuationExecutor:
         claims: Claims,
         inspector: HostInspector | None,
         telemetry: Telemetry,
+        tool_runtime: ToolRuntime,
         *,
         cwd_policy: CwdPolicy = "strict",
         system_prompt: str | None = None,
+        step_limit: int = DEFAULT_STEP_LIMIT,
     ) -> None:
         self.claims = claims
         self.ledger = claims.ledger
         self.inspector = inspector
         self.telemetry = telemetry
+        self.tool_runtime = tool_runtime
         self.cwd_policy = cwd_policy
         self.system_prompt = system_prompt
+        self.step_limit = step_limit
 
     # -- revalidation -----------------------------------------------------------------------------
 
@@ -131,26 +146,38 @@ class ContinuationExecutor:
             system_prompt=self.system_prompt,
             tool_names=tuple(observation.available_tool_names),
         )
-        try:
-            turn = provider.complete(request)
-            outputs = [self._output_event(target_header, n, o) for n, o in enumerate(turn.outputs)]
-            if outputs:
-                self.ledger.append_events(target.run_id, outputs)
-        except Exception as exc:
-            error_class = error_class_of(exc)
-            self._finish(target_header, "failed", error_class)
+        end = AgentLoop(self.ledger, self.tool_runtime, step_limit=self.step_limit).run(
+            provider, request, target_header
+        )
+        return self._end(target_header, end, session_id=session_id, source_run_id=boundary.run_id)
+
+    def _end(
+        self, target_header: RunHeader, end: LoopEnd, *, session_id: str, source_run_id: str
+    ) -> ContinuationOutcome:
+        """The loop's terminal through the barrier, then telemetry and the outcome."""
+        target_run_id = target_header.run_id
+        error_class = None if end.error is None else error_class_of(end.error)
+        self._finish(target_header, end.status, error_class, end.failure_message)
+        if end.error is not None:
             self.telemetry.execution_failed(
                 session_id=session_id,
-                source_run_id=boundary.run_id,
-                target_run_id=target.run_id,
-                error=exc,
+                source_run_id=source_run_id,
+                target_run_id=target_run_id,
+                error=end.error,
             )
-            return ContinuationOutcome(target.run_id, "failed", error_class, 0)
-        self._finish(target_header, "completed", None)
-        self.telemetry.execution_completed(
-            session_id=session_id, source_run_id=boundary.run_id, target_run_id=target.run_id
+        else:
+            self.telemetry.execution_completed(
+                session_id=session_id, source_run_id=source_run_id, target_run_id=target_run_id
+            )
+        return ContinuationOutcome(
+            target_run_id,
+            end.status,
+            error_class,
+            end.outputs,
+            end.steps,
+            end.tool_calls,
+            end.failure_message,
         )
-        return ContinuationOutcome(target.run_id, "completed", None, len(outputs))
 
     def _claim(
         self,
@@ -184,19 +211,16 @@ class ContinuationExecutor:
             claimId=boundary.claim_id,
         )
 
-    def _output_event(self, target_header: RunHeader, n: int, content: Any) -> dict[str, Any]:
-        return {
-            "id": f"{target_header.run_id}-out-{n + 1}",
-            **target_header.spine,
-            "ts": self.ledger.now_ms(),
-            "partial": False,
-            "role": "model",
-            "author": "agent",
-            "content": dict(content),
-        }
-
-    def _finish(self, target_header: RunHeader, status: str, error_class: str | None) -> None:
-        """The target's terminal fact, then its header (``end_run`` keeps that order)."""
+    def _finish(
+        self,
+        target_header: RunHeader,
+        status: str,
+        error_class: str | None,
+        failure_message: str | None,
+    ) -> None:
+        """The target's terminal fact, then its header (``end_run`` keeps that order). A
+        failure message rides in the fact (error content and ``stateDelta.failureMessage``),
+        so the header derived from it, or repaired from it after a crash, carries it too."""
         self.ledger.end_run(
             target_header.run_id,
             terminal_event(
@@ -205,5 +229,9 @@ class ContinuationExecutor:
                 ts=self.ledger.now_ms(),
                 status=status,
                 failure_class=error_class,
+                message=failure_message,
+                state_delta=None
+                if failure_message is None
+                else {"failureMessage": failure_message},
             ),
         )

@@ -8,6 +8,11 @@ committed replay context (system facts included; the exporters drop what the mod
 sees) plus what the host rebuilds for every call - the system prompt and the current tool
 catalog - and no field for extra user input.
 
+A continuation is a full agent turn (docs/reference/continuation.md#agent-loop): a
+:class:`ProviderTurn` may carry tool calls, and the executor then runs them through the tool
+journal and asks the provider again with the run's replay, so one continuation may make several
+provider calls, each a :class:`ProviderRequest` of the same shape.
+
 * :class:`ProviderRequest` / :class:`ProviderTurn` - request and answer, frozen.
 * :class:`Provider` - the protocol the continuation executor depends on.
 * :class:`ScriptedProvider` - deterministic double for tests and the demo.
@@ -26,7 +31,12 @@ from maka_es.continuation.provider_export import (
     to_openai_chat_messages,
 )
 from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
-from maka_es.wire.events import RuntimeEvent, TextContent, ThinkingContent
+from maka_es.wire.events import (
+    FunctionCallContent,
+    RuntimeEvent,
+    TextContent,
+    ThinkingContent,
+)
 from maka_es.wire.report import RuntimeEventInput, decode_events
 
 __all__ = [
@@ -75,41 +85,72 @@ class ProviderRequest:
         return to_anthropic_messages(self.replay_context)
 
 
+#: The content models a provider output may have, by ``kind``.
+_OUTPUT_MODELS: dict[object, type[TextContent | ThinkingContent | FunctionCallContent]] = {
+    "text": TextContent,
+    "thinking": ThinkingContent,
+    "function_call": FunctionCallContent,
+}
+
+
 def _validated_output(index: int, output: object) -> dict[str, Any]:
-    """The exact wire dict of one model output, or :class:`InvalidProviderOutputError`."""
+    """The exact wire dict of one model output, or :class:`InvalidProviderOutputError` whose
+    message names what was wrong (it becomes the run's ``failureMessage``)."""
     if not isinstance(output, Mapping):
         raise InvalidProviderOutputError(
             f"provider output {index} is not a content mapping", detail={"index": index}
         )
     kind = output.get("kind")
-    model: type[TextContent] | type[ThinkingContent]
-    if kind == "text":
-        model = TextContent
-    elif kind == "thinking":
-        model = ThinkingContent
-    else:
-        # Tool calls are not accepted here: a call needs the tool journal (T1/T2), which a
-        # single provider turn does not go through.
+    model = _OUTPUT_MODELS.get(kind)
+    if model is None:
         raise InvalidProviderOutputError(
-            f"provider output {index} has kind {kind!r}; only 'text' and 'thinking' are accepted",
+            f"provider output {index} has kind {kind!r}; only 'text', 'thinking' and "
+            "'function_call' are accepted",
             detail={"index": index, "kind": kind},
         )
     try:
-        return model.model_validate(dict(output)).to_wire()
+        wire = model.model_validate(dict(output)).to_wire()
     except MakaError as exc:
         raise InvalidProviderOutputError(
             f"provider output {index} is not valid {kind} content: {exc.args[0]}",
             detail={"index": index, **exc.detail},
         ) from exc
+    if kind == "function_call" and wire.get("providerExecuted") is True:
+        # its result would come from the provider, not from a tool this runtime journals
+        raise InvalidProviderOutputError(
+            f"provider output {index} is a provider-executed tool call, which a continuation "
+            "does not run",
+            detail={"index": index, "field": "providerExecuted"},
+        )
+    return wire
+
+
+def _refuse_duplicate_calls(outputs: tuple[dict[str, Any], ...]) -> None:
+    """Two calls of one turn with the same id would be one operation (same operation id)."""
+    seen: dict[str, int] = {}
+    for index, output in enumerate(outputs):
+        if output["kind"] != "function_call":
+            continue
+        call_id = output["id"]
+        if call_id in seen:
+            raise InvalidProviderOutputError(
+                f"provider output {index} repeats tool call id {call_id!r} of output "
+                f"{seen[call_id]}",
+                detail={"index": index, "field": "id", "toolCallId": call_id},
+            )
+        seen[call_id] = index
 
 
 @dataclass(frozen=True)
 class ProviderTurn:
     """What one provider call produced.
 
-    ``outputs`` are RuntimeEvent ``content`` dicts of kind ``text`` or ``thinking`` (wire keys),
-    validated with the content models on construction and stored as fresh exact wire dicts, so a
-    caller mutating its own dicts later cannot change what gets committed. ``stop_reason`` is
+    ``outputs`` are RuntimeEvent ``content`` dicts of kind ``text``, ``thinking`` or
+    ``function_call`` (wire keys), validated with the content models on construction and stored
+    as fresh exact wire dicts, so a caller mutating its own dicts later cannot change what gets
+    committed. Tool call ids are unique within a turn, and a provider-executed call is refused.
+    A turn without a tool call ends the continuation's loop; a turn with calls has them run
+    through the tool journal (docs/reference/continuation.md#agent-loop). ``stop_reason`` is
     the provider's own word for why it stopped (``end_turn`` by default); it is informational.
     """
 
@@ -119,13 +160,19 @@ class ProviderTurn:
     def __post_init__(self) -> None:
         raw: Iterable[object] = self.outputs
         validated = tuple(_validated_output(n, output) for n, output in enumerate(raw))
+        _refuse_duplicate_calls(validated)
         object.__setattr__(self, "outputs", validated)
+
+    @property
+    def tool_calls(self) -> tuple[dict[str, Any], ...]:
+        """The turn's ``function_call`` outputs, in order."""
+        return tuple(output for output in self.outputs if output["kind"] == "function_call")
 
 
 @runtime_checkable
 class Provider(Protocol):
     """A model provider: one request in, one turn out (or an exception, which the caller
-    commits as the run's failure)."""
+    commits as the run's failure). A continuation calls it once per step of its loop."""
 
     def complete(self, request: ProviderRequest) -> ProviderTurn: ...
 

@@ -2,8 +2,9 @@
 
 Why a service: planning reads the session, its runs, the lineage and the claims, asks the host
 for its safety facts and reports lifecycle telemetry; execution revalidates, claims and calls
-the provider. Both depend on typed collaborators only (the ledger and claims services, the
-host inspector, the provider, telemetry), never on the application object (ADR 0017). The
+the provider's agent loop. Both depend on typed collaborators only (the ledger and claims
+services, the host inspector, the application's tool runtime, the provider, telemetry), never
+on the application object (ADR 0017). The
 rules themselves are in ``planner``, ``gates``, ``revalidation`` and ``executor``
 (docs/reference/continuation.md).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
 from maka_es.continuation.existing_claims import RunReader, park
@@ -23,6 +25,7 @@ from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
 from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
+from maka_es.tooljournal.runtime import ToolRuntime
 
 
 class Continuations:
@@ -34,10 +37,12 @@ class Continuations:
         host_inspector: HostInspector | None,
         telemetry: Telemetry,
         id_factory: Callable[[], str],
+        tool_runtime: ToolRuntime,
         *,
         feature_enabled: Callable[[], bool],
     ) -> None:
         self.claims = claims
+        self.tool_runtime = tool_runtime
         self.ledger = claims.ledger
         self.host_inspector = host_inspector
         self.telemetry = telemetry
@@ -132,8 +137,14 @@ class Continuations:
         current_cwd: str | None = None,
         settings: PlannerSettings | None = None,
         system_prompt: str | None = None,
+        step_limit: int | None = None,
     ) -> ContinuationOutcome:
         """See :meth:`maka_es.RuntimeApplication.execute_continuation`."""
+        if step_limit is not None and (type(step_limit) is not int or step_limit < 1):
+            raise InvalidPlanRequestError(
+                "step_limit must be a positive integer",
+                detail={"stepLimit": repr(step_limit)},
+            )
         continuation = plan.continuation
         if continuation is None:
             raise ContinuationRevalidationError(
@@ -146,8 +157,10 @@ class Continuations:
             self.claims,
             self.host_inspector,
             self.telemetry,
+            self.tool_runtime,
             cwd_policy=(settings or PlannerSettings()).cwd_policy,
             system_prompt=system_prompt,
+            step_limit=DEFAULT_STEP_LIMIT if step_limit is None else step_limit,
         )
         with self.ledger.command():
             return executor.execute(

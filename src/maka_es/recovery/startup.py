@@ -18,9 +18,12 @@ in this host. What it may repair, and what it must leave alone:
   start): a deterministic ``claim_repair`` start and a failed terminal
   ``continuation_abandoned_before_provider_dispatch``, then the header; the provider is never
   called by recovery. A repair interrupted after its start is finished with the same terminal;
-* a continuation that *was* started by runtime admission and has no terminal: left alone. The
-  old provider may still be alive in another process, and nothing proves otherwise; planning
-  keeps parking with ``continuation_started_indeterminate``.
+* a continuation that *was* started by runtime admission and has nothing but its start: left
+  alone. The old provider may still be alive in another process, and nothing proves
+  otherwise; planning keeps parking with ``continuation_started_indeterminate``. A
+  continuation whose agent loop committed more than its start (a model turn, a tool call) is
+  an agent run like any other and is recovered like one: tools settled first, then the
+  recovered terminal (ADR 0020).
 
 Before any of that seals a run, the tool catalogue settles what it can prove, for every run
 about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
@@ -35,6 +38,7 @@ it runs again, and running it twice changes nothing.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -183,17 +187,13 @@ class StartupRecovery:
 
     def _would_end(self, run_id: str) -> bool:
         """Whether :meth:`_repair_run` would append a terminal to ``run_id``: no terminal
-        event, not sealed by a claim, not a continuation start (those are left alone or get
-        the claim-repair terminal; they never carry tool operations of their own yet)."""
+        event, not sealed by a claim, not a bare continuation start (those are left alone or
+        get the claim-repair terminal; they carry no tool operations). A continuation whose
+        loop went on past its start is ended like any run, so its tools are settled first."""
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
-        events = run.events
-        return not (
-            run.header.continuation_source is not None
-            and events
-            and is_continuation_start(events[0])
-        )
+        return not is_bare_continuation_start(run.header, run.events)
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -292,7 +292,7 @@ class StartupRecovery:
             return self._repair_header(header, terminals[0], MISSING_TERMINAL)
         if terminals:
             return self._repair_header(header, terminals[0], APP_RESTARTED)
-        if header.continuation_source is not None and events and is_continuation_start(events[0]):
+        if is_bare_continuation_start(header, events):
             start = events[0].actions.continuation_start if events[0].actions else None
             if start is None or start.provenance == "runtime_admission":
                 return Repair(run_id, "left_live_start")
@@ -358,6 +358,18 @@ class StartupRecovery:
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
         self.ledger.update_run_header(header.run_id, patch)
         return Repair(header.run_id, "header_repaired", {"status": patch["status"]})
+
+
+def is_bare_continuation_start(header: RunHeader, events: Sequence[RuntimeEvent]) -> bool:
+    """A continuation run that holds its start fact and nothing else: no provider turn of its
+    agent loop was committed (docs/reference/continuation.md#ledger-repair). Only such a run
+    is left to its start's provenance rule (``left_live_start`` or the claim-repair
+    terminal); one that went further is recovered like any interrupted run (ADR 0020)."""
+    return (
+        header.continuation_source is not None
+        and len(events) == 1
+        and is_continuation_start(events[0])
+    )
 
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:

@@ -30,7 +30,7 @@ def leave_unstarted_claim(
     if plan.continuation is None:
         raise MakaError(f"the source does not continue: {list(plan.rejection_reasons)}")
     session = app.get_session(session_id)
-    executor = ContinuationExecutor(app.claims, app.host_inspector, app.telemetry)
+    executor = ContinuationExecutor(app.claims, app.host_inspector, app.telemetry, app.tool_runtime)
     source_header, source, boundary, observation = executor.revalidate(
         plan.continuation, session_id, session.cwd
     )

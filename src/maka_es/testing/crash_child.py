@@ -16,8 +16,9 @@ catalogue, ``tools=``). Because
 the parent harness forwards only ``steps``, an ``{"op": "app", ...}`` step does the same: it
 (re)opens the application with that configuration (as the first step, before anything else).
 The ``continue`` step plans ``plan_continuation(session_id)`` (or takes a ready ``plan``) and
-executes it with a provider answering one text item, which first appends one line to
-``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
+executes it with a provider answering one text item (or the scripted ``turns``, a list of
+output lists, one per provider call of the continuation's agent loop), which first appends one
+line to ``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
 The ``startup_recover`` step runs startup recovery (``RuntimeApplication.recover()``), and
 ``app_tool`` runs a call through the application's own ``tool_runtime``.
 
@@ -105,16 +106,23 @@ def open_app(db: str, config: Mapping[str, Any] | None = None) -> RuntimeApplica
 
 
 class RecordingProvider:
-    """A :class:`ScriptedProvider` with one turn that first records the call durably.
+    """A :class:`ScriptedProvider` with one turn (or ``turns``) that first records the call
+    durably.
 
     Each call appends ``<pid> <run_id>`` to ``calls_file`` and fsyncs it *before* answering,
     so after a SIGKILL the file says exactly whether (and by whom) the provider was called.
     """
 
-    def __init__(self, calls_file: str | None, outputs: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        calls_file: str | None,
+        outputs: list[dict[str, Any]] | None = None,
+        turns: list[list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.calls_file = calls_file
         answer = outputs if outputs is not None else [{"kind": "text", "text": "continued"}]
-        self.scripted = ScriptedProvider([ProviderTurn(outputs=tuple(answer))])
+        script = turns if turns is not None else [answer]
+        self.scripted = ScriptedProvider([ProviderTurn(outputs=tuple(turn)) for turn in script])
 
     def complete(self, request: ProviderRequest) -> ProviderTurn:
         if self.calls_file is not None:
@@ -136,7 +144,7 @@ def run_continuation(app: RuntimeApplication, step: Mapping[str, Any]) -> Contin
             f"the continuation plan parked: {list(plan.rejection_reasons)}",
             code="continuation_plan_parked",
         )
-    provider = RecordingProvider(step.get("calls_file"), step.get("outputs"))
+    provider = RecordingProvider(step.get("calls_file"), step.get("outputs"), step.get("turns"))
     return app.execute_continuation(plan, provider)
 
 

@@ -263,14 +263,20 @@ def header_matches_terminal(header: RunHeader, event: RuntimeEvent) -> bool:
 def terminal_header_patch(header: RunHeader, event: RuntimeEvent) -> dict[str, Any] | None:
     """The header patch a terminal fact implies (docs/reference/ledger.md#terminal-rules): its
     status, ``updatedAt`` and ``completedAt`` = the fact's ``ts``, the failure class (failed;
-    default ``unknown``) or the abort source (cancelled; default ``unknown``). ``None`` if the
-    event implies no status."""
+    default ``unknown``) or the abort source (cancelled; default ``unknown``), and for a failed
+    fact whose ``stateDelta.failureMessage`` is a string, that message as ``failureMessage``
+    (so a header repaired from the fact says what went wrong too). ``None`` if the event
+    implies no status."""
     status = run_status_for_terminal_event(event)
     if status is None:
         return None
     patch: dict[str, Any] = {"status": status, "updatedAt": event.ts, "completedAt": event.ts}
     if status == "failed":
         patch["failureClass"] = terminal_failure_class(event, header) or "unknown"
+        delta = event.actions.state_delta if event.actions is not None else None
+        message = (delta or {}).get("failureMessage")
+        if isinstance(message, str):
+            patch["failureMessage"] = message
     elif status == "cancelled":
         patch["abortSource"] = terminal_abort_source(event, header) or "unknown"
     return patch

@@ -517,7 +517,9 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
     assert plan.continuation is not None
     from maka_es.continuation.executor import ContinuationExecutor
 
-    executor = ContinuationExecutor(env.app.claims, env.inspector, env.app.telemetry)
+    executor = ContinuationExecutor(
+        env.app.claims, env.inspector, env.app.telemetry, env.app.tool_runtime
+    )
     _, source, boundary, _ = executor.revalidate(plan.continuation, "s1", "/workspace")
     target = ContinuationTarget("new-1", "new-2", "new-3")
     env.app.save(

@@ -142,17 +142,58 @@ def test_turn_refuses_malformed_content(output: dict[str, Any], field: str) -> N
 @pytest.mark.parametrize(
     "output",
     [
-        {"kind": "function_call", "id": "tool-2", "name": "Bash", "args": {}},
+        {"kind": "function_response", "id": "tool-2", "name": "Bash", "result": {}},
         {"kind": "error", "message": "boom"},
         {"text": "no kind"},
         "plain string",
     ],
 )
-def test_turn_refuses_anything_but_text_and_thinking(output: Any) -> None:
+def test_turn_refuses_anything_but_text_thinking_and_tool_calls(output: Any) -> None:
     with pytest.raises(InvalidProviderOutputError) as caught:
         ProviderTurn(outputs=(output,))
     assert caught.value.detail["index"] == 0
     assert isinstance(caught.value, MakaError)
+
+
+def test_turn_accepts_tool_calls_as_exact_wire_content() -> None:
+    """Issue 11 §1: a continuation is a full agent turn, so a turn may call tools."""
+    call = {"kind": "function_call", "id": "tool-2", "name": "Bash", "args": {"command": "ls"}}
+    turn = ProviderTurn(outputs=({"kind": "text", "text": "let me look"}, call))
+    assert turn.outputs[1] == call
+    assert turn.outputs[1] is not call  # a fresh copy: later mutation cannot reach the ledger
+    assert turn.tool_calls == (call,)
+    assert ProviderTurn(outputs=({"kind": "text", "text": "done"},)).tool_calls == ()
+
+
+@pytest.mark.parametrize(
+    ("outputs", "field", "words"),
+    [
+        (
+            (
+                {"kind": "function_call", "id": "c1", "name": "Bash", "args": {}},
+                {"kind": "function_call", "id": "c1", "name": "Read", "args": {}},
+            ),
+            "id",
+            "repeats tool call id 'c1' of output 0",
+        ),
+        (
+            ({"kind": "function_call", "id": "c1", "name": "Bash", "args": {}},),
+            "providerExecuted",
+            "provider-executed tool call",
+        ),
+        (({"kind": "function_call", "id": "c1", "name": "Bash"},), "args", "function_call"),
+    ],
+    ids=["duplicate-id", "provider-executed", "no-args"],
+)
+def test_turn_refuses_bad_tool_calls_with_a_message_naming_the_problem(
+    outputs: tuple[dict[str, Any], ...], field: str, words: str
+) -> None:
+    if field == "providerExecuted":
+        outputs = ({**outputs[0], "providerExecuted": True},)
+    with pytest.raises(InvalidProviderOutputError) as caught:
+        ProviderTurn(outputs=outputs)
+    assert caught.value.detail["field"] == field
+    assert words in caught.value.args[0]
 
 
 # --- ScriptedProvider -------------------------------------------------------------------------

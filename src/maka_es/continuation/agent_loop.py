@@ -1,0 +1,177 @@
+"""The agent loop of a continuation run (docs/reference/continuation.md#agent-loop).
+
+Why a loop: what usually follows a tool result is another tool call, so a continuation that
+could only take text would end a tool-using agent at its first step. A continuation run is a
+full agent turn instead. Each step:
+
+1. the provider is called with the run's replay: the plan's validated replay context, then
+   this run's own new events (everything after its start) through the provider-replay
+   projection (docs/reference/phase0.md#replay-subset), so the model sees its calls and their
+   committed results and never half of an exchange;
+2. the provider's turn is **recorded** in one save: its text, thinking and tool calls, as model
+   events ``<runId>-out-<n>`` (``n`` counts on over the whole run);
+3. a turn without a tool call ends the loop (``completed``); otherwise **each call is
+   executed** in the order the model gave them, through the application's ``ToolRuntime``: T1
+   before the tool runs, T2 after (docs/reference/tool-journal.md#t1-t2).
+
+Parallel tool calls of one model turn: **all calls are recorded first, then each is executed**.
+The run's start declares the tool-boundary protocol, so a recorded call that never crossed T1
+is provably not dispatched (docs/reference/tool-journal.md#protocol-marker): a crash between
+the record and a call's T1 leaves a call the replay trims, never a tool that might have run.
+Executing them one after another (not concurrently) keeps one writer per run and a ledger
+order a reader can follow.
+
+The loop ends with a value, never with a write: the executor commits the terminal through
+the normal barrier (``Ledger.end_run``). A provider error or an invalid output ends it
+``failed`` with the error's class; the step limit ends it ``failed`` with
+``step_limit_exceeded``. A tool step that raises while an operation has T1 and no T2 is not
+turned into a terminal: the exception propagates and startup recovery settles the operation
+before it ends the run (ADR 0019, ADR 0020).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
+from maka_es.errors import InvalidProviderOutputError, MakaError
+from maka_es.ledger.service import Ledger
+from maka_es.resume.replay import provider_replay_subset
+from maka_es.tooljournal.runtime import ToolRuntime
+from maka_es.wire.codec import operation_id_for
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.fact_shapes import tool_refs
+from maka_es.wire.run_header import RunHeader
+
+__all__ = ["DEFAULT_STEP_LIMIT", "AgentLoop", "LoopEnd"]
+
+#: Provider calls one continuation run may make (a setting: ``execute_continuation``'s
+#: ``step_limit``). Generous for a real turn, small enough to stop a model that loops.
+DEFAULT_STEP_LIMIT = 16
+
+
+@dataclass(frozen=True)
+class LoopEnd:
+    """How the loop ended: the status to commit, what it recorded, and the error, if any."""
+
+    status: Literal["completed", "failed"]
+    outputs: int
+    steps: int
+    tool_calls: int
+    error: Exception | None = None
+
+    @property
+    def failure_message(self) -> str | None:
+        """The run's ``failureMessage``: the message of a maka_es error (authored here, e.g.
+        which provider output was invalid and why). A foreign exception's text is not copied
+        into the ledger: it may carry what the provider's client put there."""
+        if isinstance(self.error, MakaError):
+            return str(self.error.args[0])
+        return None
+
+
+@dataclass
+class _Progress:
+    outputs: int = 0
+    steps: int = 0
+    tool_calls: int = 0
+
+    def end(self, status: Literal["completed", "failed"], error: Exception | None) -> LoopEnd:
+        return LoopEnd(status, self.outputs, self.steps, self.tool_calls, error)
+
+
+class AgentLoop:
+    """Runs one continuation run's steps (see module docstring) over the ledger and the
+    application's tool runtime."""
+
+    def __init__(self, ledger: Ledger, tool_runtime: ToolRuntime, *, step_limit: int) -> None:
+        self.ledger = ledger
+        self.tool_runtime = tool_runtime
+        self.step_limit = step_limit
+
+    def run(self, provider: Provider, first: ProviderRequest, target: RunHeader) -> LoopEnd:
+        """Call, record, execute, until a text-only turn, an error or the step limit."""
+        progress = _Progress()
+        for step in range(self.step_limit):
+            request = first if step == 0 else self._next_request(first)
+            try:
+                turn = provider.complete(request)
+                progress.steps += 1
+                calls = self._record(target, turn, request, progress)
+            except Exception as exc:
+                return progress.end("failed", exc)
+            if not calls:
+                return progress.end("completed", None)
+            progress.tool_calls += len(calls)
+            failure = self._run_tools(target.run_id, calls)
+            if failure is not None:
+                return progress.end("failed", failure)
+        # an end, not a refusal: it is committed as the run's failure and never raised
+        limit = MakaError(
+            f"the model still asked for tools after {self.step_limit} provider calls "
+            f"(step limit {self.step_limit})",
+            code="step_limit_exceeded",
+            detail={"stepLimit": self.step_limit},
+        )
+        return progress.end("failed", limit)
+
+    def _next_request(self, first: ProviderRequest) -> ProviderRequest:
+        """The plan's replay context, then this run's events after its start, projected."""
+        events = self.ledger.read_run_events(first.run_id)[1:]
+        own = tuple(provider_replay_subset(events))
+        return dataclasses.replace(first, replay_context=first.replay_context + own)
+
+    def _record(
+        self, target: RunHeader, turn: ProviderTurn, request: ProviderRequest, progress: _Progress
+    ) -> list[dict[str, Any]]:
+        """Append the turn's outputs in one save; return its calls (to execute in order)."""
+        _refuse_reused_call_ids(turn, request.replay_context)
+        events = []
+        for content in turn.outputs:
+            progress.outputs += 1
+            event: dict[str, Any] = {
+                "id": f"{target.run_id}-out-{progress.outputs}",
+                **target.spine,
+                "ts": self.ledger.now_ms(),
+                "partial": False,
+                "role": "model",
+                "author": "agent",
+                "content": dict(content),
+            }
+            if content["kind"] == "function_call":
+                operation_id = operation_id_for(request.invocation_id, content["id"])
+                event["refs"] = tool_refs(content["id"], operation_id)
+            events.append(event)
+        if events:
+            self.ledger.append_events(target.run_id, events)
+        return [event for event in events if event["content"]["kind"] == "function_call"]
+
+    def _run_tools(self, run_id: str, calls: Sequence[dict[str, Any]]) -> Exception | None:
+        """Each recorded call through T1, the tool, T2. An error the run can end on is
+        returned; one that left an operation between T1 and T2 propagates (module docstring).
+        """
+        try:
+            for call in calls:
+                self.tool_runtime.execute(run_id, call)
+        except Exception as exc:
+            operations = self.ledger.load_run(run_id).tool_operations
+            if any(operation.is_unsettled for operation in operations):
+                raise
+            return exc
+        return None
+
+
+def _refuse_reused_call_ids(turn: ProviderTurn, conversation: Sequence[RuntimeEvent]) -> None:
+    """A call id the conversation already used would pair the new call with an old result
+    (the exporters pair by bare id) and, inside this run, name an existing operation."""
+    used = {e.function_call.id for e in conversation if e.function_call is not None}
+    for index, content in enumerate(turn.outputs):
+        if content["kind"] == "function_call" and content["id"] in used:
+            raise InvalidProviderOutputError(
+                f"provider output {index} reuses tool call id {content['id']!r}, which an "
+                "earlier call of this conversation already has",
+                detail={"index": index, "field": "id", "toolCallId": content["id"]},
+            )
