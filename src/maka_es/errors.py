@@ -125,6 +125,10 @@ class RunSealedError(StoreRefusal):
     default_code = "run_sealed"
 
 
+class RunOwnerFencedError(StoreRefusal):  # another host owns the run (ADR 0021)
+    default_code = "run_owner_fenced"
+
+
 class TerminalConflictError(StoreRefusal):
     """A second, different terminal event, or a terminal header without a durable terminal."""
 
@@ -343,9 +347,7 @@ class JsonlLedgerError(MakaError):
     def __init__(
         self, message: str, *, line: int | None = None, code: str | None = None, **kw: Any
     ) -> None:
-        merged = dict(kw.get("detail") or {})
-        if line is not None:
-            merged["line"] = line
+        merged = {**(kw.get("detail") or {}), **({} if line is None else {"line": line})}
         super().__init__(message, code=code, detail=merged)
         self.line = line
 

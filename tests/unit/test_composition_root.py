@@ -49,7 +49,7 @@ SERVICES: tuple[type, ...] = (
 )
 
 #: The services ``RuntimeApi`` may delegate to (attributes the application sets).
-DELEGATES = frozenset({"ledger", "tool_commands", "claims", "continuations"})
+DELEGATES = frozenset({"ledger", "tool_commands", "claims", "continuations", "ownership"})
 
 #: The stable public API of ``maka_es`` (names as before the redesign).
 PUBLIC_NAMES = frozenset(

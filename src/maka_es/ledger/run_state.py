@@ -19,11 +19,13 @@ from uuid import UUID
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import (
     RunHeaderUpdated,
+    RunOwnerTaken,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
     ToolMetadataRecorded,
 )
+from maka_es.ledger.ownership import RunOwner
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import ResolverState
@@ -40,6 +42,7 @@ class RunState:
         "_event_index",
         "_events",
         "_journal",
+        "_owner",
         "_payloads",
         "_resolver",
         "_sealed_by",
@@ -49,8 +52,11 @@ class RunState:
         "version",
     )
 
-    def __init__(self, stream_id: UUID, header: RunHeader, version: int) -> None:
+    def __init__(
+        self, stream_id: UUID, header: RunHeader, version: int, owner: RunOwner | None = None
+    ) -> None:
         self.id = stream_id
+        self._owner = owner
         self.header = header
         self.version = version
         self._events: list[RuntimeEvent] = []
@@ -80,6 +86,11 @@ class RunState:
     @property
     def terminal_event(self) -> RuntimeEvent | None:
         return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+
+    @property
+    def owner(self) -> RunOwner | None:
+        """The host that owns the run and its epoch (``None``: ownerless; ADR 0021)."""
+        return self._owner
 
     @property
     def sealed_by(self) -> str | None:
@@ -136,6 +147,8 @@ class RunState:
             self._journal.apply_metadata(fact.operation_id, fact.metadata)
         elif isinstance(fact, RunHeaderUpdated):
             self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
+        elif isinstance(fact, RunOwnerTaken) and self._owner is not None:
+            self._owner = self._owner.taken_over(fact)
         else:
             raise StoreCorruptionError(f"unexpected fact {type(fact).__name__} in run stream")
         self.version = fact.originator_version

@@ -28,6 +28,9 @@ catalogue could not settle but a recovery with the right tool could is left unse
 (``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
 write unreconcilable for good.
 
+Several hosts may share one store: another host's run under a live lease is left alone, one
+whose owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
+
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
 """
@@ -48,6 +51,7 @@ from maka_es.continuation.claim import (
 )
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.existing_claims import is_continuation_start
+from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason
 from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
 from maka_es.tooljournal.runtime import ToolRuntime
@@ -75,11 +79,14 @@ RepairKind = Literal[
     "left_claim_conflict",
     "tools_recovered",
     "left_unreconciled",
+    "left_live_owner",
+    "owner_taken_over",
 ]
 
 #: Repair kinds that report a run left as it was (nothing written for it).
 LEFT_KINDS = frozenset(
     {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
+    | {"left_live_owner"}
 )
 
 
@@ -154,9 +161,10 @@ class StartupRecovery:
         The tool catalogue settles every run about to be ended first, before anything is
         sealed (ADR 0019); a run it holds is reported ``left_unreconciled`` and not touched.
         """
-        candidates = run_ids if run_ids is not None else self.ledger.all_run_ids()
+        listed = run_ids if run_ids is not None else self.ledger.all_run_ids()
+        candidates, repairs = self._take_ownership(listed)
         settlements = self._settle_tools(candidates)
-        repairs = [repair for settlement in settlements for repair in settled_repairs(settlement)]
+        repairs += [repair for settlement in settlements for repair in settled_repairs(settlement)]
         claim_repairs = self._repair_claims(claim_ids)
         repairs.extend(claim_repairs)
         skipped = {r.run_id for r in claim_repairs}
@@ -168,6 +176,12 @@ class StartupRecovery:
             if repair is not None:
                 repairs.append(repair)
         return StartupRecoveryReport(tuple(repairs))
+
+    def _take_ownership(self, run_ids: list[str]) -> tuple[list[str], list[Repair]]:
+        """The runs this host may repair, and the report lines of the others (ADR 0021)."""
+        sorting = sort_by_owner(self.ledger, run_ids, self._would_end)
+        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.report]
+        return sorting.kept, repairs
 
     # -- tools ------------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from maka_es.ledger.facts import (
     ContinuationClaimed,
     RunCreated,
     RunHeaderUpdated,
+    RunOwnerTaken,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
@@ -92,6 +93,7 @@ _RUN_STREAM_TOPICS: Final = frozenset(
         RunHeaderUpdated.TOPIC,
         RunSealed.TOPIC,
         ToolMetadataRecorded.TOPIC,
+        RunOwnerTaken.TOPIC,
     }
 )
 
