@@ -119,7 +119,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self.ownership = HostLeases(
             self._store,
             host_id or self.env.get("MAKA_HOST_ID") or DEFAULT_HOST_ID,
-            lease_ms or int(self.env.get("MAKA_HOST_LEASE_MS") or DEFAULT_LEASE_MS),
+            lease_ms
+            if lease_ms is not None
+            else int(self.env.get("MAKA_HOST_LEASE_MS") or DEFAULT_LEASE_MS),
         )
         self.ledger = Ledger(self._store, self.on_events_committed, self.ownership)
         self.tool_commands = ToolCommands(self._store, self.ownership)

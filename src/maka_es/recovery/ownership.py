@@ -1,4 +1,5 @@
-"""Which runs a recovering host may repair, when several hosts share one store (ADR 0021).
+"""Which runs a recovering host may repair, when several hosts share one store
+(docs/reference/continuation.md#run-ownership, ADR 0021).
 
 Why before everything else in startup recovery: ending a run is a write, and a write to a run
 another host owns under a live lease would end that host's live run. So recovery sorts its

@@ -200,3 +200,19 @@ def test_a_terminal_run_of_another_host_takes_a_writer_that_never_held_it(host: 
     assert [r.kind for r in report.repairs] == ["left_live_owner"]
     w2.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     assert w2.get_run_header("r1").status == "failed"
+
+
+def test_the_host_id_and_lease_duration_are_settings() -> None:
+    app = RuntimeApplication.in_memory(env={"MAKA_HOST_ID": "w7", "MAKA_HOST_LEASE_MS": "250"})
+    try:
+        assert (app.ownership.host_id, app.ownership.lease_ms) == ("w7", 250)
+    finally:
+        app.close()
+    default = RuntimeApplication.in_memory()
+    try:
+        assert (default.ownership.host_id, default.ownership.lease_ms) == ("local", 30_000)
+    finally:
+        default.close()
+    for lease_ms in (0, -5):
+        with pytest.raises(ValueError, match="lease duration"):
+            RuntimeApplication.in_memory(lease_ms=lease_ms)
