@@ -30,7 +30,7 @@ from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.ownership_soak import WorkerSpec, work
 
 SLOTS = 8
-LEASE_MS = 3_000
+LEASE_MS = 6_000
 
 
 @dataclass

@@ -216,3 +216,31 @@ def test_the_host_id_and_lease_duration_are_settings() -> None:
     for lease_ms in (0, -5):
         with pytest.raises(ValueError, match="lease duration"):
             RuntimeApplication.in_memory(lease_ms=lease_ms)
+
+
+def test_an_owner_stalled_between_its_terminal_event_and_header_is_fenced_not_raced(
+    host: Host,
+) -> None:
+    """The header repair of an expired owner's run takes the run over first, so the owner's
+    late header write is refused ``run_owner_fenced`` instead of losing a race."""
+    w1, _ = host("w1")
+    ledger = _start_run(w1, "r1")
+    end = ledger.terminal("completed", event_id="r1-end")
+    w1.append_events("r1", [end])  # end_run's first save; the process stalls before the header
+    w2, clock2 = host("w2")
+    clock2.now = T0 + LEASE_MS
+    report = w2.recover()
+    assert [(r.run_id, r.kind) for r in report.repairs] == [
+        ("r1", "owner_taken_over"),
+        ("r1", "header_repaired"),
+    ]
+    assert w2.get_run_header("r1").status == "completed"
+    before = store_snapshot(w1).rows
+    with pytest.raises(RunOwnerFencedError):
+        w1.update_run_header("r1", {"status": "completed", "updatedAt": end["ts"]})
+    assert store_snapshot(w1).rows == before
+    # a run recovery does not write to is never taken over
+    w3, clock3 = host("w3")
+    clock3.now = T0 + 100 * LEASE_MS
+    assert w3.recover().repairs == ()
+    assert w3.ledger.load_run("r1").owner == RunOwner("w2", 2)
