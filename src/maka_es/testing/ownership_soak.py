@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,7 +32,7 @@ RECOVER_EVERY = 4
 
 #: Attempts to create a run when another host registered one in the session at that moment
 #: (``concurrent_write``: nothing was written, the host retries).
-CREATE_ATTEMPTS = 20
+CREATE_ATTEMPTS = 200
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ def _turn(app: RuntimeApplication, spec: WorkerSpec, run_id: str) -> None:
         except ConcurrentWriteError:
             if attempt + 1 == CREATE_ATTEMPTS:
                 raise
+            time.sleep(random.uniform(0, 0.01))  # back off: the others' saves go first
     app.append_events(run_id, [ledger.user("read the config")])
     call = ledger.call("c1", "Read", {"path": "config.json"})
     app.commit_tool_prepared(run_id, call)
