@@ -25,6 +25,12 @@ Extension points for a host (constructor arguments, or a subclass):
   :class:`~maka_es.tooljournal.runtime.ToolRuntime` (``app.tool_runtime``, with
   ``tool_permission`` as its permission policy), and startup recovery settles interrupted tool
   operations with it before it ends any run (ADR 0019).
+* ``host_id`` and ``lease_ms`` — this host's identity and lease duration (ADR 0021; env
+  ``MAKA_HOST_ID`` / ``MAKA_HOST_LEASE_MS``; default ``local`` and 30 s). Every run this host
+  creates records it as owner; recovery leaves another host's runs alone while its lease is
+  live (creating a run renews the lease when due). Several processes on one store each pass
+  their own host id, stable across restarts, and call :meth:`heartbeat` more often than
+  ``lease_ms`` while they have live runs (from their loop or a timer thread).
 * :meth:`on_events_committed` — called after a successful append (e.g. to wake a UI).
 
 The store comes from the environment (``env=`` or ``os.environ``): by default
@@ -52,10 +58,12 @@ from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
+from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.operator_actions import OperatorActions
-from maka_es.recovery.startup import StartupRecovery, StartupRecoveryReport
+from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
@@ -100,6 +108,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         telemetry: Telemetry | None = None,
         tools: Iterable[Tool[Any]] = (),
         tool_permission: PermissionPolicy | None = None,
+        host_id: str | None = None,
+        lease_ms: int | None = None,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.id_factory: IdFactory = id_factory or uuid4_hex
@@ -108,8 +118,15 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self._recovery_status: RecoveryStatusProjector | None = None
         super().__init__(env)
         self._store = EventSourcedRunStore(self, lambda: self.clock())
-        self.ledger = Ledger(self._store, self.on_events_committed)
-        self.tool_commands = ToolCommands(self._store)
+        self.ownership = HostLeases(
+            self._store,
+            host_id or self.env.get("MAKA_HOST_ID") or DEFAULT_HOST_ID,
+            lease_ms
+            if lease_ms is not None
+            else int(self.env.get("MAKA_HOST_LEASE_MS") or DEFAULT_LEASE_MS),
+        )
+        self.ledger = Ledger(self._store, self.on_events_committed, self.ownership)
+        self.tool_commands = ToolCommands(self._store, self.ownership)
         #: Runs this host's tools through T1/T2; startup recovery settles with its catalogue.
         self.tool_runtime = ToolRuntime(self, tools, permission=tool_permission)
         self.claims = Claims(self.ledger, self._store)
@@ -200,7 +217,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         a missing tool could settle is left unsealed (``left_unreconciled``). ``tool_runtime``
         replaces that catalogue for this call (kept for hosts written before ``tools=``).
         Only the runs the recovery-status read model marks as needing attention are touched;
-        the read model is caught up first and again afterwards.
+        the read model is caught up first and again afterwards. Another host's run is ended
+        only once its owner's lease expired, after taking it over (ADR 0021).
         """
         attention = self.recovery_status.needing_attention()
         run_ids = [row.run_id for row in attention if row.header_status != "missing"]

@@ -19,6 +19,8 @@ from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
 from maka_es.ledger.facts import StartKind, StoredFact
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
 from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
@@ -39,6 +41,7 @@ class RuntimeApi:
     claims: Claims
     continuations: Continuations
     operator_actions: OperatorActions
+    ownership: HostLeases
 
     # -- sessions and runs (Ledger) -------------------------------------------------------------
 
@@ -103,6 +106,17 @@ class RuntimeApi:
 
     def read_run_payloads(self, run_id: str) -> list[str]:
         return self.ledger.read_run_payloads(run_id)
+
+    # -- run ownership (HostLeases, ADR 0021) ---------------------------------------------------
+
+    def heartbeat(self) -> HostLease:
+        """Renew this host's lease (one save): call it more often than the lease duration,
+        from the host's loop or a timer thread, while this host has live runs."""
+        return self.ownership.heartbeat()
+
+    def host_lease(self, host_id: str | None = None) -> HostLease | None:
+        """The newest lease of ``host_id`` (default: this host), ``None`` if it has none."""
+        return self.ownership.lease(host_id)
 
     # -- tool journal (ToolCommands) ------------------------------------------------------------
 

@@ -49,7 +49,9 @@ SERVICES: tuple[type, ...] = (
 )
 
 #: The services ``RuntimeApi`` may delegate to (attributes the application sets).
-DELEGATES = frozenset({"ledger", "tool_commands", "claims", "continuations", "operator_actions"})
+DELEGATES = frozenset(
+    {"ledger", "tool_commands", "claims", "continuations", "operator_actions", "ownership"}
+)
 
 #: The stable public API of ``maka_es`` (names as before the redesign).
 PUBLIC_NAMES = frozenset(

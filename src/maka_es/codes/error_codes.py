@@ -134,6 +134,14 @@ STORE = (
         e.RunSealedError,
     ),
     error(
+        "run_owner_fenced",
+        "This host does not own the run: another host took it over after this host's lease "
+        "expired (detail.ownerHostId, detail.ownerEpoch), or it is live under another host.",
+        "Stop writing to it: its new owner ended or continues it. Heartbeat more often than "
+        "the lease duration so a live run is never taken over.",
+        e.RunOwnerFencedError,
+    ),
+    error(
         "terminal_conflict",
         "A second terminal event, a terminal header without its terminal event, or end_run "
         "with a non-terminal event.",

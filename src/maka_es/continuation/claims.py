@@ -88,17 +88,22 @@ class Claims:
         start = continuation_start_event(
             boundary, target, event_id=f"{target.run_id}-start", ts=claimed_at
         )
+        owner = self.ledger.new_owner()
         facts = [
             ContinuationClaim.create(
                 boundary, target, start.id, claimed_at, target_run_header=target_header
             ),
             record_start_fact(boundary.claim_id, start, "runtime_admission"),
             source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
-            *Run.create_continuation(target_header, start, created_at=claimed_at, admitted=True),
+            *Run.create_continuation(
+                target_header, start, created_at=claimed_at, admitted=True, owner=owner
+            ),
             bind_invocation(target_header),
             self.ledger.session_registration(boundary.session_id, target.run_id, claimed_at),
+            *self.ledger.lease_renewal(),
         ]
         self._store.commit(facts, conflict=conflict)
+        self.ledger.hold(target.run_id, owner, facts)
         return target_header
 
     # -- claim repair ---------------------------------------------------------------------------
@@ -125,9 +130,10 @@ class Claims:
         start's kind with the claim, in one save (claim repair). ``start_kind`` defaults to the
         kind the start itself declares (its ``provenance``)."""
         fact = _start_fact(start)
+        owner = self.ledger.new_owner()
         with self._store.command():
             facts = [
-                *Run.create_continuation(header, start, created_at=header.created_at),
+                *Run.create_continuation(header, start, created_at=header.created_at, owner=owner),
                 self.continuation_start_record(
                     fact.claim_id, start, start_kind=start_kind or fact.provenance
                 ),
@@ -135,8 +141,10 @@ class Claims:
                 self.ledger.session_registration(
                     header.session_id, header.run_id, header.created_at
                 ),
+                *self.ledger.lease_renewal(),
             ]
             self._store.commit(facts, conflict=lambda: self.ledger.create_run_conflict(header))
+            self.ledger.hold(header.run_id, owner, facts)
 
     def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
         """Commit the claim-repair start of a claimed target that was created but never
@@ -144,9 +152,9 @@ class Claims:
         retry writes nothing."""
         fact = _start_fact(start)
         with self._store.command():
-            decision = self._store.load_run(run_id).decide_claim_repair_start(
-                start, committed_at=self._store.now_ms()
-            )
+            run = self._store.load_run(run_id)
+            self.ledger.check_writer(run)
+            decision = run.decide_claim_repair_start(start, committed_at=self._store.now_ms())
             if decision.facts:
                 record = self.continuation_start_record(
                     fact.claim_id, start, start_kind="claim_repair"

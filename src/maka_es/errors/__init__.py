@@ -99,6 +99,9 @@ from maka_es.errors.store import (
     RunNotFoundError as RunNotFoundError,
 )
 from maka_es.errors.store import (
+    RunOwnerFencedError as RunOwnerFencedError,
+)
+from maka_es.errors.store import (
     RunSealedError as RunSealedError,
 )
 from maka_es.errors.store import (

@@ -53,6 +53,13 @@ class RunSealedError(StoreRefusal):
     default_code = "run_sealed"
 
 
+class RunOwnerFencedError(StoreRefusal):
+    """Another host owns the run, or took it over from this one (a higher epoch): a fenced
+    former owner never writes into it again (ADR 0021). Nothing was written."""
+
+    default_code = "run_owner_fenced"
+
+
 class TerminalConflictError(StoreRefusal):
     """A second, different terminal event, or a terminal header without a durable terminal."""
 

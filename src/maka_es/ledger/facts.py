@@ -45,6 +45,10 @@ def claim_stream_id(claim_id: str) -> uuid.UUID:
     return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{claim_id}")
 
 
+def host_stream_id(host_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{host_id}")
+
+
 class StoredFact(BaseModel):
     """Base of every stored fact: frozen, exact, with the eventsourcing identity fields."""
 
@@ -104,10 +108,21 @@ class InvocationBound(StoredFact):
 
 
 class RunCreated(StoredFact):
+    """Version 1 of a run stream. ``owner`` (``{"hostId", "epoch"}``, ADR 0021) is the host
+    that created the run; rows written before run ownership lack the key and read as
+    ownerless, and an ownerless fact stores no key, so its bytes are what they always were."""
+
     TOPIC = "maka_es.run.created.v1"
 
     header: dict[str, JsonValue]
     created_at: EpochMs
+    owner: dict[str, JsonValue] | None = None
+
+    def state(self) -> dict[str, Any]:
+        state = super().state()
+        if state.get("owner") is None:
+            state.pop("owner", None)
+        return state
 
 
 class RuntimeEventRecorded(StoredFact):
@@ -165,6 +180,36 @@ class RunSealed(StoredFact):
 
     claim_id: str
     sealed_at: EpochMs
+
+
+class RunOwnerTaken(StoredFact):
+    """Another host took the run over (its owner's lease had expired): the run's owner epoch
+    becomes ``epoch`` = ``previous_epoch + 1``. Saved at the run's next version, so two hosts
+    taking it over at once cannot both win, and every later write of the former owner is
+    refused ``run_owner_fenced`` (ADR 0021)."""
+
+    TOPIC = "maka_es.run.owner_taken.v1"
+
+    host_id: str
+    epoch: int = Field(ge=2)
+    previous_host_id: str
+    previous_epoch: int = Field(ge=1)
+    taken_at: EpochMs
+
+
+# --- host stream (leases) --------------------------------------------------------------------
+
+
+class HostLeaseRenewed(StoredFact):
+    """A heartbeat: host ``host_id`` is alive and owns its runs until ``expires_at``
+    (milliseconds, by the host's clock). Version n of the host's stream; the newest renewal
+    is the lease (ADR 0021)."""
+
+    TOPIC = "maka_es.host.lease_renewed.v1"
+
+    host_id: str
+    renewed_at: EpochMs
+    expires_at: EpochMs
 
 
 def claim_id_for(session_id: str, run_id: str, high_water: int, prefix_digest: str) -> str:
@@ -260,6 +305,8 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         ToolMetadataRecorded,
         OperationAttested,
         RunSealed,
+        RunOwnerTaken,
+        HostLeaseRenewed,
         ContinuationClaimed,
         ContinuationStartRecorded,
     )

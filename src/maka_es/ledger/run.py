@@ -23,6 +23,7 @@ from typing import Any
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger import run_append, run_attest, run_lifecycle, run_tools
 from maka_es.ledger.facts import RunCreated, RunHeaderUpdated, RunSealed, StoredFact
+from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run_append import AppendDecision
 from maka_es.ledger.run_lifecycle import bind_invocation
 from maka_es.ledger.run_state import RunState
@@ -48,18 +49,24 @@ class Run(RunState):
     # -- creation ---------------------------------------------------------------------------------
 
     @staticmethod
-    def create(header: RunHeader, created_at: float) -> RunCreated:
-        """The fact that creates a run (non-terminal header, with its invocation id)."""
-        return run_lifecycle.create_run(header, created_at)
+    def create(header: RunHeader, created_at: float, owner: RunOwner | None = None) -> RunCreated:
+        """The fact that creates a run (non-terminal header, with its invocation id), owned by
+        ``owner`` (ADR 0021)."""
+        return run_lifecycle.create_run(header, created_at, owner)
 
     @staticmethod
     def create_continuation(
-        header: RunHeader, start: RuntimeEvent, *, created_at: float, admitted: bool = False
+        header: RunHeader,
+        start: RuntimeEvent,
+        *,
+        created_at: float,
+        admitted: bool = False,
+        owner: RunOwner | None = None,
     ) -> tuple[StoredFact, ...]:
         """The target run of a continuation with its start fact as event 1 (and, when
         ``admitted``, its header ``running``); see :func:`run_lifecycle.create_continuation`."""
         return run_lifecycle.create_continuation(
-            header, start, created_at=created_at, admitted=admitted
+            header, start, created_at=created_at, admitted=admitted, owner=owner
         )
 
     # -- ledger and header ------------------------------------------------------------------------
@@ -142,7 +149,8 @@ def project_run(run: Run | None, facts: Iterable[Any]) -> Run | None:
         if run is None:
             if not isinstance(fact, RunCreated):
                 raise StoreCorruptionError(f"run stream starts with {type(fact).__name__}")
-            run = Run(fact.originator_id, RunHeader.model_validate(fact.header), 1)
+            header = RunHeader.model_validate(fact.header)
+            run = Run(fact.originator_id, header, 1, RunOwner.from_json(fact.owner))
         else:
             run.apply(fact)
     return run

@@ -28,6 +28,7 @@ from maka_es.ledger.facts import (
     invocation_stream_id,
     run_stream_id,
 )
+from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run_append import check_tool_ledger, event_facts
 from maka_es.ledger.run_state import RunState
 from maka_es.wire.events import RuntimeEvent
@@ -47,9 +48,9 @@ __all__ = [
 ]
 
 
-def create_run(header: RunHeader, created_at: float) -> RunCreated:
-    """The fact that creates a run. The header must be non-terminal: a terminal header is
-    only ever derived from a durable terminal RuntimeEvent."""
+def create_run(header: RunHeader, created_at: float, owner: RunOwner | None = None) -> RunCreated:
+    """The fact that creates a run, owned by ``owner`` (ADR 0021). The header must be
+    non-terminal: a terminal header is only ever derived from a durable terminal RuntimeEvent."""
     if header.is_terminal:
         raise InvalidRunHeaderError(
             "a run is created non-terminal; its terminal status follows its terminal event",
@@ -64,6 +65,7 @@ def create_run(header: RunHeader, created_at: float) -> RunCreated:
         originator_version=1,
         header=header.to_wire(),
         created_at=created_at,
+        owner=None if owner is None else owner.to_json(),
     )
 
 
@@ -158,7 +160,12 @@ def decide_seal(run: RunState, claim_id: str, *, sealed_at: float) -> RunSealed:
 
 
 def create_continuation(
-    header: RunHeader, start: RuntimeEvent, *, created_at: float, admitted: bool = False
+    header: RunHeader,
+    start: RuntimeEvent,
+    *,
+    created_at: float,
+    admitted: bool = False,
+    owner: RunOwner | None = None,
 ) -> tuple[StoredFact, ...]:
     """The target Run of a continuation: created with its continuation-start fact as event
     1 (the generic path refuses start facts; this is their only writer;
@@ -174,7 +181,7 @@ def create_continuation(
             f"event {start.id} is not a continuation-start fact",
             detail={"eventId": start.id},
         )
-    created = create_run(header, created_at)
+    created = create_run(header, created_at, owner)
     run = RunState(created.originator_id, RunHeader.model_validate(created.header), 1)
     decision = event_facts(run, [start], created_at)
     check_tool_ledger(run, decision.appended)

@@ -20,11 +20,13 @@ from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import (
     OperationAttested,
     RunHeaderUpdated,
+    RunOwnerTaken,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
     ToolMetadataRecorded,
 )
+from maka_es.ledger.ownership import RunOwner
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
@@ -43,6 +45,7 @@ class RunState:
         "_event_index",
         "_events",
         "_journal",
+        "_owner",
         "_payloads",
         "_resolver",
         "_sealed_by",
@@ -52,8 +55,11 @@ class RunState:
         "version",
     )
 
-    def __init__(self, stream_id: UUID, header: RunHeader, version: int) -> None:
+    def __init__(
+        self, stream_id: UUID, header: RunHeader, version: int, owner: RunOwner | None = None
+    ) -> None:
         self.id = stream_id
+        self._owner = owner
         self.header = header
         self.version = version
         self._events: list[RuntimeEvent] = []
@@ -84,6 +90,11 @@ class RunState:
     @property
     def terminal_event(self) -> RuntimeEvent | None:
         return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+
+    @property
+    def owner(self) -> RunOwner | None:
+        """The host that owns the run and its epoch (``None``: ownerless; ADR 0021)."""
+        return self._owner
 
     @property
     def sealed_by(self) -> str | None:
@@ -152,6 +163,8 @@ class RunState:
             self._attestations[fact.operation_id] = _attestation(fact)
         elif isinstance(fact, RunHeaderUpdated):
             self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
+        elif isinstance(fact, RunOwnerTaken) and self._owner is not None:
+            self._owner = self._owner.taken_over(fact)
         else:
             raise StoreCorruptionError(f"unexpected fact {type(fact).__name__} in run stream")
         self.version = fact.originator_version

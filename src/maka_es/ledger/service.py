@@ -30,6 +30,8 @@ from maka_es.ledger.facts import (
     invocation_stream_id,
     run_stream_id,
 )
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.ports import RunStore
 from maka_es.ledger.run import Run, bind_invocation, project_run
 from maka_es.ledger.session import Session
@@ -79,9 +81,33 @@ def session_exists(session_id: str, differs: list[str]) -> SessionAlreadyExistsE
 class Ledger:
     """Sessions and runs on a :class:`RunStore` (see module docstring)."""
 
-    def __init__(self, store: RunStore, on_committed: OnCommitted) -> None:
+    def __init__(
+        self, store: RunStore, on_committed: OnCommitted, ownership: HostLeases | None = None
+    ) -> None:
         self._store = store
         self._on_committed = on_committed
+        #: This host's identity and lease (ADR 0021); ``None``: runs are created ownerless.
+        self.ownership = ownership
+
+    def check_writer(self, run: Run) -> None:
+        """Refuse ``run_owner_fenced`` a write this host may not make to ``run`` (ADR 0021)."""
+        if self.ownership is not None:
+            self.ownership.check_writer(run)
+
+    def new_owner(self) -> RunOwner | None:
+        """The owner a run this host creates records (``None``: no host identity)."""
+        return None if self.ownership is None else self.ownership.new_owner()
+
+    def lease_renewal(self) -> list[StoredFact]:
+        """The lease renewal to save with a run this host creates (ADR 0021), if due."""
+        return [] if self.ownership is None else self.ownership.due_renewal()
+
+    def hold(self, run_id: str, owner: RunOwner | None, facts: Sequence[StoredFact] = ()) -> None:
+        """After a commit that created ``run_id`` owned by ``owner`` (with ``facts``): this
+        process holds the run, and its lease renewal among ``facts`` is noted."""
+        if self.ownership is not None and owner is not None:
+            self.ownership.hold(run_id, owner.epoch)
+            self.ownership.renewed(facts)
 
     def now_ms(self) -> int:
         """Now, as the integer milliseconds every library-written timestamp carries."""
@@ -168,12 +194,13 @@ class Ledger:
         with self._store.command():
             session = self._store.load_session(parsed.session_id)
             created_at = self._store.now_ms()
-            created = Run.create(parsed, created_at)
+            owner = self.new_owner()
+            created = Run.create(parsed, created_at, owner)
             binding = bind_invocation(parsed)
             registered = session.register_run(parsed.run_id, created_at)
-            self._store.commit(
-                [created, binding, registered], conflict=lambda: self.create_run_conflict(parsed)
-            )
+            facts = [created, binding, registered, *self.lease_renewal()]
+            self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
+            self.hold(parsed.run_id, owner, facts)
             return parsed
 
     def create_run_conflict(self, header: RunHeader) -> Exception:
@@ -222,7 +249,9 @@ class Ledger:
                     self.update_run_header(parsed.run_id, _terminal_patch(parsed))
                 return result
             facts, high_water, decision_counts = self._import_facts(parsed, decoded)
+            facts += self.lease_renewal()
             self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
+            self.hold(parsed.run_id, self.new_owner(), facts)
             return AppendResult(*decision_counts, high_water)
 
     def _import_facts(
@@ -238,7 +267,7 @@ class Ledger:
             facts.append(opened)
             session = Session(opened)
         live = parsed.model_copy(update={"status": "running"}) if parsed.is_terminal else parsed
-        created = Run.create(live, now)
+        created = Run.create(live, now, self.new_owner())
         run = project_run(None, [created])
         assert run is not None  # a RunCreated fact always projects a Run
         decision = run.decide_append(decoded, committed_at=now)
@@ -290,6 +319,7 @@ class Ledger:
         decoded = [as_runtime_event(event) for event in events]
         with self._store.command():
             run = self._store.load_run(run_id)
+            self.check_writer(run)
             decision = run.decide_append(
                 decoded, committed_at=self._store.now_ms(), expected_high_water=expected_high_water
             )
@@ -305,6 +335,7 @@ class Ledger:
         terminal RuntimeEvent is already durable and matches it."""
         with self._store.command():
             run = self._store.load_run(run_id)
+            self.check_writer(run)
             fact = run.decide_header_update(patch, updated_at=self._store.now_ms())
             self._store.commit([fact], conflict=lambda: concurrent_write(run_id))
         return self.get_run_header(run_id)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.ports import RunStore
 from maka_es.ledger.run import Run, ToolCommandDecision
 from maka_es.ledger.service import concurrent_write
@@ -33,12 +34,16 @@ class ToolCommit:
 class ToolCommands:
     """T1 / T2 / recovery-bundle commands and the journal's reads (see module docstring)."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, ownership: HostLeases | None = None) -> None:
         self._store = store
+        self._ownership = ownership
 
     def _commit(self, run_id: str, decide: Callable[[Run], ToolCommandDecision]) -> ToolCommit:
         with self._store.command():
-            decision = decide(self._store.load_run(run_id))
+            run = self._store.load_run(run_id)
+            if self._ownership is not None:
+                self._ownership.check_writer(run)  # ADR 0021: a fenced host writes nothing
+            decision = decide(run)
             if decision.facts:
                 self._store.commit(decision.facts, conflict=lambda: concurrent_write(run_id))
         return ToolCommit(decision.operation_id, decision.created)

@@ -31,16 +31,17 @@ catalogue could not settle but a recovery with the right tool could is left unse
 (``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
 write unreconcilable for good.
 
+Several hosts may share one store: another host's run under a live lease is left alone, one
+whose owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
+
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from maka_es import failpoints
 from maka_es.continuation.claim import (
@@ -52,7 +53,14 @@ from maka_es.continuation.claim import (
 )
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.existing_claims import is_continuation_start
+from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason
+from maka_es.recovery.report import (
+    Repair,
+    StartupRecoveryReport,
+    recovered_terminal_id,
+    repair_id,
+)
 from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import RuntimeEvent
@@ -69,50 +77,6 @@ ABANDONED = "continuation_abandoned_before_provider_dispatch"
 APP_RESTARTED = "app_restarted"
 MISSING_TERMINAL = "missing_terminal_event"
 MISSING_TERMINAL_MESSAGE = "terminal run header had no terminal RuntimeEvent"
-
-RepairKind = Literal[
-    "header_repaired",
-    "terminal_recovered",
-    "claim_repaired",
-    "left_live_start",
-    "left_ambiguous",
-    "left_claim_conflict",
-    "tools_recovered",
-    "left_unreconciled",
-]
-
-#: Repair kinds that report a run left as it was (nothing written for it).
-LEFT_KINDS = frozenset(
-    {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
-)
-
-
-@dataclass(frozen=True)
-class Repair:
-    run_id: str
-    kind: RepairKind
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StartupRecoveryReport:
-    repairs: tuple[Repair, ...]
-
-    @property
-    def changed_anything(self) -> bool:
-        return any(r.kind not in LEFT_KINDS for r in self.repairs)
-
-
-def repair_id(kind: str, claim_id: str) -> str:
-    """Deterministic repair ids ``continuation-repair-<kind>-<32 hex>``
-    (docs/reference/continuation.md#claim-repair)."""
-    digest = hashlib.sha256(f"maka.continuation-repair.{kind}.v1\0{claim_id}".encode()).hexdigest()
-    return f"continuation-repair-{kind}-{digest[:32]}"
-
-
-def recovered_terminal_id(run_id: str) -> str:
-    """The deterministic id of the terminal recovery writes for a run (one per run, ever)."""
-    return f"{run_id}-recovered-terminal"
 
 
 def claim_boundary(claim: ContinuationClaim) -> SourceBoundary:
@@ -158,9 +122,10 @@ class StartupRecovery:
         The tool catalogue settles every run about to be ended first, before anything is
         sealed (ADR 0019); a run it holds is reported ``left_unreconciled`` and not touched.
         """
-        candidates = run_ids if run_ids is not None else self.ledger.all_run_ids()
+        listed = run_ids if run_ids is not None else self.ledger.all_run_ids()
+        candidates, repairs = self._take_ownership(listed)
         settlements = self._settle_tools(candidates)
-        repairs = [repair for settlement in settlements for repair in settled_repairs(settlement)]
+        repairs += [repair for settlement in settlements for repair in settled_repairs(settlement)]
         claim_repairs = self._repair_claims(claim_ids)
         repairs.extend(claim_repairs)
         skipped = {r.run_id for r in claim_repairs}
@@ -172,6 +137,12 @@ class StartupRecovery:
             if repair is not None:
                 repairs.append(repair)
         return StartupRecoveryReport(tuple(repairs))
+
+    def _take_ownership(self, run_ids: list[str]) -> tuple[list[str], list[Repair]]:
+        """The runs this host may repair, and the report lines of the others (ADR 0021)."""
+        sorting = sort_by_owner(self.ledger, run_ids, self._would_end)
+        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.report]
+        return sorting.kept, repairs
 
     # -- tools ------------------------------------------------------------------------------------
 

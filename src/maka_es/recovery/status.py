@@ -44,6 +44,7 @@ from maka_es.ledger.facts import (
     OperationAttested,
     RunCreated,
     RunHeaderUpdated,
+    RunOwnerTaken,
     RunSealed,
     RuntimeEventRecorded,
     StoredFact,
@@ -94,6 +95,7 @@ _RUN_STREAM_TOPICS: Final = frozenset(
         RunSealed.TOPIC,
         ToolMetadataRecorded.TOPIC,
         OperationAttested.TOPIC,
+        RunOwnerTaken.TOPIC,
     }
 )
 

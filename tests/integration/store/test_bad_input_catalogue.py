@@ -216,7 +216,8 @@ def test_bad_input_is_refused_and_nothing_is_written(
         command(sqlite_app, ledger)
     assert info.value.code == code, f"{case}: {info.value}"
     assert store_snapshot(sqlite_app) == before
-    assert len(before.rows) == 5  # session, run, invocation binding, registration, e1
+    # session, run, invocation binding, registration, the host's lease (ADR 0021), e1
+    assert len(before.rows) == 6
     assert [e.id for e in sqlite_app.read_run_events("r1")] == ["e1"]
 
 

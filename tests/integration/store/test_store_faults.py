@@ -286,6 +286,8 @@ ENTRY_POINTS: dict[str, Call] = {
     "recovery_status": lambda app, t: app.recovery_status.all(),
     "recovery_status_projector": lambda app, t: app.recovery_status_projector().catch_up(),
     "recover": lambda app, t: app.recover(),
+    "heartbeat": lambda app, t: app.heartbeat(),
+    "host_lease": lambda app, t: app.host_lease("w2"),
 }
 
 #: Public names that never touch the store, and why.
