@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_es.continuation.boundary import build_segment
-from maka_es.continuation.claim import claim_id_for
 from maka_es.continuation.composite_replay import build_composite_replay
 from maka_es.continuation.existing_claims import RunReader
 from maka_es.errors import LineagePark, MakaError
@@ -28,7 +27,6 @@ __all__ = [
     "MAX_LINEAGE_SEGMENTS",
     "Lineage",
     "LineagePark",
-    "boundary_claim_id",
     "check_v2_replay",
     "prefix_segment",
     "read_lineage",
@@ -217,10 +215,3 @@ def prefix_segment(events: Sequence[RuntimeEvent]) -> dict[str, Any]:
     ``events[i]`` has ``eventSeq`` ``i + 1``."""
     rows = [(i + 1, e.to_wire()) for i, e in enumerate(events)]
     return build_segment(events[0].spine, rows)
-
-
-def boundary_claim_id(events: Sequence[RuntimeEvent]) -> str:
-    """The claim id of the boundary at the end of ``events`` (one run's committed prefix)."""
-    first = events[0]
-    digest = str(prefix_segment(events)["prefixDigest"])
-    return claim_id_for(first.session_id, first.run_id, len(events), digest)
