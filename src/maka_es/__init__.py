@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
 from maka_es.continuation.gates import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.ledger.host_config import HostConfig
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
@@ -33,6 +34,7 @@ __all__ = [
     "ContinuationPlan",
     "Diagnostic",
     "Failpoint",
+    "HostConfig",
     "Resolution",
     "ResumePlan",
     "ToolDecision",

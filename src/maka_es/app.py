@@ -25,6 +25,12 @@ Extension points for a host (constructor arguments, or a subclass):
   :class:`~maka_es.tooljournal.runtime.ToolRuntime` (``app.tool_runtime``, with
   ``tool_permission`` as its permission policy), and startup recovery settles interrupted tool
   operations with it before it ends any run (ADR 0019).
+* ``host_config`` — the run-header fields constant for this host (:class:`HostConfig`):
+  ``start_run`` creates a run from it, ``open_session`` resolves the workspace identity of
+  the cwd through ``workspace_resolver`` (default with a host config: the marker,
+  ``.maka-workspace.json``), and the default ``host_inspector`` is a ``LocalHostInspector``
+  over the application's own tool catalogue. ``safe_boundary_resume=True`` enables Phase 1
+  continuation on this application (else ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1``).
 * ``host_id`` and ``lease_ms`` — this host's identity and lease duration (ADR 0021; env
   ``MAKA_HOST_ID`` / ``MAKA_HOST_LEASE_MS``; default ``local`` and 30 s). Every run this host
   creates records it as owner; recovery leaves another host's runs alone while its lease is
@@ -50,15 +56,19 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import Mapper, Transcoder
 
 from maka_es.adapters.event_store import EventSourcedRunStore
+from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
+from maka_es.adapters.workspace_marker import workspace_identity_of
 from maka_es.app_api import RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
+from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
+from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.operator_actions import OperatorActions
@@ -71,7 +81,7 @@ from maka_es.recovery.status import (
 from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 
-__all__ = ["AppendResult", "RuntimeApplication", "SessionInfo"]
+__all__ = ["AppendResult", "HostConfig", "RuntimeApplication", "SessionInfo"]
 
 Clock = Callable[[], float]
 IdFactory = Callable[[], str]
@@ -110,10 +120,14 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         tool_permission: PermissionPolicy | None = None,
         host_id: str | None = None,
         lease_ms: int | None = None,
+        host_config: HostConfig | None = None,
+        workspace_resolver: WorkspaceResolver | None = None,
+        safe_boundary_resume: bool | None = None,
     ) -> None:
         self.clock: Clock = clock or wall_clock_ms
         self.id_factory: IdFactory = id_factory or uuid4_hex
         self.host_inspector = host_inspector
+        self._safe_boundary_resume = safe_boundary_resume
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._recovery_status: RecoveryStatusProjector | None = None
         super().__init__(env)
@@ -129,6 +143,14 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self.tool_commands = ToolCommands(self._store, self.ownership)
         #: Runs this host's tools through T1/T2; startup recovery settles with its catalogue.
         self.tool_runtime = ToolRuntime(self, tools, permission=tool_permission)
+        if workspace_resolver is None and host_config is not None:
+            workspace_resolver = workspace_identity_of
+        self.host_sessions = HostSessions(
+            self.ledger, host_config, workspace_resolver, lambda: self.id_factory(), self.now_ms
+        )
+        if host_inspector is None and workspace_resolver is not None:
+            host_inspector = LocalHostInspector.from_tool_runtime(self.tool_runtime)
+            self.host_inspector = host_inspector
         self.claims = Claims(self.ledger, self._store)
         self.continuations = Continuations(
             self.claims,
@@ -184,7 +206,10 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
 
     @property
     def safe_boundary_resume_enabled(self) -> bool:
-        """``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` must be exactly ``1`` (env or os.environ)."""
+        """``safe_boundary_resume=`` when given, else ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` must
+        be exactly ``1`` (env or os.environ)."""
+        if self._safe_boundary_resume is not None:
+            return self._safe_boundary_resume
         return self.env.get(FEATURE_FLAG) == "1"
 
     # -- startup recovery --------------------------------------------------------------------------

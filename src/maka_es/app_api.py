@@ -19,7 +19,9 @@ from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
 from maka_es.ledger.facts import StartKind, StoredFact
+from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
@@ -42,16 +44,34 @@ class RuntimeApi:
     continuations: Continuations
     operator_actions: OperatorActions
     ownership: HostLeases
+    host_sessions: HostSessions
 
     # -- sessions and runs (Ledger) -------------------------------------------------------------
 
     def open_session(
-        self, session_id: str, cwd: str, workspace_identity: str | None = None
+        self, session_id: str, cwd: str | None = None, workspace_identity: str | None = None
     ) -> SessionInfo:
         """Open a session; repeating the call with the same cwd and workspace identity returns
         the existing one (safe at every start), another cwd or identity is refused
-        (``session_already_exists``, ``detail.fields``)."""
-        return self.ledger.open_session(session_id, cwd, workspace_identity)
+        (``session_already_exists``, ``detail.fields``). ``cwd`` defaults to the host config's;
+        with a workspace resolver (default with a host config) an omitted identity is the
+        cwd's marker identity."""
+        return self.host_sessions.open_session(session_id, cwd, workspace_identity)
+
+    def start_run(
+        self,
+        session_id: str,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        config: HostConfig | None = None,
+    ) -> RunHeader:
+        """Create a run from the host config (``host_config=``, or ``config``): ids default to
+        the id factory's, timestamps to the clock; the session's workspace identity is copied."""
+        return self.host_sessions.start_run(
+            session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id, config=config
+        )
 
     def get_session(self, session_id: str) -> SessionInfo:
         return self.ledger.get_session(session_id)

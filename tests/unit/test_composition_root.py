@@ -50,7 +50,15 @@ SERVICES: tuple[type, ...] = (
 
 #: The services ``RuntimeApi`` may delegate to (attributes the application sets).
 DELEGATES = frozenset(
-    {"ledger", "tool_commands", "claims", "continuations", "operator_actions", "ownership"}
+    {
+        "ledger",
+        "tool_commands",
+        "claims",
+        "continuations",
+        "operator_actions",
+        "ownership",
+        "host_sessions",
+    }
 )
 
 #: The stable public API of ``maka_es`` (names as before the redesign).
@@ -62,6 +70,7 @@ PUBLIC_NAMES = frozenset(
         "ContinuationFacts",
         "ContinuationPlan",
         "Diagnostic",
+        "HostConfig",
         "Failpoint",
         "Resolution",
         "ResumePlan",

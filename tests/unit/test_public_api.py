@@ -20,6 +20,7 @@ PUBLIC = [
     "ContinuationPlan",
     "Diagnostic",
     "Failpoint",
+    "HostConfig",
     "RUNTIME_RESUME_FAILPOINTS",
     "Resolution",
     "ResumePlan",

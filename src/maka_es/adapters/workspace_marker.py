@@ -73,6 +73,7 @@ __all__ = [
     "find_git_exclude_file",
     "resolve_workspace_identity",
     "serialize_workspace_marker",
+    "workspace_identity_of",
 ]
 
 WORKSPACE_MARKER_FILE = ".maka-workspace.json"
@@ -105,6 +106,13 @@ class _Snapshot:
     path: str
     device: int
     inode: int
+
+
+def workspace_identity_of(cwd: str) -> str:
+    """The identity string of ``cwd``'s marker (created once): the application's default
+    ``WorkspaceResolver`` port when it has a host config
+    (docs/reference/continuation.md#workspace-identity)."""
+    return resolve_workspace_identity(cwd).identity
 
 
 def resolve_workspace_identity(

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
-from maka_es.app import RuntimeApplication
+from maka_es.app import HostConfig, RuntimeApplication
 from maka_es.app_api import RuntimeApi
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.gates import ContinuationPlan
@@ -242,10 +242,17 @@ _CALL = _LEDGER.call("c9")
 _RESPONSE = _LEDGER.response("c9")
 
 #: Every public method of RuntimeApplication that reaches the store, with valid arguments.
+HOST_CONFIG = HostConfig(
+    backend_kind="fake", llm_connection_slug="c", model_id="m", permission_mode="ask"
+)
+
 ENTRY_POINTS: dict[str, Call] = {
     "open_session": lambda app, t: app.open_session("s9", "/workspace"),
     "get_session": lambda app, t: app.get_session("s1"),
     "list_sessions": lambda app, t: app.list_sessions(),
+    "start_run": lambda app, t: app.start_run(
+        "s1", run_id="r9", invocation_id="i9", turn_id="t9", config=HOST_CONFIG
+    ),
     "create_run": lambda app, t: app.create_run(run_header(Spine(run_id="r9", invocation_id="i9"))),
     "import_run": lambda app, t: app.import_run(
         run_header(Spine(run_id="r8", invocation_id="i8")), []
