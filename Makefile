@@ -21,12 +21,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install maka_es (editable) with dev tools
 
 fmt: $(STAMP) ## Format and auto-fix
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests examples
+	$(BIN)/ruff check --fix src tests examples
 
 lint: $(STAMP) ## ruff lint + format check
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples
 
 typecheck: $(STAMP) ## mypy --strict on src and tests
 	$(BIN)/mypy
@@ -40,7 +40,7 @@ test: $(STAMP) ## The whole suite (Hypothesis profile "ci"; long runs excluded)
 test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
 	HYPOTHESIS_PROFILE=thorough $(BIN)/pytest $(PYTEST_ARGS)
 
-demo: $(STAMP) ## Write a run to a SQLite file, reopen it, print the committed ledger and plan
+demo: $(STAMP) ## Kill the example agent (examples/) with SIGKILL inside its Write, recover, continue
 	$(BIN)/python -m maka_es.cli.demo
 
 docs-codes: $(STAMP) ## Regenerate docs/exceptions.md from the code registry (maka_es.codes)

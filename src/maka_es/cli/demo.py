@@ -1,61 +1,69 @@
-"""``make demo``: a crashed agent turn, recovered and continued, on a real SQLite file.
+"""``make demo``: the example agent killed with SIGKILL inside its Write, then recovered.
 
-1. A run commits a user message and a ``Write`` tool call, then the process dies before the
-   tool's result is committed. Another run finished its tool call but its provider failed.
-2. A fresh application reopens the file. Phase 0 says the crashed run must not be replayed as
-   if the tool had not run (``blocked``, ``dangling_tool_state``); the other is ``safe_replay``.
-3. Startup recovery gives the crashed run its recovered terminal (the tool stays unsettled).
-4. Phase 1 refuses to continue the crashed run (its tool may or may not have run), plans a
-   continuation of the finished one, claims it once in the store and calls a scripted
-   provider with the validated replay context (no duplicate user message).
-5. Planning again parks: the boundary is already continued.
+1. ``examples/two_tool_agent.py`` runs in a real child process: it reads ``config.json``, then
+   writes ``port.txt``. The child stops right after the file was replaced, before the tool's
+   result (T2) is committed, and the demo kills it with a real SIGKILL.
+2. The store is reopened read-only: the run holds a call without a result, so Phase 0 blocks
+   it (``dangling_tool_state``); the file has landed.
+3. The example is started again, unchanged: startup recovery settles the write from the file
+   (``tools_recovered``: the reconciler compares digests recorded at T1, it never writes again),
+   then ends the run (``terminal_recovered``); the continuation plan says ``continue`` and the
+   continued run calls the model, which gives its final answer.
+4. The demo checks what it claims: one write (probe log, same inode), every call paired with
+   exactly one result, and planning the same boundary again parks
+   (docs/adr/0019-startup-recovery-reconciles-before-it-seals.md).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.workspace_marker import resolve_workspace_identity
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "two_tool_agent.py"
+#: The child wrapper that counts writes and blocks at a kill point (shipped test kit; spawned,
+#: never imported).
+CHILD = "maka_es.testing.example_child"
 
 
-def _open(db: Path, workspace: Path) -> RuntimeApplication:
+def _child(root: Path, *point: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", CHILD, str(EXAMPLE), str(root), *point]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _kill_inside_write(root: Path) -> int:
+    """Start the agent, wait until it is inside its Write (file replaced, no T2), SIGKILL it."""
+    child = _child(root, "before_t2")
+    assert child.stdout is not None
+    assert child.stderr is not None
+    for line in iter(child.stdout.readline, ""):
+        if line.strip() == "INSIDE":
+            break
+        print("  child:", line.rstrip())
+    else:
+        raise RuntimeError(f"the agent ended before its Write: {child.stderr.read()}")
+    child.send_signal(signal.SIGKILL)
+    returncode = child.wait(timeout=60)
+    child.stdout.close()
+    child.stderr.close()
+    print(f"  killed pid {child.pid} inside its Write with SIGKILL (returncode {returncode})")
+    return returncode
+
+
+def _open(root: Path) -> RuntimeApplication:
     return RuntimeApplication.open_sqlite(
-        str(db), env=FLAG, host_inspector=LocalHostInspector(tool_names=["Read", "Write"])
+        str(root / "agent.sqlite"),
+        read_only=True,
+        env=FLAG,
+        host_inspector=LocalHostInspector(tool_names=["ReadConfig", "Write"]),
     )
-
-
-def _write(db: Path, workspace: Path, identity: str) -> None:
-    with _open(db, workspace) as app:
-        app.open_session("s1", str(workspace))
-        header: dict[str, Any] = {"cwd": str(workspace), "workspaceIdentity": identity}
-
-        finished = LedgerBuilder(Spine(run_id="r-finished", invocation_id="i-finished"), prefix="f")
-        finished.user("read config.json")
-        finished.call("call_1", "Read", {"path": "config.json"})
-        finished.response("call_1", "Read", {"kind": "text", "text": '{"port":4000}'})
-        finished.terminal("failed")  # the provider failed after the tool result was committed
-        app.create_run(run_header(finished.spine, createdAt=1000, **header))
-        app.append_events("r-finished", finished.events)
-        app.update_run_header("r-finished", {"status": "failed", "failureClass": "provider_error"})
-
-        crashed = LedgerBuilder(
-            Spine(run_id="r-crashed", invocation_id="i-crashed", turn_id="t2"), prefix="c"
-        )
-        crashed.user("write the port into config.json")
-        crashed.call("call_2", "Write", {"path": "config.json", "content": '{"port":5000}'})
-        app.create_run(run_header(crashed.spine, createdAt=2000, **header))
-        app.append_events("r-crashed", crashed.events)
-        # ...the process is killed here: no tool result, no terminal event.
 
 
 def _show_run(app: RuntimeApplication, run_id: str) -> None:
@@ -68,55 +76,76 @@ def _show_run(app: RuntimeApplication, run_id: str) -> None:
         "disposition": plan.disposition,
         "rejectionReasons": list(plan.rejection_reasons),
         "operations": [f"{op.tool_name}:{op.status}" for op in plan.operations],
-        "replay": [e.id for e in plan.replay_runtime_events],
     }
     print("  resume plan:", json.dumps(summary))
+
+
+def _pairs(app: RuntimeApplication) -> tuple[dict[str, int], dict[str, int]]:
+    """How often each tool call id occurs as a call and as a result in the session."""
+    calls: dict[str, int] = {}
+    results: dict[str, int] = {}
+    for header in app.list_runs("s1"):
+        for event in app.read_run_events(header.run_id):
+            call, result = event.function_call, event.function_response
+            if call is not None:
+                calls[call.id] = calls.get(call.id, 0) + 1
+            if result is not None:
+                results[result.id] = results.get(result.id, 0) + 1
+    return calls, results
+
+
+def _restart(root: Path) -> bool:
+    """Start the unchanged agent again; it recovers, plans and continues."""
+    print("\nrestarting the agent (same code, same store):")
+    done = subprocess.run(
+        [sys.executable, "-m", CHILD, str(EXAMPLE), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        print("  child:", line)
+    if done.returncode != 0:
+        print(done.stderr, file=sys.stderr)
+    return done.returncode == 0
+
+
+def _check(root: Path, landed_inode: int) -> bool:
+    target = root / "workspace" / "port.txt"
+    writes = (root / "writes.log").read_text().splitlines()
+    same = target.stat().st_ino == landed_inode
+    print(f"\nport.txt: {target.read_text()!r}; writes: {len(writes)}; same inode: {same}")
+    with _open(root) as app:
+        for header in app.list_runs("s1"):
+            _show_run(app, header.run_id)
+        calls, results = _pairs(app)
+        paired = calls == results and set(calls.values()) == {1}
+        print("\nevery call paired with exactly one result:", paired, sorted(calls))
+        again = app.plan_continuation("s1", "r1")
+        print("planning the same boundary again:", again.disposition, list(again.rejection_reasons))
+    return same and writes == ["port.txt"] and paired
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = (Path(args[0]) if args else Path("demo-data")).resolve()
+    if not EXAMPLE.exists():
+        print(f"the example agent is not at {EXAMPLE} (run from a source checkout)")
+        return 2
     shutil.rmtree(root, ignore_errors=True)
-    workspace = root / "workspace"
-    workspace.mkdir(parents=True)
-    identity = resolve_workspace_identity(workspace).identity
-    db = root / "runtime.sqlite"
-    _write(db, workspace, identity)
-    print(f"wrote two runs to {db}; the second one was killed mid-tool. Reopening it.")
-
-    with _open(db, workspace) as app:
-        for run_id in ("r-finished", "r-crashed"):
-            _show_run(app, run_id)
-
-        report = app.recover()
-        print("\nstartup recovery:", [(r.run_id, r.kind, r.detail) for r in report.repairs])
-
-        latest = app.plan_continuation("s1")
-        print(
-            "\ncontinuation of the newest interrupted run (r-crashed):",
-            latest.disposition,
-            list(latest.rejection_reasons),
-            "- its Write may or may not have happened",
-        )
-        plan = app.plan_continuation("s1", "r-finished")
-        print("continuation of r-finished:", plan.disposition, list(plan.rejection_reasons))
-        if plan.continuation is None:
-            return 1
-        print("  continue from:", plan.continuation.source_run_id)
-        print("  replay context:", [e.id for e in plan.continuation.runtime_context])
-        provider = ScriptedProvider(
-            [ProviderTurn(outputs=({"kind": "text", "text": "The port is 4000."},))]
-        )
-        outcome = app.execute_continuation(plan, provider)
-        print(f"  executed once: {outcome.status}, target run {outcome.target_run_id}")
-        print("  provider saw:", json.dumps(provider.requests[0].openai_messages()))
-        _show_run(app, outcome.target_run_id)
-
-        again = app.plan_continuation("s1", plan.continuation.source_run_id)
-        print(
-            "\nplanning the same boundary again:", again.disposition, list(again.rejection_reasons)
-        )
-    return 0
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "config.json").write_text('{"port": 4000}\n')
+    print(f"running {EXAMPLE.name} on {root} in a child process:")
+    if _kill_inside_write(root) != -signal.SIGKILL:
+        return 1
+    landed = root / "workspace" / "port.txt"
+    print(f"  port.txt after the kill: {landed.read_text()!r} (landed; its result did not)")
+    with _open(root) as app:
+        _show_run(app, "r1")
+    if not _restart(root):
+        return 1
+    return 0 if _check(root, landed.stat().st_ino) else 1
 
 
 if __name__ == "__main__":
