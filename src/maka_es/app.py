@@ -71,6 +71,7 @@ from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLe
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
 from maka_es.recovery.report import StartupRecoveryReport
 from maka_es.recovery.startup import StartupRecovery
@@ -161,6 +162,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
         self.operator_actions = OperatorActions(self.ledger, self.tool_commands, self.telemetry)
+        self.run_forks = RunForks(
+            self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
+        )
 
     # -- construction ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
+from maka_es.recovery.fork import ForkReport, RunForks
 from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
@@ -43,6 +44,7 @@ class RuntimeApi:
     claims: Claims
     continuations: Continuations
     operator_actions: OperatorActions
+    run_forks: RunForks
     ownership: HostLeases
     host_sessions: HostSessions
 
@@ -191,6 +193,22 @@ class RuntimeApi:
         return self.operator_actions.attest_operation(
             run_id, operation_id, applied=applied, result=result, actor=actor, note=note
         )
+
+    def fork_run(
+        self, run_id: str, *, before_operation: str, actor: str, note: str = ""
+    ) -> ForkReport:
+        """A new run continuing ``run_id``'s prefix before the call of ``before_operation``;
+        the source is untouched and the fork claims it like a continuation (ADR 0022)."""
+        return self.run_forks.fork_run(
+            run_id, before_operation=before_operation, actor=actor, note=note
+        )
+
+    def execute_fork(
+        self, fork_run_id: str, provider: Provider, *, system_prompt: str | None = None
+    ) -> ContinuationOutcome:
+        """Run a fork (only its start committed) with the prefix it kept as its replay, through
+        the continuation's agent loop and tools; ``fork_not_pending`` otherwise (ADR 0022)."""
+        return self.run_forks.execute_fork(fork_run_id, provider, system_prompt=system_prompt)
 
     # -- Phase 0 --------------------------------------------------------------------------------
 

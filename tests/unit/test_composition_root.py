@@ -56,6 +56,7 @@ DELEGATES = frozenset(
         "claims",
         "continuations",
         "operator_actions",
+        "run_forks",
         "ownership",
         "host_sessions",
     }

@@ -274,6 +274,32 @@ TOOLS = (
         e.ToolOutcomeConflictError,
     ),
     error(
+        "fork_point_invalid",
+        "The fork point names no operation of the run, or nothing of the run comes before it.",
+        "Name the uncertain operation's id (tool_operations) of a run with a prefix before it.",
+        e.RunForkRefusedError,
+    ),
+    error(
+        "fork_replay_blocked",
+        "The prefix before the fork point cannot be replayed (its lineage parks, or it holds "
+        "corrupt or unsettled tool facts); detail.reason names why.",
+        "Fork before an earlier operation, or settle the earlier one first.",
+        e.RunForkRefusedError,
+    ),
+    error(
+        "fork_conflict",
+        "The source is already continued or forked (another boundary claimed it), or another "
+        "operator forked this boundary with another actor or note (ADR 0022).",
+        "Read the claim (detail.claimId) and work on the run that won.",
+        e.RunForkRefusedError,
+    ),
+    error(
+        "fork_not_pending",
+        "execute_fork names a run that is no operator fork, or a fork that already ran.",
+        "Read the run (get_run_header, read_run_events); continue an ended fork instead.",
+        e.RunForkRefusedError,
+    ),
+    error(
         "tool_already_dispatched",
         "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
         "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",

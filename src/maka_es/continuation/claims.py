@@ -10,7 +10,7 @@ module and the ledger's commands commits facts (ADR 0017).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from maka_es.continuation.claim import (
     ContinuationClaim,
@@ -74,13 +74,15 @@ class Claims:
         *,
         workspace_identity: str,
         conflict: Callable[[], Exception],
+        provenance: Sequence[StoredFact] = (),
     ) -> RunHeader:
         """Claim ``boundary`` for ``target`` in ONE save (ADR 0010): the claim and its
         ``runtime_admission`` start record, the source's seal at the version that was just
         revalidated, the target run with its start fact as event 1 (header ``running``: the
         start is committed in the same save), the invocation binding and the session
-        registration. A concurrent claimer loses on the store's uniqueness and ``conflict()``
-        says why. Returns the target's header."""
+        registration, and ``provenance`` (an operator fork's record, ADR 0022). A concurrent
+        claimer loses on the store's uniqueness and ``conflict()`` says why. Returns the
+        target's header."""
         claimed_at = self._store.now_ms()
         target_header = continuation_header(
             header, boundary, target, workspace_identity=workspace_identity, claimed_at=claimed_at
@@ -100,6 +102,7 @@ class Claims:
             ),
             bind_invocation(target_header),
             self.ledger.session_registration(boundary.session_id, target.run_id, claimed_at),
+            *provenance,
             *self.ledger.lease_renewal(),
         ]
         self._store.commit(facts, conflict=conflict)

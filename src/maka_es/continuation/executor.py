@@ -41,6 +41,7 @@ from maka_es.continuation.revalidation import refuse as _refuse
 from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.runtime import ToolRuntime
+from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader, terminal_event
 
 __all__ = [
@@ -134,22 +135,42 @@ class ContinuationExecutor:
         target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
+        return self.run_admitted(
+            target_header,
+            tuple(continuation.runtime_context),
+            provider,
+            source_run_id=boundary.run_id,
+            tool_names=tuple(observation.available_tool_names),
+        )
+
+    def run_admitted(
+        self,
+        target_header: RunHeader,
+        replay_context: tuple[RuntimeEvent, ...],
+        provider: Provider,
+        *,
+        source_run_id: str,
+        tool_names: tuple[str, ...],
+    ) -> ContinuationOutcome:
+        """The agent loop over an admitted target (its start committed by the claim), then its
+        terminal: shared by a continuation and an operator fork (ADR 0022)."""
+        session_id = target_header.session_id
         self.telemetry.execution_started(
-            session_id=session_id, source_run_id=boundary.run_id, target_run_id=target.run_id
+            session_id=session_id, source_run_id=source_run_id, target_run_id=target_header.run_id
         )
         request = ProviderRequest(
             session_id=session_id,
-            run_id=target.run_id,
-            invocation_id=target.invocation_id,
-            turn_id=target.turn_id,
-            replay_context=tuple(continuation.runtime_context),
+            run_id=target_header.run_id,
+            invocation_id=target_header.spine["invocationId"],
+            turn_id=target_header.turn_id,
+            replay_context=replay_context,
             system_prompt=self.system_prompt,
-            tool_names=tuple(observation.available_tool_names),
+            tool_names=tool_names,
         )
         end = AgentLoop(self.ledger, self.tool_runtime, step_limit=self.step_limit).run(
             provider, request, target_header
         )
-        return self._end(target_header, end, session_id=session_id, source_run_id=boundary.run_id)
+        return self._end(target_header, end, session_id=session_id, source_run_id=source_run_id)
 
     def _end(
         self, target_header: RunHeader, end: LoopEnd, *, session_id: str, source_run_id: str

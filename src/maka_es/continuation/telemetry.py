@@ -19,14 +19,8 @@ fields* were refused, never their values.
 Telemetry is best-effort and cannot change resume behaviour: :meth:`Telemetry.emit` swallows any
 ``Exception`` a sink raises, and the convenience builders never raise into the caller.
 
-* :class:`PlanApprovedEvent`, :class:`PlanParkedEvent`, :class:`ExecutionStartedEvent`,
-  :class:`ExecutionCompletedEvent`, :class:`ExecutionFailedEvent` - the exact event shapes
-  (:data:`LifecycleEvent` is their discriminated union).
-* :func:`error_class_of` - the ``errorClass`` of an exception (code, else class name, else
-  ``"unknown"``).
-* :class:`TelemetrySink` - where events go; :class:`LoggingTelemetrySink`,
-  :class:`RecordingTelemetrySink`, :class:`NullTelemetrySink` implement it.
-* :class:`Telemetry` - fans events out to sinks, isolating the caller from sink failures.
+The event shapes (their union is :data:`LifecycleEvent`), :func:`error_class_of`, the sinks
+and :class:`Telemetry` (which isolates the caller from sink failures) are listed in ``__all__``.
 """
 
 from __future__ import annotations
@@ -59,6 +53,7 @@ __all__ = [
     "PlanApprovedEvent",
     "PlanParkedEvent",
     "RecordingTelemetrySink",
+    "RunForkedEvent",
     "Telemetry",
     "TelemetrySink",
     "error_class_of",
@@ -74,13 +69,11 @@ MAX_IDENTIFIER_LENGTH = 200
 #: (so a trailing newline is refused too, unlike ``re.match`` with ``$``).
 IDENTIFIER_PATTERN = rf"[A-Za-z0-9._:\-]{{0,{MAX_IDENTIFIER_LENGTH}}}"
 
-#: Code alphabet (rejection reasons, ``errorClass``): as :data:`IDENTIFIER_PATTERN` but
-#: non-empty.
+#: Code alphabet (rejection reasons, ``errorClass``): :data:`IDENTIFIER_PATTERN`, non-empty.
 CODE_PATTERN = rf"[A-Za-z0-9._:\-]{{1,{MAX_IDENTIFIER_LENGTH}}}"
 
 #: Upper bound on ``rejectionReasons``: the park vocabulary (docs/reference/codes.md#park-reasons)
-#: has a few dozen codes, so a longer list is a list of something else (for example a tokenised
-#: prompt).
+#: has a few dozen codes; a longer list is something else (a tokenised prompt).
 MAX_REJECTION_REASONS = 64
 
 #: Logger the default sink writes events to; kept apart from this module's own logger so that
@@ -95,11 +88,8 @@ _log = logging.getLogger(__name__)
 
 
 def _matching(regex: re.Pattern[str], kind: str) -> Callable[[str], str]:
-    """A validator refusing any string outside ``regex``.
-
-    The error message deliberately omits the value: pydantic already records the input on the
-    error object, and anything we format here could end up in a log line.
-    """
+    """A validator refusing any string outside ``regex``. The message omits the value:
+    pydantic already records the input, and anything formatted here could reach a log line."""
 
     def check(value: str) -> str:
         if regex.fullmatch(value) is None:
@@ -189,6 +179,17 @@ class OperatorAttestedEvent(_LifecycleEventBase):
     outcome: Literal["applied", "not_applied"]
 
 
+class RunForkedEvent(_LifecycleEventBase):
+    """An operator forked a run before an operation (ADR 0022): identities only."""
+
+    type: Literal["run_forked"] = "run_forked"
+    session_id: Identifier
+    source_run_id: Identifier
+    fork_run_id: Identifier
+    operation_id: Identifier
+    actor: Identifier
+
+
 #: Any lifecycle event, discriminated by ``type``.
 LifecycleEvent = Annotated[
     PlanApprovedEvent
@@ -196,7 +197,8 @@ LifecycleEvent = Annotated[
     | ExecutionStartedEvent
     | ExecutionCompletedEvent
     | ExecutionFailedEvent
-    | OperatorAttestedEvent,
+    | OperatorAttestedEvent
+    | RunForkedEvent,
     Field(discriminator="type"),
 ]
 

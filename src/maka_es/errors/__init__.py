@@ -35,6 +35,9 @@ from maka_es.errors.continuation import (
 from maka_es.errors.continuation import (
     RecoveryStatusUnsupportedError as RecoveryStatusUnsupportedError,
 )
+from maka_es.errors.continuation import (
+    RunForkRefusedError as RunForkRefusedError,
+)
 from maka_es.errors.files import (
     InvalidWorkspaceError as InvalidWorkspaceError,
 )

@@ -25,6 +25,12 @@ class ContinuationRevalidationError(MakaError):
     default_code = "continuation_revalidation_failed"
 
 
+class RunForkRefusedError(MakaError):
+    """``fork_run`` refused before writing anything (ADR 0022); ``code`` says why."""
+
+    default_code = "fork_conflict"
+
+
 class InvalidProviderOutputError(MakaError, ValueError):
     """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
 

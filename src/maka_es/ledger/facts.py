@@ -45,6 +45,10 @@ def claim_stream_id(claim_id: str) -> uuid.UUID:
     return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{claim_id}")
 
 
+def fork_stream_id(claim_id: str) -> uuid.UUID:
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/fork/{claim_id}")
+
+
 def host_stream_id(host_id: str) -> uuid.UUID:
     return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{host_id}")
 
@@ -169,6 +173,23 @@ class OperationAttested(StoredFact):
     note: str
     attested_at: EpochMs
     response_event_id: str
+
+
+class RunForked(StoredFact):
+    """An operator forked ``source_run_id`` before ``abandoned_operation_id`` as
+    ``fork_run_id`` (ADR 0022): who, when, why, and the kept prefix's high-water. Version 1 of
+    its own stream, saved in the fork's claim transaction; outside the RuntimeEvent ledger."""
+
+    TOPIC = "maka_es.fork.recorded.v1"
+
+    claim_id: str
+    source_run_id: str
+    fork_run_id: str
+    high_water: int
+    abandoned_operation_id: str
+    actor: str
+    note: str
+    forked_at: EpochMs
 
 
 class RunSealed(StoredFact):
@@ -304,6 +325,7 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         RunHeaderUpdated,
         ToolMetadataRecorded,
         OperationAttested,
+        RunForked,
         RunSealed,
         RunOwnerTaken,
         HostLeaseRenewed,

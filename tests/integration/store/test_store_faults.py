@@ -277,6 +277,10 @@ ENTRY_POINTS: dict[str, Call] = {
     "attest_operation": lambda app, t: app.attest_operation(
         "r1", "toolop_" + "0" * 32, applied=False, actor="op"
     ),
+    "fork_run": lambda app, t: app.fork_run(
+        "r1", before_operation="toolop_" + "0" * 32, actor="op"
+    ),
+    "execute_fork": lambda app, t: app.execute_fork("r1", ScriptedProvider([])),
     "plan_continuation": lambda app, t: app.plan_continuation("s1"),
     "execute_continuation": lambda app, t: app.execute_continuation(t.plan, ScriptedProvider([])),
     "claim_exists": lambda app, t: app.claim_exists("claim"),

@@ -1,0 +1,250 @@
+"""An operator forks a run before an uncertain call (ADR 0022), on a real SQLite file.
+
+The source: a ``never_auto_retry`` Send whose process died after T1, then sealed by startup
+recovery, so it can be neither attested nor continued. The fork continues the prefix before
+the call; the source's committed events stay byte for byte as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from maka_es.app import RuntimeApplication
+from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.continuation.telemetry import RecordingTelemetrySink, RunForkedEvent, Telemetry
+from maka_es.errors import CodecInputError, MakaError, RunForkRefusedError
+from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.runtime import Tool, ToolContext
+
+NOW = 1_700_000_000_000
+LATER = NOW + 60_000  # the operator forks after the restart
+IDENTITY = "workspace:v1:3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99"
+RESULT = {"kind": "text", "text": "sent 1 message"}
+SPINE = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
+OBSERVATION = HostObservation(
+    workspace_identity=IDENTITY,
+    background_operations_settled=True,
+    available_tool_names=("Send",),
+)
+
+
+class Killed(BaseException):
+    """Stands for the process dying inside the tool: no T2 is written."""
+
+
+class Send(BaseModel):
+    to: str
+
+
+def _send_tool(dies: bool) -> Tool[Send]:
+    def run(args: Send, context: ToolContext) -> dict[str, Any]:
+        if dies:
+            raise Killed
+        return RESULT
+
+    return Tool("Send", Send, run, recovery_mode="never_auto_retry")
+
+
+def _ids() -> Any:
+    counter = iter(range(1, 1000))
+    return lambda: f"fork-{next(counter)}"
+
+
+def _open(db: Path, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
+    return RuntimeApplication.open_sqlite(str(db), clock=lambda: clock_ms, **kwargs)
+
+
+def _continuing(db: Path, **kwargs: Any) -> RuntimeApplication:
+    return _open(
+        db,
+        LATER,
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+        host_inspector=StaticHostInspector(OBSERVATION),
+        **kwargs,
+    )
+
+
+def _parked(db: Path) -> str:
+    """A run whose ``never_auto_retry`` Send died after T1, sealed by recovery; its op id."""
+    with _open(db, tools=[_send_tool(dies=True)]) as app:
+        app.open_session("s1", "/workspace", IDENTITY)
+        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        ledger = LedgerBuilder(SPINE)
+        ledger.user(marker=True)
+        app.append_events("r1", ledger.events)
+        with pytest.raises(Killed):
+            app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
+    with _open(db) as app:
+        app.recover()
+        assert app.get_run_header("r1").status == "failed"
+        assert app.plan_resume("r1").disposition == "blocked"
+    return SPINE.operation_id("c1")
+
+
+def _completed(db: Path) -> str:
+    """A run whose Send completed, then ended: both a fork and a continuation are possible."""
+    with _open(db, tools=[_send_tool(dies=False)]) as app:
+        app.open_session("s1", "/workspace", IDENTITY)
+        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        ledger = LedgerBuilder(SPINE)
+        ledger.user(marker=True)
+        app.append_events("r1", ledger.events)
+        app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
+    with _open(db) as app:
+        app.recover()
+    return SPINE.operation_id("c1")
+
+
+def _wire(app: RuntimeApplication, run_id: str) -> list[str]:
+    return [json.dumps(e.to_wire(), sort_keys=True) for e in app.read_run_events(run_id)]
+
+
+def test_a_fork_replays_the_prefix_before_the_uncertain_call(db_path: Path) -> None:
+    """The fork's start records the source and the kept high-water, its provenance is stored,
+    the source's events are byte-identical, and a continuation of the fork runs without the
+    abandoned call in its replay."""
+    operation = _parked(db_path)
+    sink = RecordingTelemetrySink()
+    with _open(db_path, LATER, id_factory=_ids(), telemetry=Telemetry([sink])) as app:
+        source_before = _wire(app, "r1")
+        report = app.fork_run("r1", before_operation=operation, actor="alice", note="not sent")
+        assert report.created
+        assert report.high_water == 1
+        assert report.abandoned_operation_id == operation
+        assert report.forked_at == LATER
+        assert _wire(app, "r1") == source_before
+        fork = app.get_run_header(report.fork_run_id)
+        assert fork.continuation_source is not None
+        assert fork.continuation_source.source_run_id == "r1"
+        assert fork.continuation_source.source_runtime_event_high_water == 1
+        (start,) = app.read_run_events(report.fork_run_id)
+        assert start.actions is not None
+        assert start.actions.continuation_start is not None
+        assert start.actions.continuation_start.immediate_source.high_water == 1
+        assert [e for e in sink.events if isinstance(e, RunForkedEvent)] == [
+            RunForkedEvent(
+                session_id="s1",
+                source_run_id="r1",
+                fork_run_id=report.fork_run_id,
+                operation_id=operation,
+                actor="alice",
+            )
+        ]
+        provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "again"},))])
+        outcome = app.execute_fork(report.fork_run_id, provider, system_prompt="be careful")
+        assert outcome.status == "completed"
+        (request,) = provider.requests
+        assert [e.id for e in request.replay_context] == [app.read_run_events("r1")[0].id]
+        assert not any(e.function_call is not None for e in request.replay_context)
+        with pytest.raises(RunForkRefusedError) as refused:
+            app.execute_fork(report.fork_run_id, provider)
+        assert refused.value.code == "fork_not_pending"
+        assert _wire(app, "r1") == source_before
+    with _continuing(db_path) as app:  # the ended fork is an ordinary continuation source
+        plan = app.plan_continuation("s1", report.fork_run_id)
+        assert plan.continuation is not None, plan.rejection_reasons
+        assert plan.continuation.source_run_id == report.fork_run_id
+        provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "more"},))])
+        assert app.execute_continuation(plan, provider).status == "completed"
+        (request,) = provider.requests
+        assert not any(e.function_call is not None for e in request.replay_context)
+        assert _wire(app, "r1") == source_before
+
+
+def test_the_same_fork_again_is_idempotent(db_path: Path) -> None:
+    operation = _parked(db_path)
+    with _open(db_path, id_factory=_ids()) as app:
+        first = app.fork_run("r1", before_operation=operation, actor="alice", note="n")
+    with _open(db_path, NOW + 5) as app:
+        before = store_snapshot(app)
+        again = app.fork_run("r1", before_operation=operation, actor="alice", note="n")
+        assert not again.created
+        assert again.fork_run_id == first.fork_run_id
+        assert again.forked_at == NOW
+        assert store_snapshot(app) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "code"),
+    [
+        (
+            {"before_operation": "toolop_" + "0" * 32, "actor": "a"},
+            RunForkRefusedError,
+            "fork_point_invalid",
+        ),
+        ({"actor": ""}, CodecInputError, "operator_action_invalid"),
+        ({"actor": "bob", "note": "other"}, RunForkRefusedError, "fork_conflict"),
+    ],
+)
+def test_refusals_are_typed_and_write_nothing(
+    db_path: Path, kwargs: dict[str, Any], error: type[MakaError], code: str
+) -> None:
+    operation = _parked(db_path)
+    with _open(db_path, id_factory=_ids()) as app:
+        if code == "fork_conflict":
+            app.fork_run("r1", before_operation=operation, actor="alice")
+        before = store_snapshot(app)
+        with pytest.raises(error) as refused:
+            app.fork_run("r1", **{"before_operation": operation, **kwargs})
+        assert refused.value.code == code
+        assert store_snapshot(app) == before
+
+
+def test_a_continuation_first_refuses_the_fork(db_path: Path) -> None:
+    operation = _completed(db_path)
+    with _continuing(db_path) as app:
+        plan = app.plan_continuation("s1")
+        provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "ok"},))])
+        assert app.execute_continuation(plan, provider).status == "completed"
+        before = store_snapshot(app)
+        with pytest.raises(RunForkRefusedError) as refused:
+            app.fork_run("r1", before_operation=operation, actor="alice")
+        assert refused.value.code == "fork_conflict"
+        assert store_snapshot(app) == before
+
+
+def test_a_fork_and_a_continuation_racing_have_one_winner(db_path: Path) -> None:
+    """Two applications on one file, released together: one claims the source, the other
+    gets a typed refusal, and the source is sealed by exactly one claim."""
+    operation = _completed(db_path)
+    forker, continuer = _open(db_path, id_factory=_ids()), _continuing(db_path)
+    plan = continuer.plan_continuation("s1")
+    assert plan.continuation is not None
+    provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "ok"},))])
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, object] = {}
+
+    def fork() -> None:
+        barrier.wait()
+        try:
+            outcomes["fork"] = forker.fork_run("r1", before_operation=operation, actor="a")
+        except MakaError as exc:
+            outcomes["fork"] = exc
+
+    def resume() -> None:
+        barrier.wait()
+        try:
+            outcomes["continue"] = continuer.execute_continuation(plan, provider)
+        except MakaError as exc:
+            outcomes["continue"] = exc
+
+    threads = [threading.Thread(target=fork), threading.Thread(target=resume)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    forker.close()
+    continuer.close()
+    errors = [o for o in outcomes.values() if isinstance(o, MakaError)]
+    assert len(outcomes) == 2
+    assert len(errors) == 1, outcomes
+    with _open(db_path) as app:
+        assert len(app.claims.all_claims()) == 1
