@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -31,6 +32,12 @@ def chromium_executable() -> str | None:
     return None
 
 
+def _above_protocol_fds(fd: int) -> int:
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
 class Browser:
     """One headless browser with one page; DevTools events are kept in ``events``."""
 
@@ -38,6 +45,11 @@ class Browser:
         self._profile = tempfile.mkdtemp(prefix="maka-chromium-")
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
+        # the child's ends are moved to fds >= 10 so mapping them onto 3 and 4 cannot clobber
+        to_child_r, from_child_w = (
+            _above_protocol_fds(to_child_r),
+            _above_protocol_fds(from_child_w),
+        )
         flags = [
             "--headless",
             "--no-sandbox",
@@ -50,10 +62,10 @@ class Browser:
             "--remote-debugging-pipe",
             f"--user-data-dir={self._profile}",
         ]
-        # fds 3 and 4 are the protocol's; the shell maps the pipe ends onto them.
+        # fds 3 and 4 are the protocol's: bash (dash takes one-digit fds only) maps the ends there
         script = f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w}'
         self._process = subprocess.Popen(
-            ["sh", "-c", script, executable, *flags],
+            ["bash", "-c", script, executable, *flags],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
