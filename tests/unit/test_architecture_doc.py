@@ -22,6 +22,7 @@ CAPABILITIES = (
     "continuation",
     "recovery",
     "adapters",
+    "report",
     "cli",
 )
 MODULE_RE = re.compile(r"`((?:" + "|".join(CAPABILITIES) + r")/[a-z_]+\.py)`")

@@ -10,7 +10,13 @@ order each code fires is described in docs/reference/codes.md.
 
 from __future__ import annotations
 
-from maka_es.codes.edge_codes import CONTINUATION, JSONL_LEDGER, WORKSPACE_IDENTITY, WORKSPACE_PATHS
+from maka_es.codes.edge_codes import (
+    CONTINUATION,
+    JSONL_LEDGER,
+    REPORT,
+    WORKSPACE_IDENTITY,
+    WORKSPACE_PATHS,
+)
 from maka_es.codes.error_codes import BASES, STORE, STORE_FAULTS, TOOLS, WIRE
 from maka_es.codes.journal_codes import BUNDLE_CODES, RESOLVER_ISSUES, SHARED
 from maka_es.codes.model import CODE_KINDS, CodeEntry, CodeKind, CodeRegistry
@@ -33,6 +39,7 @@ REGISTRY = CodeRegistry(
         *WORKSPACE_IDENTITY,
         *WORKSPACE_PATHS,
         *CONTINUATION,
+        *REPORT,
         *REVALIDATION,
         *PARK_REASONS,
         *DIAGNOSTICS,

@@ -97,6 +97,16 @@ WORKSPACE_PATHS = group(
     e.WorkspacePathRefusedError,
 )
 
+REPORT = (
+    error(
+        "report_output_invalid",
+        "A run report cannot be written where asked: the path is a directory, its parent is "
+        "missing, or writing failed (ADR 0030).",
+        "Choose a file path in an existing, writable directory; no file was left behind.",
+        e.ReportOutputError,
+    ),
+)
+
 CONTINUATION = (
     error(
         "continuation_revalidation_failed",

@@ -48,6 +48,9 @@ from maka_es.errors.files import (
     JsonlLedgerError as JsonlLedgerError,
 )
 from maka_es.errors.files import (
+    ReportOutputError as ReportOutputError,
+)
+from maka_es.errors.files import (
     WorkspaceIdentityChangedError as WorkspaceIdentityChangedError,
 )
 from maka_es.errors.files import (

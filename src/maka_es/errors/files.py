@@ -75,3 +75,10 @@ class WorkspacePathRefusedError(MakaError, ValueError):
     or ``workspace_path_invalid`` (see :mod:`maka_es.codes`)."""
 
     default_code = "workspace_path_refused"
+
+
+class ReportOutputError(MakaError, OSError):
+    """A run report cannot be written where asked (a directory, a missing parent, an I/O
+    failure); no file is left behind (ADR 0030)."""
+
+    default_code = "report_output_invalid"

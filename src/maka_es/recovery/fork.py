@@ -259,6 +259,12 @@ class RunForks:
             )
         return replay
 
+    def provenance(self, claim_id: str) -> ForkReport | None:
+        """The fork recorded under ``claim_id`` (``created=False``: it was read, not made), or
+        ``None`` when that claim is an ordinary continuation: how a reader tells the two apart."""
+        fact = self._fork_fact(claim_id)
+        return None if fact is None else _report(fact, created=False)
+
     def _fork_fact(self, claim_id: str) -> RunForked | None:
         record = self._store.load(fork_stream_id(claim_id), _project_fork)
         return None if record is None else record.fact

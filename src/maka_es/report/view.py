@@ -1,0 +1,241 @@
+"""From the store's answers (``ReportData``) to the rows a page lays out (``PageView``).
+
+Why pure: the same store must render byte-identical HTML (ADR 0030), so this step reads
+nothing but its argument. It decides what an operator looks at first: operations whose
+outcome is unknown or parked, and the reasons that block a plan, are flagged for highlighting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.report.data import PlanFailure, ReportData, RunData
+from maka_es.report.event_rows import LANES, event_row, format_ms
+from maka_es.report.view_models import (
+    EventLink,
+    LineageEdgeRow,
+    OperationRow,
+    PageView,
+    PlanRow,
+    ReasonRow,
+    RunView,
+)
+from maka_es.resume.models import Diagnostic, ResumePlan
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.wire.events import RuntimeEvent
+
+__all__ = ["build_page"]
+
+_ATTENTION = frozenset({"indeterminate", "parked", "corruption"})
+
+#: event id -> element id, per run (event ids are unique within a run, not across runs).
+_Anchors = Mapping[str, str]
+
+
+def build_page(data: ReportData) -> PageView:
+    """Every run of ``data`` as a section; the focus runs in full, their neighbours as cards."""
+    run_anchors = {run.header.run_id: f"run-{index + 1}" for index, run in enumerate(data.runs)}
+    edges = tuple(edge for run in data.runs if (edge := _edge(run, run_anchors)) is not None)
+    runs = tuple(
+        _run_view(run, run_anchors, edges, full=run.header.run_id in data.focus)
+        for run in data.runs
+    )
+    title = (
+        f"maka_es run {data.focus[0]}"
+        if data.kind == "run"
+        else f"maka_es session {data.session_id}"
+    )
+    return PageView(data.kind, title, data.session_id, LANES, runs, edges)
+
+
+def _edge(run: RunData, run_anchors: Mapping[str, str]) -> LineageEdgeRow | None:
+    """The edge into ``run`` from the run it continues (a fork when its claim says so)."""
+    source = run.header.continuation_source
+    if source is None:
+        return None
+    claim_id = getattr(source, "claim_id", None)
+    detail: tuple[tuple[str, str], ...] = ()
+    if run.fork is not None:
+        detail = (
+            ("abandoned operation", run.fork.abandoned_operation_id),
+            ("actor", run.fork.actor),
+            ("note", run.fork.note),
+            ("forked at", format_ms(run.fork.forked_at)),
+        )
+    return LineageEdgeRow(
+        kind="fork" if run.fork is not None else "continuation",
+        source_run_id=source.source_run_id,
+        source_anchor=run_anchors.get(source.source_run_id),
+        target_run_id=run.header.run_id,
+        target_anchor=run_anchors.get(run.header.run_id),
+        high_water=source.source_runtime_event_high_water,
+        claim_id=claim_id,
+        detail=detail,
+    )
+
+
+def _run_view(
+    run: RunData,
+    run_anchors: Mapping[str, str],
+    edges: tuple[LineageEdgeRow, ...],
+    *,
+    full: bool,
+) -> RunView:
+    header = run.header
+    anchor = run_anchors[header.run_id]
+    rows = tuple(event_row(anchor, seq, e) for seq, e in enumerate(run.events, start=1))
+    anchors = {row.event_id: row.anchor for row in reversed(rows)}  # first occurrence wins
+    return RunView(
+        anchor=anchor,
+        run_id=header.run_id,
+        full=full,
+        status=header.status,
+        header_facts=_header_facts(run),
+        events=rows,
+        operations=_operations(run, anchors),
+        issues=tuple(
+            ReasonRow(issue.code, "resolver issue", _link(issue.event_id, anchors), True)
+            for issue in run.resolution.issues
+        ),
+        resume_plan=_resume_row(run.resume_plan, anchors),
+        continuation_plan=_continuation_row(run.continuation_plan, anchors),
+        edges_in=tuple(e for e in edges if e.target_run_id == header.run_id),
+        edges_out=tuple(e for e in edges if e.source_run_id == header.run_id),
+    )
+
+
+def _header_facts(run: RunData) -> tuple[tuple[str, str], ...]:
+    h = run.header
+    facts = [
+        ("session", h.session_id),
+        ("invocation", h.invocation_id or ""),
+        ("turn", h.turn_id),
+        ("status", h.status),
+        ("model", h.model_id),
+        ("cwd", h.cwd),
+        ("created", format_ms(h.created_at)),
+        ("updated", format_ms(h.updated_at)),
+        ("committed events", str(len(run.events))),
+    ]
+    optional = (
+        ("completed", None if h.completed_at is None else format_ms(h.completed_at)),
+        ("failure class", h.failure_class),
+        ("failure message", h.failure_message),
+        ("workspace identity", h.workspace_identity),
+    )
+    facts.extend((label, value) for label, value in optional if value is not None)
+    return tuple(facts)
+
+
+def _link(event_id: str | None, anchors: _Anchors) -> EventLink | None:
+    return None if event_id is None else EventLink(event_id, anchors.get(event_id))
+
+
+def _bundle(
+    operation_id: str, events: tuple[RuntimeEvent, ...], anchors: _Anchors
+) -> tuple[tuple[str, EventLink], ...]:
+    """The operation's recovery facts (reconcile result, decision) in ledger order."""
+    facts = []
+    for event in events:
+        recovery = event.actions.tool_recovery if event.actions is not None else None
+        if recovery is not None and recovery.payload.operation_id == operation_id:
+            label = recovery.kind.rsplit(".", 1)[-1].replace("_", " ")
+            facts.append((label, EventLink(event.id, anchors.get(event.id))))
+    return tuple(facts)
+
+
+def _operations(run: RunData, anchors: _Anchors) -> tuple[OperationRow, ...]:
+    decisions = {d.operation_id: d for d in run.resolution.decisions if d.operation_id}
+    return tuple(
+        _operation(op, decisions.get(op.operation_id), run, anchors) for op in run.operations
+    )
+
+
+def _operation(
+    op: ToolOperationState, decision: ToolDecision | None, run: RunData, anchors: _Anchors
+) -> OperationRow:
+    status = decision.status if decision is not None else "no decision"
+    return OperationRow(
+        operation_id=op.operation_id,
+        tool_name=op.tool_name,
+        tool_call_id=op.tool_call_id,
+        recovery_mode=op.recovery_mode,
+        journal_state=op.state,
+        t1=EventLink(op.dispatch_event_id, anchors.get(op.dispatch_event_id)),
+        t2=_link(op.result_event_id, anchors),
+        bundle=_bundle(op.operation_id, run.events, anchors),
+        observation=op.observation,
+        decision_status=status,
+        decision_reason=decision.reason if decision is not None else "",
+        settlement_origin=decision.settlement_origin if decision is not None else None,
+        attention=status in _ATTENTION or decision is None,
+    )
+
+
+def _reasons(
+    blocking: tuple[str, ...], diagnostics: tuple[Diagnostic, ...], anchors: _Anchors
+) -> tuple[ReasonRow, ...]:
+    """Blocking reasons first (with the message of their diagnostic), then the rest."""
+    by_code = {d.code: d for d in reversed(diagnostics)}
+    rows = [
+        ReasonRow(
+            code,
+            by_code[code].message if code in by_code else "",
+            _link(by_code[code].event_id, anchors) if code in by_code else None,
+            True,
+        )
+        for code in blocking
+    ]
+    rows.extend(
+        ReasonRow(d.code, d.message, _link(d.event_id, anchors), False)
+        for d in diagnostics
+        if d.code not in blocking
+    )
+    return tuple(rows)
+
+
+def _known(facts: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Facts with a value: an absent directive or claim is left out, not shown empty."""
+    return tuple((label, value) for label, value in facts if value)
+
+
+def _failure_row(title: str, failure: PlanFailure) -> PlanRow:
+    reason = ReasonRow(failure.code, failure.message, None, True)
+    return PlanRow(title, "refused", False, (reason,), ())
+
+
+def _resume_row(plan: ResumePlan | PlanFailure, anchors: _Anchors) -> PlanRow:
+    title = "Phase 0 resume plan"
+    if isinstance(plan, PlanFailure):
+        return _failure_row(title, plan)
+    facts = (
+        ("committed high-water", str(plan.source_runtime_event_high_water)),
+        ("requires verification", "yes" if plan.requires_verification else "no"),
+        ("replayed events", str(len(plan.replay_runtime_events))),
+        ("directive", plan.directive or ""),
+    )
+    reasons = _reasons(plan.rejection_reasons, plan.diagnostics, anchors)
+    proceeds = plan.disposition == "safe_replay"
+    return PlanRow(title, plan.disposition, proceeds, reasons, _known(facts))
+
+
+def _continuation_row(plan: ContinuationPlan | PlanFailure, anchors: _Anchors) -> PlanRow:
+    """The continuation decision; the fresh target ids a plan draws are left out, since they
+    change at every planning and the page must not (ADR 0030)."""
+    title = "Continuation decision"
+    if isinstance(plan, PlanFailure):
+        return _failure_row(title, plan)
+    facts: tuple[tuple[str, str], ...] = ()
+    if plan.continuation is not None:
+        c = plan.continuation
+        facts = (
+            ("source run", c.source_run_id),
+            ("source high-water", str(c.source_runtime_event_high_water)),
+            ("claim", c.claim_id or ""),
+            ("replayed events", str(len(c.runtime_context))),
+        )
+    reasons = _reasons(plan.rejection_reasons, plan.diagnostics, anchors)
+    proceeds = plan.disposition == "continue"
+    return PlanRow(title, plan.disposition, proceeds, reasons, _known(facts))
