@@ -50,7 +50,7 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         app.append_events("r1", [ledgers["r1"].terminal("completed")])
         app.update_run_header("r1", {"status": "completed"})
         start_run(app, "r2")
-        written = app.recorder.max_notification_id()
+        written = app._store.max_notification_id()
     before = SqliteRecoveryStatusStore(str(db))
     committed = (before.position(), before.all())
     before.close()

@@ -45,6 +45,11 @@ def count_loads(app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> lis
     return loaded
 
 
+def last_id(app: RuntimeApplication) -> int:
+    """The last notification id committed so far."""
+    return app._store.max_notification_id()
+
+
 def from_scratch(app: RuntimeApplication, path: Path) -> SqliteRecoveryStatusStore:
     """The read model built from the first notification into another SQLite file."""
     other = SqliteRecoveryStatusStore(str(path))
@@ -77,7 +82,7 @@ def test_a_catch_up_loads_each_touched_run_once(
     app.append_events("r2", [ledgers["r2"].terminal("completed")])
     app.update_run_header("r2", {"status": "completed"})
     start_run(app, "r3")
-    new = app.recorder.max_notification_id() - store.position()
+    new = last_id(app) - store.position()
     assert new > 20
 
     loaded = count_loads(app, monkeypatch)
@@ -86,7 +91,7 @@ def test_a_catch_up_loads_each_touched_run_once(
 
     other = from_scratch(app, tmp_path / "other.sqlite")
     assert store.all() == other.all()
-    assert store.position() == other.position() == app.recorder.max_notification_id()
+    assert store.position() == other.position() == last_id(app)
     assert [row.run_id for row in store.needing_attention()] == ["r0", "r1", "r3"]
     other.close()
     store.close()
@@ -103,7 +108,7 @@ def test_a_rebuild_loads_each_run_once(
     store = SqliteRecoveryStatusStore(str(db_path))
     projector = app.recovery_status_projector(store, page_size=2)
     loaded = count_loads(app, monkeypatch)
-    assert projector.rebuild() == app.recorder.max_notification_id()
+    assert projector.rebuild() == last_id(app)
     assert loaded == ["long", "short"]
     assert [(row.run_id, row.high_water) for row in store.all()] == [("long", 31), ("short", 1)]
     store.close()
@@ -115,7 +120,7 @@ def test_facts_written_during_a_batch_wait_for_the_next_batch(
     ledgers = {run_id: start_run(app, run_id) for run_id in ("r0", "r1")}
     store = SqliteRecoveryStatusStore(str(db_path))
     projector = app.recovery_status_projector(store, page_size=2)
-    end = app.recorder.max_notification_id()
+    end = last_id(app)
     commits: list[int] = []
     original_commit = store.commit
     original_select = app._store.select_notifications
@@ -124,7 +129,7 @@ def test_facts_written_during_a_batch_wait_for_the_next_batch(
     def select(start: int, limit: int) -> Sequence[Notification]:
         if not written:  # another writer commits while the first page is read
             app.append_events("r1", [ledgers["r1"].terminal("completed")])
-            written.append(app.recorder.max_notification_id())
+            written.append(last_id(app))
         return original_select(start, limit)
 
     def commit(*args: object, **kwargs: object) -> None:
