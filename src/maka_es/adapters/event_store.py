@@ -124,6 +124,11 @@ class EventSourcedRunStore:
 
     # -- the notification log -------------------------------------------------------------------
 
+    def max_notification_id(self) -> int:
+        """The last notification id committed so far (0: an empty log): where a recovery-status
+        catch-up batch ends."""
+        return self._app.recorder.max_notification_id() or 0
+
     def select_notifications(self, start: int, limit: int) -> Sequence[Notification]:
         return self._app.recorder.select_notifications(start=start, limit=limit)
 

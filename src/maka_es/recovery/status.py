@@ -10,14 +10,21 @@ one.
 
 How a catch-up works (ADR 0012: eventsourcing's ``ProjectionRunner`` does not support SQLite):
 
-1. read notifications after the store's tracking position, one page at a time;
+1. read the notifications after the store's tracking position up to the log's end as it was
+   when the batch began, one page at a time;
 2. find the runs they affect: ``RunCreated`` names its run (and teaches the store which stream
    is that run's); every other run-stream fact is mapped to its run through that stream map;
    ``ContinuationClaimed`` affects its target and its source;
-3. recompute the rows of exactly those runs from the application's current state (each row is
-   a pure function of one run's committed facts and the claims naming it);
+3. recompute the rows of exactly those runs from the application's current state, loading
+   each run ONCE per batch however many pages its facts fill (each row is a pure function of
+   one run's committed facts and the claims naming it; the resume verdict comes from the
+   resolution the Run already tracks);
 4. write the rows, the new stream links and claims, and the new position in ONE store
-   transaction, compare-and-set on the position the page started from.
+   transaction, compare-and-set on the position the batch started from.
+
+A catch-up therefore costs one pass over the new notifications plus one load per run they
+touch: linear in what was written since the last one (ADR 0012), where recomputing per page
+made a long run cost its history once per page (quadratic).
 
 Why rows are recomputed from current state rather than folded from the notifications: a row is
 then always at least as new as the position says, a later notification for the same run
@@ -60,12 +67,14 @@ from maka_es.recovery.status_store import (
     RunRecoveryStatus,
     needs_attention_for,
 )
-from maka_es.resume.plan import build_resume_plan
+from maka_es.resume.plan import resume_verdict
 from maka_es.wire.run_header import header_matches_terminal
 
 
 class RecoveryStatusSource(Protocol):
     """What the projector reads: the notification log, and one run or claim at a time."""
+
+    def max_notification_id(self) -> int: ...
 
     def select_notifications(self, start: int, limit: int) -> Sequence[Notification]: ...
 
@@ -84,8 +93,8 @@ __all__ = [
     "RunRecoveryStatus",
 ]
 
-#: Notifications per page (and per read-model transaction).
-DEFAULT_PAGE_SIZE: Final = 500
+#: Notifications per read of the log (a batch, one read-model transaction, spans many pages).
+DEFAULT_PAGE_SIZE: Final = 2000
 
 #: Facts of a run stream that change a run's row, identified by their stream only.
 _RUN_STREAM_TOPICS: Final = frozenset(
@@ -102,11 +111,17 @@ _RUN_STREAM_TOPICS: Final = frozenset(
 
 @dataclass
 class _Batch:
-    """What one page of notifications means for the read model."""
+    """What one catch-up batch of notifications (one read-model transaction) means for the
+    read model."""
 
+    end: int  # the last notification read (the position the batch commits)
+    count: int = 0  # notifications read
     affected: dict[str, None] = field(default_factory=dict)  # run ids, first-affected order
-    stream_links: dict[UUID, str] = field(default_factory=dict)
+    stream_links: dict[UUID, str] = field(default_factory=dict)  # created in this batch
     claim_targets: dict[str, str] = field(default_factory=dict)  # claim id -> target run id
+    known: dict[UUID, str] = field(default_factory=dict)  # linked by earlier batches
+    looked_up: set[UUID] = field(default_factory=set)  # streams already asked of the store
+    introduced: set[UUID] = field(default_factory=set)  # run streams whose RunCreated was read
 
     def touch(self, run_id: str) -> None:
         self.affected.setdefault(run_id, None)
@@ -140,29 +155,34 @@ class RecoveryStatusProjector:
 
     def catch_up(self) -> int:
         """Process every notification after the store's position; return how many this call
-        committed (0 when the read model was already current)."""
+        committed (0 when the read model was already current).
+
+        One batch spans the log from the position to its end as it was when the batch began:
+        each run it touches is loaded once, however many pages its facts fill, so a catch-up is
+        linear in what was written (ADR 0012). Facts written meanwhile go into the next batch.
+        """
         processed = 0
         with self._lock:
             while True:
                 start = self.store.position()
-                page = self.source.select_notifications(start + 1, self.page_size)
-                if not page:
+                end = self.source.max_notification_id()
+                if end <= start:
                     return processed
-                batch = self._read_page(page)
+                batch = self._scan(start, end)
+                if batch.count == 0:
+                    return processed
                 rows = self._recompute(batch)
                 try:
                     self.store.commit(
                         rows,
                         batch.stream_links,
-                        page[-1].id,
+                        batch.end,
                         claim_targets=batch.claim_targets,
                         expected_position=start,
                     )
                 except RecoveryStatusConflictError:
                     continue  # another projector moved on; continue from its position
-                processed += len(page)
-                if len(page) < self.page_size:
-                    return processed
+                processed += batch.count
 
     def rebuild(self) -> int:
         """Forget the read model and rebuild it from the first notification."""
@@ -170,9 +190,25 @@ class RecoveryStatusProjector:
             self.store.clear()
         return self.catch_up()
 
-    def _read_page(self, page: Sequence[Notification]) -> _Batch:
-        """Collect the runs a page affects, and the stream links and claims it introduces."""
-        batch = _Batch()
+    def _scan(self, start: int, end: int) -> _Batch:
+        """Read the notifications in ``(start, end]``, one page at a time, into one batch."""
+        batch = _Batch(end=start)
+        while batch.end < end:
+            page = [
+                notification
+                for notification in self.source.select_notifications(batch.end + 1, self.page_size)
+                if notification.id <= end
+            ]
+            if not page:
+                break
+            self._read_page(page, batch)
+            batch.end = page[-1].id
+            batch.count += len(page)
+        return batch
+
+    def _read_page(self, page: Sequence[Notification], batch: _Batch) -> None:
+        """Add the runs a page affects, and the stream links and claims it introduces, to
+        ``batch`` (streams linked by earlier batches are looked up in the store once)."""
         unknown: set[UUID] = set()
         claims: dict[int, ContinuationClaimed] = {}
         for notification in page:
@@ -181,44 +217,49 @@ class RecoveryStatusProjector:
                 assert isinstance(fact, RunCreated)
                 batch.stream_links[fact.originator_id] = str(fact.header["runId"])
             elif notification.topic in _RUN_STREAM_TOPICS:
-                stream_id = _stream_id(notification)
-                if stream_id not in batch.stream_links:
-                    unknown.add(stream_id)
+                unknown.add(_stream_id(notification))
             elif notification.topic == ContinuationClaimed.TOPIC:
                 fact = self.source.to_fact(notification)
                 assert isinstance(fact, ContinuationClaimed)
                 claims[notification.id] = fact
                 unknown.add(run_stream_id(fact.boundary.run_id))
-        known = self.store.stream_run_ids(unknown) if unknown else {}
-        introduced: set[UUID] = set(known)  # run streams created before this notification
+        unknown -= batch.stream_links.keys() | batch.known.keys() | batch.looked_up
+        if unknown:
+            found = self.store.stream_run_ids(unknown)
+            batch.looked_up |= unknown
+            batch.known.update(found)
+            batch.introduced.update(found)  # run streams created before this batch
         for notification in page:
-            topic = notification.topic
-            if topic == RunCreated.TOPIC:
-                introduced.add(_stream_id(notification))
-                batch.touch(batch.stream_links[_stream_id(notification)])
-            elif topic in _RUN_STREAM_TOPICS:
-                stream_id = _stream_id(notification)
-                run_id = batch.stream_links.get(stream_id) or known.get(stream_id)
-                if run_id is None:
-                    raise StoreCorruptionError(
-                        f"notification {notification.id} ({topic}) belongs to stream "
-                        f"{stream_id}, which no RunCreated introduced; rebuild the read model",
-                        detail={"notificationId": notification.id, "streamId": str(stream_id)},
-                    )
-                batch.touch(run_id)
-            elif topic == ContinuationClaimed.TOPIC:
-                claim = claims[notification.id]
-                target = str(claim.target["runId"])
-                batch.claim_targets.setdefault(claim.claim_id, target)
-                batch.touch(target)
-                source = claim.boundary.run_id
-                source_stream = run_stream_id(source)
-                # Only a source whose RunCreated came before the claim: a source that did not
-                # exist yet gets its row from its own RunCreated, so the order in which rows
-                # first appear does not depend on how the log was paged.
-                if source_stream in introduced:
-                    batch.touch(source)
-        return batch
+            self._touch(notification, batch, claims)
+
+    def _touch(
+        self, notification: Notification, batch: _Batch, claims: dict[int, ContinuationClaimed]
+    ) -> None:
+        topic = notification.topic
+        if topic == RunCreated.TOPIC:
+            batch.introduced.add(_stream_id(notification))
+            batch.touch(batch.stream_links[_stream_id(notification)])
+        elif topic in _RUN_STREAM_TOPICS:
+            stream_id = _stream_id(notification)
+            run_id = batch.stream_links.get(stream_id) or batch.known.get(stream_id)
+            if run_id is None:
+                raise StoreCorruptionError(
+                    f"notification {notification.id} ({topic}) belongs to stream "
+                    f"{stream_id}, which no RunCreated introduced; rebuild the read model",
+                    detail={"notificationId": notification.id, "streamId": str(stream_id)},
+                )
+            batch.touch(run_id)
+        elif topic == ContinuationClaimed.TOPIC:
+            claim = claims[notification.id]
+            target = str(claim.target["runId"])
+            batch.claim_targets.setdefault(claim.claim_id, target)
+            batch.touch(target)
+            source = claim.boundary.run_id
+            # Only a source whose RunCreated came before the claim: a source that did not
+            # exist yet gets its row from its own RunCreated, so the order in which rows
+            # first appear does not depend on how the log was paged.
+            if run_stream_id(source) in batch.introduced:
+                batch.touch(source)
 
     def _recompute(self, batch: _Batch) -> list[RunRecoveryStatus]:
         """Fresh rows for the affected runs only (a run that does not exist and is not a
@@ -293,12 +334,16 @@ class RecoveryStatusProjector:
 
 
 def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
-    """The recovery status of a loaded run (pure: a function of the run and its claim)."""
+    """The recovery status of a loaded run (pure: a function of the run and its claim).
+
+    ``resume_disposition`` / ``resume_reasons`` are those of ``build_resume_plan(run.events)``,
+    decided from the resolution the Run already tracks (``resume_verdict``)."""
     header = run.header
     events = run.events
     terminal = run.terminal_event
     matches = terminal is not None and header_matches_terminal(header, terminal)
-    plan = build_resume_plan(events)
+    # the Run keeps the resolver's fold: no second resolution of the whole ledger (ADR 0012)
+    disposition, reasons = resume_verdict(events, run.resolution())
     claim_state: ClaimState
     if claim_id is None:
         claim_state = "none"
@@ -314,8 +359,8 @@ def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
         header_status=header.status,
         terminal_event=terminal is not None,
         header_matches_terminal=matches,
-        resume_disposition=plan.disposition,
-        resume_reasons=tuple(plan.rejection_reasons),
+        resume_disposition=disposition,
+        resume_reasons=reasons,
         unsettled_operations=sum(1 for op in run.tool_operations if op.is_unsettled),
         claim_state=claim_state,
         claim_id=claim_id,

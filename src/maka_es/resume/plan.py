@@ -27,6 +27,7 @@ from maka_es.resume.models import (
     Resolution,
     ResumeDisposition,
     ResumePlan,
+    ResumeRejectionReason,
     RuntimeEventInput,
     ToolOperation,
     ToolOperationStatus,
@@ -37,7 +38,12 @@ from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 
-__all__ = ["RESUME_DIRECTIVE", "build_resume_plan", "project_tool_operations"]
+__all__ = [
+    "RESUME_DIRECTIVE",
+    "build_resume_plan",
+    "project_tool_operations",
+    "resume_verdict",
+]
 
 #: Instruction handed to the model whenever a tool outcome is unknown (exact text,
 #: docs/reference/phase0.md#directive).
@@ -146,15 +152,8 @@ def build_resume_plan(
     )
     diagnostics.extend(attestation_diagnostics(operations, attestations))
     reasons = rejection_reasons(diagnostics)
-    # a pending hidden nested call is still a possible side effect of the enclosing execution
-    requires_verification = bool(hidden_pending) or any(
-        operation.status == "indeterminate" for operation in operations
-    )
-    disposition: ResumeDisposition = (
-        "safe_replay"
-        if not reasons and not requires_verification and not resolution.has_corruption
-        else "blocked"
-    )
+    requires_verification = _requires_verification(operations, hidden_pending)
+    disposition = _disposition(reasons, requires_verification, resolution)
     return ResumePlan(
         disposition=disposition,
         operations=operations,
@@ -166,3 +165,43 @@ def build_resume_plan(
         runtime_events=decoded,
         replay_runtime_events=tuple(provider_replay_subset(decoded)),
     )
+
+
+def resume_verdict(
+    events: Sequence[RuntimeEvent], resolution: Resolution
+) -> tuple[ResumeDisposition, tuple[ResumeRejectionReason, ...]]:
+    """``(disposition, rejection_reasons)`` of ``build_resume_plan(events)``, from the
+    resolution the caller already holds.
+
+    Why: a Run aggregate keeps the resolver's fold incrementally (``Run.resolution()``), so the
+    recovery-status read model can judge a run without re-resolving its whole ledger and without
+    the plan's copies of every event (docs/reference/phase0.md#resume-plan; ADR 0012).
+    ``resolution`` must be the resolution of exactly ``events``; the same private steps as
+    :func:`build_resume_plan` decide, so the verdict cannot drift from the plan's.
+    """
+    operations = _operations(events, resolution)
+    hidden_pending = _hidden_indeterminate_call_ids(events, resolution)
+    reasons = rejection_reasons(
+        resume_diagnostics(events, operations, resolution, hidden_pending, None)
+    )
+    requires_verification = _requires_verification(operations, hidden_pending)
+    return _disposition(reasons, requires_verification, resolution), reasons
+
+
+def _requires_verification(
+    operations: Sequence[ToolOperation], hidden_pending: Sequence[HiddenPendingCall]
+) -> bool:
+    """A pending hidden nested call is still a possible side effect of the enclosing
+    execution, like an indeterminate visible operation."""
+    return bool(hidden_pending) or any(
+        operation.status == "indeterminate" for operation in operations
+    )
+
+
+def _disposition(
+    reasons: Sequence[ResumeRejectionReason], requires_verification: bool, resolution: Resolution
+) -> ResumeDisposition:
+    """``safe_replay`` only when nothing blocks, nothing needs verifying and nothing is corrupt."""
+    if not reasons and not requires_verification and not resolution.has_corruption:
+        return "safe_replay"
+    return "blocked"
