@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install fmt lint typecheck layers test test-deep demo docs-codes check clean
+.PHONY: help install fmt lint typecheck layers test test-deep demo docs docs-codes check clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -43,10 +43,14 @@ test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
 demo: $(STAMP) ## Kill the example agent (examples/) with SIGKILL inside its Write, recover, continue
 	$(BIN)/python -m maka_es.cli.demo
 
+docs: $(STAMP) ## Build the documentation site into site/ (strict: a broken link or reference fails)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "open site/index.html"
+
 docs-codes: $(STAMP) ## Regenerate docs/exceptions.md from the code registry (maka_es.codes)
 	$(BIN)/python -m maka_es.codes > docs/exceptions.md.tmp && mv docs/exceptions.md.tmp docs/exceptions.md
 
 check: lint typecheck layers test ## lint + types + layers + tests
 
 clean: ## Remove the venv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache demo-data build dist src/*.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache demo-data site build dist src/*.egg-info

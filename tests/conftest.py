@@ -13,6 +13,9 @@ from hypothesis import HealthCheck, settings
 
 from maka_es.app import RuntimeApplication
 
+#: pytester runs user test modules through the installed maka_es plugin (tests/plugin/).
+pytest_plugins = ["pytester"]
+
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.register_profile(
     "ci",

@@ -6,7 +6,9 @@ identity, background work, tool catalog, cwd), and reopens the store now and the
 step: planning twice gives equal plans (with the id factory replayed), planning never changes
 the store, and after a reopen the plan is unchanged.
 
-Subclass :class:`ContinuationEligibilityMachine` and override :meth:`make_app` for your store.
+Your own catalogue: ``ContinuationEligibilityMachine.for_tools(("Label", ...))`` gives a
+machine whose runs call your tool names and whose host offers them (docs/testing.md). Subclass
+:class:`ContinuationEligibilityMachine` and override :meth:`make_app` for your store.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import itertools
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -34,13 +36,17 @@ WORKSPACES = (
 )
 
 
+#: A tool name no catalogue offers: a run that called it cannot be continued.
+GONE = "Gone"
+
+
 class _MutableInspector:
-    def __init__(self) -> None:
+    def __init__(self, tool_names: tuple[str, ...]) -> None:
         self.observation = HostObservation(
             workspace_identity=WORKSPACES[0],
             workspace_path="/workspace",
             background_operations_settled=True,
-            available_tool_names=("Bash", "Read"),
+            available_tool_names=tool_names,
         )
 
     def inspect(self, session_id: str, cwd: str) -> HostObservation:
@@ -48,10 +54,21 @@ class _MutableInspector:
 
 
 class ContinuationEligibilityMachine(RuleBasedStateMachine):
+    #: The host's tool names; ``for_tools`` gives a machine class over your own.
+    tool_names: ClassVar[tuple[str, ...]] = ("Bash", "Read")
+
+    @classmethod
+    def for_tools(cls, tool_names: tuple[str, ...]) -> type[ContinuationEligibilityMachine]:
+        """A machine class whose runs call ``tool_names`` (and one missing tool)."""
+        if not tool_names or GONE in tool_names:
+            raise ValueError(f"tool names must be non-empty and not {GONE!r}: {tool_names}")
+        name = f"{cls.__name__}ForTools"
+        return type(name, (cls,), {"tool_names": tuple(sorted(tool_names))})
+
     def __init__(self) -> None:
         super().__init__()
         self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-continuation-"))
-        self.inspector = _MutableInspector()
+        self.inspector = _MutableInspector(self.tool_names)
         self.app = self.make_app(self.workdir)
         self.app.open_session("s1", "/workspace")
         self.runs = 0
@@ -99,8 +116,9 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
     def model_text(self) -> None:
         self._append(self.ledger.model_text())
 
-    @rule(name=st.sampled_from(["Bash", "Read", "Gone"]), answer=st.booleans())
-    def tool(self, name: str, answer: bool) -> None:
+    @rule(answer=st.booleans(), data=st.data())
+    def tool(self, answer: bool, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from([*self.tool_names, GONE]), label="tool")
         call_id = f"c{len(self.ledger.events)}"
         self._append(self.ledger.call(call_id, name, {"x": 1}))
         if answer:
@@ -132,10 +150,13 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
     @rule(
         identity=st.sampled_from(WORKSPACES),
         settled=st.booleans(),
-        tools=st.sampled_from([("Bash", "Read"), ("Read",), ("Bash", "Gone", "Read")]),
         cwd=st.sampled_from(["/workspace", "/workspace/", "/moved"]),
+        data=st.data(),
     )
-    def host_changes(self, identity: str, settled: bool, tools: tuple[str, ...], cwd: str) -> None:
+    def host_changes(self, identity: str, settled: bool, cwd: str, data: st.DataObject) -> None:
+        every, fewer = self.tool_names, self.tool_names[1:]
+        offers = [every, fewer, tuple(sorted((*every, GONE)))]
+        tools = data.draw(st.sampled_from(offers), label="available tools")
         self.inspector.observation = HostObservation(
             workspace_identity=identity,
             workspace_path=cwd,

@@ -9,7 +9,11 @@ with a fresh application, as a restarted host would. Invariants after every step
 * every result acknowledged to a caller is in the ledger, byte for byte;
 * the plan is deterministic and its replay never holds a dangling call.
 
-Subclass :class:`ToolRecoveryMachine` and override :meth:`make_app` to run it on your store.
+Your own tools: ``ToolRecoveryMachine.for_tools(catalogue)`` returns a machine class that drives
+the tools ``catalogue(workdir)`` builds (each a :class:`ToolUnderTest`: your ``Tool`` with its
+implementation, recovery mode and reconciler, and a strategy for its arguments), so the same
+invariants hold for them (docs/testing.md). Subclass :class:`ToolRecoveryMachine` and override
+:meth:`make_app` to run it on your store.
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ import contextlib
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from pydantic import BaseModel
 
 from maka_es import failpoints
-from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
+from maka_es.adapters.file_write import file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
@@ -42,19 +48,68 @@ class Note(BaseModel):
 
 
 CRASH_POINTS = (None, "before_effect", "after_effect", "before_t2")
+#: Recovery modes whose implementation recovery never runs again (at most one run per operation).
+RUN_AT_MOST_ONCE = frozenset({"never_auto_retry", "reconcile"})
+
+
+@dataclass(frozen=True)
+class ToolUnderTest:
+    """One tool of the catalogue a machine drives: the host's own ``Tool`` (implementation,
+    recovery mode, reconciler) and the strategy that draws its call arguments."""
+
+    tool: Tool[Any]
+    arguments: st.SearchStrategy[dict[str, Any]]
+
+
+#: Builds the catalogue in the machine's fresh work directory (a file tool's root goes there).
+ToolCatalogue = Callable[[Path], Sequence[ToolUnderTest]]
+
+_TEXTS = st.sampled_from(["a", "b", "c"])
+
+
+def _note_tool(name: str, mode: Any) -> Tool[Note]:
+    def run(args: Note, context: ToolContext) -> Any:
+        return {"kind": "text", "text": f"{name}:{args.text}"}
+
+    return Tool(name, Note, run, recovery_mode=mode)
+
+
+def default_catalogue(workdir: Path) -> list[ToolUnderTest]:
+    """The kit's own three tools: one never retried, one idempotent, the reconciled ``Write``."""
+    notes = st.fixed_dictionaries({"text": _TEXTS})
+    writes = st.fixed_dictionaries(
+        {"path": _TEXTS.map(lambda t: f"{t}.txt"), "content": st.sampled_from(["x", "y", "z"])}
+    )
+    return [
+        ToolUnderTest(_note_tool("Append", "never_auto_retry"), notes),
+        ToolUnderTest(_note_tool("Idem", "idempotent"), notes),
+        ToolUnderTest(file_write_tool(workdir / "ws"), writes),
+    ]
 
 
 class ToolRecoveryMachine(RuleBasedStateMachine):
+    #: The tools under test; ``for_tools`` gives a machine class over your own.
+    catalogue: ClassVar[ToolCatalogue] = staticmethod(default_catalogue)
+
+    @classmethod
+    def for_tools(cls, catalogue: ToolCatalogue) -> type[ToolRecoveryMachine]:
+        """A machine class over ``catalogue`` (run its ``TestCase`` from your suite)."""
+        return type(f"{cls.__name__}ForTools", (cls,), {"catalogue": staticmethod(catalogue)})
+
     def __init__(self) -> None:
         super().__init__()
         self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-tools-"))
+        self.tools: Mapping[str, ToolUnderTest] = {
+            entry.tool.name: entry for entry in type(self).catalogue(self.workdir)
+        }
+        if not self.tools:
+            raise ValueError("the tool catalogue is empty: nothing to drive")
         self.app = self.make_app(self.workdir)
         self.app.open_session("s1", str(self.workdir))
         self.app.create_run(run_header())
         self.ledger = LedgerBuilder()
         self.app.append_events("r1", [self.ledger.user(marker=True)])
         self.runs: Counter[tuple[str, str]] = Counter()  # (tool, operation id) -> executions
-        self.effects: dict[str, set[str]] = {"Append": set(), "Idem": set()}
         self.acknowledged: list[ToolResult] = []
         self.crash_at: str | None = None
         self.sealed = False
@@ -69,41 +124,22 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
 
     # -- tools ----------------------------------------------------------------------------------
 
-    def _effect_tool(self, name: str, mode: Any) -> Tool[Note]:
-        def run(args: Note, context: ToolContext) -> Any:
-            self.runs[(name, context.operation_id)] += 1
+    def _instrumented(self, tool: Tool[Any]) -> Tool[Any]:
+        """The host's tool, counted and crashable just before or just after its side effect."""
+
+        def run(args: Any, context: ToolContext) -> Any:
+            self.runs[(tool.name, context.operation_id)] += 1
             if self.crash_at == "before_effect":
                 raise SimulatedCrash()
-            self.effects[name].add(context.operation_id)  # keyed: idempotent by op id
-            if self.crash_at == "after_effect":
-                raise SimulatedCrash()
-            return {"kind": "text", "text": f"{name}:{args.text}"}
-
-        return Tool(name, Note, run, recovery_mode=mode)
-
-    def _write_tool(self) -> Tool[FileWriteArgs]:
-        inner = file_write_tool(self.workdir / "ws")
-
-        def run(args: FileWriteArgs, context: ToolContext) -> Any:
-            self.runs[("Write", context.operation_id)] += 1
-            if self.crash_at == "before_effect":
-                raise SimulatedCrash()
-            result = inner.run(args, context)
+            result = tool.run(args, context)
             if self.crash_at == "after_effect":
                 raise SimulatedCrash()
             return result
 
-        return Tool("Write", FileWriteArgs, run, "reconcile", inner.reconciler)
+        return Tool(tool.name, tool.input_model, run, tool.recovery_mode, tool.reconciler)
 
     def runtime(self) -> ToolRuntime:
-        return ToolRuntime(
-            self.app,
-            [
-                self._effect_tool("Append", "never_auto_retry"),
-                self._effect_tool("Idem", "idempotent"),
-                self._write_tool(),
-            ],
-        )
+        return ToolRuntime(self.app, [self._instrumented(e.tool) for e in self.tools.values()])
 
     def _crash_and_restart(self) -> None:
         self.app.close()
@@ -112,14 +148,11 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
     # -- rules ----------------------------------------------------------------------------------
 
     @precondition(lambda self: not self.sealed)
-    @rule(
-        tool=st.sampled_from(["Append", "Idem", "Write"]),
-        crash=st.sampled_from(CRASH_POINTS),
-        text=st.sampled_from(["a", "b", "c"]),
-    )
-    def call(self, tool: str, crash: str | None, text: str) -> None:
+    @rule(crash=st.sampled_from(CRASH_POINTS), data=st.data())
+    def call(self, crash: str | None, data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(sorted(self.tools)), label="tool")
+        args = data.draw(self.tools[tool].arguments, label="arguments")
         call_id = f"call-{len(self.ledger.events)}"
-        args = {"path": f"{text}.txt", "content": call_id} if tool == "Write" else {"text": text}
         event = self.ledger.call(call_id, tool, args)
         self.crash_at = crash
 
@@ -177,7 +210,7 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
     @invariant()
     def no_blind_second_execution(self) -> None:
         for (tool, operation_id), count in self.runs.items():
-            if tool in {"Append", "Write"}:
+            if self.tools[tool].tool.recovery_mode in RUN_AT_MOST_ONCE:
                 assert count <= 1, f"{tool} ran {count} times for {operation_id}"
             else:
                 assert count <= 2, f"{tool} re-executed more than once for {operation_id}"
