@@ -37,7 +37,12 @@ from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 
-__all__ = ["RESUME_DIRECTIVE", "build_resume_plan", "project_tool_operations"]
+__all__ = [
+    "RESUME_DIRECTIVE",
+    "build_resume_plan",
+    "plan_over_resolution",
+    "project_tool_operations",
+]
 
 #: Instruction handed to the model whenever a tool outcome is unknown (exact text,
 #: docs/reference/phase0.md#directive).
@@ -138,7 +143,23 @@ def build_resume_plan(
     change the disposition. Deterministic; never mutates its input.
     """
     decoded = decode_events(events)
-    resolution = resolve_tool_operations(decoded)
+    return plan_over_resolution(
+        decoded, resolve_tool_operations(decoded), expected_high_water, attestations
+    )
+
+
+def plan_over_resolution(
+    decoded: tuple[RuntimeEvent, ...],
+    resolution: Resolution,
+    expected_high_water: int | None = None,
+    attestations: Sequence[OperatorAttestation] = (),
+) -> ResumePlan:
+    """:func:`build_resume_plan` over a resolution already folded from exactly ``decoded``.
+
+    Why: the Run aggregate keeps the RecoveryResolver's fold of its committed events
+    incrementally, so the store's ``plan_resume`` hands that resolution over instead of
+    scanning the run a second time (ADR 0025). Same events, same resolver: same plan.
+    """
     operations = _operations(decoded, resolution)
     hidden_pending = _hidden_indeterminate_call_ids(decoded, resolution)
     diagnostics = resume_diagnostics(
