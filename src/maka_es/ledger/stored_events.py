@@ -9,9 +9,10 @@ own JSON parser and its strict-JSON after-validator is skipped. The field shapes
 literals, ids, digests) are still validated.
 
 Why never trusted over the ledger: a row without a digest (written before ADR 0025, or by an
-older writer) and a row whose bytes no longer match their digest take the strict path, which
-raises the same typed error as before for bytes that are not a valid event; bytes that are a
-valid event but not the ones that were written are :class:`StoreCorruptionError`.
+older writer) and a row whose bytes no longer match their digest take the strict path, exactly
+as every row did before: bytes that are not a valid event raise the same typed error, and bytes
+that are a valid event are read as before (the continuation's prefix digests, which are
+computed from the bytes, then see the change as before).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import re
 
 from pydantic import ValidationError
 
-from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of
 from maka_es.wire.base import TRUSTED_STORED, loads_js
 from maka_es.wire.events import RuntimeEvent
@@ -40,14 +40,7 @@ def decode_recorded_event(fact: RuntimeEventRecorded) -> RuntimeEvent:
         trusted = _decode_trusted(fact.payload)
         if trusted is not None:
             return trusted
-    event = RuntimeEvent.model_validate_json(fact.payload)  # the strict reader's typed error
-    if digest is not None and not matches:
-        raise StoreCorruptionError(
-            f"stored event {fact.event_id} (event_seq {fact.event_seq}) does not match the "
-            "digest written with it",
-            detail={"eventId": fact.event_id, "eventSeq": fact.event_seq},
-        )
-    return event
+    return RuntimeEvent.model_validate_json(fact.payload)  # exactly as before ADR 0025
 
 
 def _decode_trusted(payload: str) -> RuntimeEvent | None:
