@@ -132,7 +132,13 @@ class RunCreated(StoredFact):
 class RuntimeEventRecorded(StoredFact):
     """One committed RuntimeEvent. ``payload`` is its canonical JSON: the stored bytes are the
     stable JSON of docs/reference/wire.md#canonical-json, so the ledger can be exported
-    byte-identically."""
+    byte-identically.
+
+    ``payload_digest`` (``sha256:<hex>`` of the payload's UTF-8 bytes) is written with every
+    append since ADR 0025: it vouches that these bytes passed the strict boundary checks and
+    were canonicalised when written, so a reload whose bytes still match may skip re-running
+    those checks. Rows written before it lack the key (and keep their bytes) and are read
+    the strict way."""
 
     TOPIC = "maka_es.run.runtime_event_recorded.v1"
 
@@ -140,6 +146,18 @@ class RuntimeEventRecorded(StoredFact):
     event_id: str
     payload: str
     committed_at: EpochMs
+    payload_digest: str | None = None
+
+    def state(self) -> dict[str, Any]:
+        state = super().state()
+        if state.get("payload_digest") is None:
+            state.pop("payload_digest", None)
+        return state
+
+
+def payload_digest_of(payload: str) -> str:
+    """The ``payload_digest`` of a committed event's canonical JSON (ADR 0025)."""
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class RunHeaderUpdated(StoredFact):

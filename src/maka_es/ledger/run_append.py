@@ -23,7 +23,7 @@ from maka_es.errors import (
     ToolLedgerCorruptionError,
     ToolLedgerRejectionError,
 )
-from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact
+from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact, payload_digest_of
 from maka_es.ledger.run_state import RunState
 from maka_es.tooljournal.resolution import ResolverIssue
 from maka_es.wire.codec import canonical_json
@@ -202,6 +202,7 @@ def event_facts(
                 event_id=event.id,
                 payload=payload,
                 committed_at=committed_at,
+                payload_digest=payload_digest_of(payload),
             )
         )
     return AppendDecision(tuple(facts), tuple(appended), retried)

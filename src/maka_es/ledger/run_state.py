@@ -27,6 +27,7 @@ from maka_es.ledger.facts import (
     ToolMetadataRecorded,
 )
 from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.stored_events import decode_recorded_event
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
@@ -174,7 +175,7 @@ class RunState:
             raise StoreCorruptionError(
                 f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
             )
-        event = RuntimeEvent.model_validate_json(fact.payload)
+        event = decode_recorded_event(fact)
         self._event_index[event.id] = len(self._events)
         self._events.append(event)
         self._payloads.append(fact.payload)

@@ -18,7 +18,7 @@ from maka_es.continuation.telemetry import OperatorAttestedEvent, Telemetry
 from maka_es.ledger.service import Ledger
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.resume.models import ResumePlan
-from maka_es.resume.plan import build_resume_plan
+from maka_es.resume.plan import plan_over_resolution
 from maka_es.tooljournal.attestation import OperatorAttestation
 
 __all__ = ["AttestationReport", "OperatorActions"]
@@ -76,7 +76,9 @@ class OperatorActions:
         diagnostics. Why here: the events and the attestations are read from ONE load of the
         run, so a plan never names an attestation whose response it does not hold."""
         run = self._ledger.load_run(run_id)
-        return build_resume_plan(run.events, expected_high_water, run.attestations)
+        return plan_over_resolution(
+            run.events, run.resolution(), expected_high_water, run.attestations
+        )
 
     def _emit(self, run_id: str, attestation: OperatorAttestation) -> None:
         """Telemetry is best-effort: an actor that is not a telemetry identity drops the event."""

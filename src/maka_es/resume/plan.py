@@ -41,6 +41,7 @@ from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 __all__ = [
     "RESUME_DIRECTIVE",
     "build_resume_plan",
+    "plan_over_resolution",
     "project_tool_operations",
     "resume_verdict",
 ]
@@ -144,7 +145,23 @@ def build_resume_plan(
     change the disposition. Deterministic; never mutates its input.
     """
     decoded = decode_events(events)
-    resolution = resolve_tool_operations(decoded)
+    return plan_over_resolution(
+        decoded, resolve_tool_operations(decoded), expected_high_water, attestations
+    )
+
+
+def plan_over_resolution(
+    decoded: tuple[RuntimeEvent, ...],
+    resolution: Resolution,
+    expected_high_water: int | None = None,
+    attestations: Sequence[OperatorAttestation] = (),
+) -> ResumePlan:
+    """:func:`build_resume_plan` over a resolution already folded from exactly ``decoded``.
+
+    Why: the Run aggregate keeps the RecoveryResolver's fold of its committed events
+    incrementally, so the store's ``plan_resume`` hands that resolution over instead of
+    scanning the run a second time (ADR 0025). Same events, same resolver: same plan.
+    """
     operations = _operations(decoded, resolution)
     hidden_pending = _hidden_indeterminate_call_ids(decoded, resolution)
     diagnostics = resume_diagnostics(

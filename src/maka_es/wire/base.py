@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -22,6 +22,11 @@ from maka_es.errors import MakaError
 from maka_es.wire.codec import has_lone_surrogate
 
 MAX_SAFE_INTEGER = 2**53 - 1
+
+#: Validation context of a stored event whose bytes match the digest written with them: they
+#: passed the strict-JSON checks at the boundary, so the after-validator is not run again
+#: (ADR 0025). Compared by identity; no caller-supplied context can be mistaken for it.
+TRUSTED_STORED: Any = {"maka_es": "trusted-stored-event"}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -158,7 +163,9 @@ class WireModel(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _strict_json_payloads(self) -> Self:
+    def _strict_json_payloads(self, info: ValidationInfo) -> Self:
+        if info.context is TRUSTED_STORED:
+            return self  # canonical bytes whose digest matched (ADR 0025)
         for key in self.json_payload_keys:
             attr = next(n for n, f in type(self).model_fields.items() if f.alias == key)
             value = getattr(self, attr)
