@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 from maka_es.errors import CodecInputError
+from maka_es.wire.canonical_plain import plain_canonical
 from maka_es.wire.js_text import (
     StrictJsonError,
     has_lone_surrogate,
@@ -218,7 +219,17 @@ class _Encoder:
 
 
 def _canonical(root: object, drop_proto: bool) -> str:
-    """Encode ``root``: write one value, move to the next, until the root is closed."""
+    """Encode ``root``: the plain fast path when it accepts the value, else the exact encoder
+    (write one value, move to the next, until the root is closed)."""
+    plain = root
+    if root is not None and not isinstance(root, (str, int, float, dict, list)):
+        plain = _unwrap(root)  # what the exact encoder does first with a ``to_wire`` root
+    text = plain_canonical(plain, drop_proto)
+    return text if text is not None else _exact_canonical(root, drop_proto)
+
+
+def _exact_canonical(root: object, drop_proto: bool) -> str:
+    """The exact encoder: every value, every refusal with its JSON-pointer path."""
     encoder = _Encoder(drop_proto)
     write, next_child = encoder.write, encoder.next_child
     child: tuple[object, str | None] | None = (root, None)
