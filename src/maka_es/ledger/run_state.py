@@ -174,7 +174,9 @@ class RunState:
             raise StoreCorruptionError(
                 f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
             )
-        event = RuntimeEvent.model_validate_json(fact.payload)
+        # A fact this process decided carries its validated event (ADR 0026); one read from
+        # the store is parsed and validated from its payload.
+        event = fact.decided_event or RuntimeEvent.model_validate_json(fact.payload)
         self._event_index[event.id] = len(self._events)
         self._events.append(event)
         self._payloads.append(fact.payload)

@@ -42,6 +42,7 @@ __all__ = [
     "canonical_args_hash",
     "as_wire",
     "canonical_json",
+    "canonical_payload",
     "has_lone_surrogate",
     "is_sha256_digest",
     "js_number",
@@ -226,6 +227,14 @@ def _canonical(root: object, drop_proto: bool) -> str:
         plain = _unwrap(root)  # what the exact encoder does first with a ``to_wire`` root
     text = plain_canonical(plain, drop_proto)
     return text if text is not None else _exact_canonical(root, drop_proto)
+
+
+def canonical_payload(value: object) -> tuple[str, bool]:
+    """``canonical_json(value)`` and whether the plain fast path wrote it: then reading the
+    text back gives exactly ``value``'s wire data again (ADR 0026)."""
+    wire = _unwrap(value) if value is not None and not isinstance(value, (dict, list)) else value
+    text = plain_canonical(wire, False)
+    return (text, True) if text is not None else (canonical_json(value), False)
 
 
 def _exact_canonical(root: object, drop_proto: bool) -> str:
