@@ -9,6 +9,7 @@ that no longer matches its model fails loudly instead of producing a half-valid 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 from uuid import UUID
 
@@ -17,7 +18,7 @@ from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
 from pydantic import ValidationError
 
 from maka_es.errors import NonStrictJsonError, StoreCorruptionError
-from maka_es.ledger.facts import FACT_TYPES, StoredFact
+from maka_es.ledger.facts import FACT_TYPES, RuntimeEventRecorded, StoredFact
 
 
 class JsonTranscoder(Transcoder):
@@ -42,8 +43,24 @@ class JsonTranscoder(Transcoder):
         return json.loads(data.decode("utf-8"), parse_constant=refuse)
 
 
+#: Facts this mapper wrote and has not read back yet, at most (oldest forgotten first).
+WRITTEN_LIMIT = 1024
+
+
 class FactMapper(Mapper[UUID]):
-    """Maps :class:`StoredFact` models to stored events by their explicit ``TOPIC``."""
+    """Maps :class:`StoredFact` models to stored events by their explicit ``TOPIC``.
+
+    It remembers the ``RuntimeEventRecorded`` facts it encoded that carry their decided event,
+    with the exact bytes it produced: when the aggregate cache fast-forwards over a row whose
+    stream, version, topic and bytes are exactly those, the remembered fact is returned instead
+    of decoding and re-validating what this process validated a moment ago (ADR 0026). Any
+    other row (another writer's, a changed byte) is decoded and validated as always.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._written: dict[tuple[UUID, int], tuple[StoredEvent, StoredFact]] = {}
+        self._written_lock = threading.Lock()
 
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         if not isinstance(domain_event, StoredFact):
@@ -53,14 +70,40 @@ class FactMapper(Mapper[UUID]):
             state = self.compressor.compress(state)
         if self.cipher:
             state = self.cipher.encrypt(state)
-        return StoredEvent(
+        stored = StoredEvent(
             originator_id=domain_event.originator_id,
             originator_version=domain_event.originator_version,
             topic=type(domain_event).TOPIC,
             state=state,
         )
+        if isinstance(domain_event, RuntimeEventRecorded) and domain_event.decided_event:
+            self._remember(stored, domain_event)
+        return stored
+
+    def _remember(self, stored: StoredEvent, fact: StoredFact) -> None:
+        with self._written_lock:
+            self._written[(fact.originator_id, fact.originator_version)] = (stored, fact)
+            if len(self._written) > WRITTEN_LIMIT:
+                del self._written[next(iter(self._written))]
+
+    def _written_fact(self, stored_event: StoredEvent) -> StoredFact | None:
+        """The remembered fact of a row byte-identical to one this mapper wrote, once."""
+        originator_id = stored_event.originator_id
+        if not isinstance(originator_id, UUID):
+            originator_id = UUID(str(originator_id))
+        with self._written_lock:
+            entry = self._written.pop((originator_id, stored_event.originator_version), None)
+        if entry is None:
+            return None
+        written, fact = entry
+        if written.topic != stored_event.topic or bytes(written.state) != bytes(stored_event.state):
+            return None
+        return fact
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+        written = self._written_fact(stored_event)
+        if written is not None:
+            return written
         fact_type = FACT_TYPES.get(stored_event.topic)
         if fact_type is None:
             raise StoreCorruptionError(f"unknown stored fact topic {stored_event.topic!r}")

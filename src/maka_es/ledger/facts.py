@@ -15,11 +15,12 @@ import hashlib
 import uuid
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
 from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.
@@ -158,6 +159,20 @@ class RuntimeEventRecorded(StoredFact):
 def payload_digest_of(payload: str) -> str:
     """The ``payload_digest`` of a committed event's canonical JSON (ADR 0025)."""
     return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+    #: The validated event this fact was decided from, when reading ``payload`` back is known
+    #: to give the same model (ADR 0026); never stored, so a fact read from the store has none.
+    _decided_event: RuntimeEvent | None = PrivateAttr(default=None)
+
+    def with_decided_event(self, event: RuntimeEvent) -> RuntimeEventRecorded:
+        """This fact, remembering ``event`` (whose plain canonical JSON is ``payload``) so the
+        writer's fold need not parse it again (ADR 0026)."""
+        self._decided_event = event
+        return self
+
+    @property
+    def decided_event(self) -> RuntimeEvent | None:
+        return self._decided_event
 
 
 class RunHeaderUpdated(StoredFact):

@@ -26,7 +26,7 @@ from maka_es.errors import (
 from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact, payload_digest_of
 from maka_es.ledger.run_state import RunState
 from maka_es.tooljournal.resolution import ResolverIssue
-from maka_es.wire.codec import canonical_json
+from maka_es.wire.codec import canonical_payload
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import ContinuationSourceV2
@@ -186,7 +186,7 @@ def event_facts(
     batch_ids: dict[str, str] = {}
     terminal_seen = run.terminal_event is not None
     for event in events:
-        payload = canonical_json(event)
+        payload, plain = canonical_payload(event)
         if _is_exact_retry(run, event, payload, batch_ids):
             retried += 1
             continue
@@ -194,17 +194,16 @@ def event_facts(
         terminal_seen = event.is_terminal
         batch_ids[event.id] = payload
         appended.append(event)
-        facts.append(
-            RuntimeEventRecorded(
-                originator_id=run.id,
-                originator_version=run.version + len(facts) + 1,
-                event_seq=run.high_water + len(facts) + 1,
-                event_id=event.id,
-                payload=payload,
-                committed_at=committed_at,
-                payload_digest=payload_digest_of(payload),
-            )
+        fact = RuntimeEventRecorded(
+            originator_id=run.id,
+            originator_version=run.version + len(facts) + 1,
+            event_seq=run.high_water + len(facts) + 1,
+            event_id=event.id,
+            payload=payload,
+            committed_at=committed_at,
+            payload_digest=payload_digest_of(payload),
         )
+        facts.append(fact.with_decided_event(event) if plain else fact)
     return AppendDecision(tuple(facts), tuple(appended), retried)
 
 

@@ -175,7 +175,9 @@ class RunState:
             raise StoreCorruptionError(
                 f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
             )
-        event = decode_recorded_event(fact)
+        # A fact this process decided carries its validated event (ADR 0026); one read from
+        # the store is parsed and validated from its payload.
+        event = fact.decided_event or decode_recorded_event(fact)
         self._event_index[event.id] = len(self._events)
         self._events.append(event)
         self._payloads.append(fact.payload)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 from maka_es.errors import CodecInputError
+from maka_es.wire.canonical_plain import plain_canonical
 from maka_es.wire.js_text import (
     StrictJsonError,
     has_lone_surrogate,
@@ -41,6 +42,7 @@ __all__ = [
     "canonical_args_hash",
     "as_wire",
     "canonical_json",
+    "canonical_payload",
     "has_lone_surrogate",
     "is_sha256_digest",
     "js_number",
@@ -218,7 +220,25 @@ class _Encoder:
 
 
 def _canonical(root: object, drop_proto: bool) -> str:
-    """Encode ``root``: write one value, move to the next, until the root is closed."""
+    """Encode ``root``: the plain fast path when it accepts the value, else the exact encoder
+    (write one value, move to the next, until the root is closed)."""
+    plain = root
+    if root is not None and not isinstance(root, (str, int, float, dict, list)):
+        plain = _unwrap(root)  # what the exact encoder does first with a ``to_wire`` root
+    text = plain_canonical(plain, drop_proto)
+    return text if text is not None else _exact_canonical(root, drop_proto)
+
+
+def canonical_payload(value: object) -> tuple[str, bool]:
+    """``canonical_json(value)`` and whether the plain fast path wrote it: then reading the
+    text back gives exactly ``value``'s wire data again (ADR 0026)."""
+    wire = _unwrap(value) if value is not None and not isinstance(value, (dict, list)) else value
+    text = plain_canonical(wire, False)
+    return (text, True) if text is not None else (canonical_json(value), False)
+
+
+def _exact_canonical(root: object, drop_proto: bool) -> str:
+    """The exact encoder: every value, every refusal with its JSON-pointer path."""
     encoder = _Encoder(drop_proto)
     write, next_child = encoder.write, encoder.next_child
     child: tuple[object, str | None] | None = (root, None)
