@@ -155,11 +155,6 @@ class RuntimeEventRecorded(StoredFact):
             state.pop("payload_digest", None)
         return state
 
-
-def payload_digest_of(payload: str) -> str:
-    """The ``payload_digest`` of a committed event's canonical JSON (ADR 0025)."""
-    return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
-
     #: The validated event this fact was decided from, when reading ``payload`` back is known
     #: to give the same model (ADR 0026); never stored, so a fact read from the store has none.
     _decided_event: RuntimeEvent | None = PrivateAttr(default=None)
@@ -173,6 +168,11 @@ def payload_digest_of(payload: str) -> str:
     @property
     def decided_event(self) -> RuntimeEvent | None:
         return self._decided_event
+
+
+def payload_digest_of(payload: str) -> str:
+    """The ``payload_digest`` of a committed event's canonical JSON (ADR 0025)."""
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class RunHeaderUpdated(StoredFact):

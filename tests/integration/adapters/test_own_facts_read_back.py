@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
+from maka_es.ledger import run_state
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
@@ -45,16 +46,17 @@ def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every RuntimeEvent parsed from a stored payload, by id (the slow path)."""
+    """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
+    decodes a stored row with ``decode_recorded_event``, trusted or strict, ADR 0025)."""
     seen: list[str] = []
-    original = RuntimeEvent.model_validate_json.__func__  # type: ignore[attr-defined]
+    original = run_state.decode_recorded_event
 
-    def counting(cls: type[RuntimeEvent], /, data: Any, **kw: Any) -> RuntimeEvent:
-        event: RuntimeEvent = original(cls, data, **kw)
+    def counting(fact: RuntimeEventRecorded) -> RuntimeEvent:
+        event = original(fact)
         seen.append(event.id)
         return event
 
-    monkeypatch.setattr(RuntimeEvent, "model_validate_json", classmethod(counting))
+    monkeypatch.setattr(run_state, "decode_recorded_event", counting)
     return seen
 
 
