@@ -6,6 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# PostgreSQL (ADR 0028): with the binaries on PATH and no server configured
+# (MAKA_ES_TEST_PG_URL unset), `make test` starts a throwaway server under build/pg itself;
+# MAKA_ES_TEST_PG=off turns that off (the PostgreSQL tests are then skipped, loudly).
+PG_DIR := build/pg
+PG_WRAP := $(if $(MAKA_ES_TEST_PG_URL)$(filter off,$(MAKA_ES_TEST_PG)),,$(if $(shell command -v initdb 2>/dev/null),scripts/pg-throwaway.sh run $(PG_DIR) --,))
 
 .PHONY: help install fmt lint typecheck layers test test-deep demo docs docs-codes check clean
 
@@ -34,11 +39,11 @@ typecheck: $(STAMP) ## mypy --strict on src and tests
 layers: $(STAMP) ## Capability layers, purity, no cycles, no test kit in the library (import-linter)
 	$(BIN)/lint-imports
 
-test: $(STAMP) ## The whole suite (Hypothesis profile "ci"; long runs excluded)
-	HYPOTHESIS_PROFILE=ci $(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+test: $(STAMP) ## The whole suite on SQLite and PostgreSQL (Hypothesis profile "ci"; long runs excluded)
+	$(PG_WRAP) env HYPOTHESIS_PROFILE=ci $(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
-	HYPOTHESIS_PROFILE=thorough $(BIN)/pytest $(PYTEST_ARGS)
+	$(PG_WRAP) env HYPOTHESIS_PROFILE=thorough $(BIN)/pytest $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Kill the example agent (examples/) with SIGKILL inside its Write, recover, continue
 	$(BIN)/python -m maka_es.cli.demo

@@ -5,9 +5,11 @@ CI run (CI=true) is derandomized and bounded."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -69,14 +71,94 @@ def memory_app(clock: FixedClock) -> Iterator[RuntimeApplication]:
     app.close()
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def any_app(
     request: pytest.FixtureRequest, db_path: Path, clock: FixedClock
 ) -> Iterator[RuntimeApplication]:
-    """The store contract runs on the in-memory store and on a real SQLite file."""
+    """The store contract runs on the in-memory store, a real SQLite file and PostgreSQL."""
     if request.param == "memory":
         app = RuntimeApplication.in_memory(clock=clock)
-    else:
+    elif request.param == "sqlite":
         app = RuntimeApplication.open_sqlite(str(db_path), clock=clock)
+    else:
+        app = RuntimeApplication.open(request.getfixturevalue("pg_store_url"), clock=clock)
     yield app
     app.close()
+
+
+# --- PostgreSQL (ADR 0028) -------------------------------------------------------------------
+#: The server the PostgreSQL tests use (``scripts/pg-throwaway.sh`` exports it; ``make test``
+#: starts that throwaway server itself when the binaries are on PATH).
+PG_URL_ENV = "MAKA_ES_TEST_PG_URL"
+_pg_unavailable: list[str] = []
+_pg_used: list[str] = []
+
+
+def _pg_server_problem(url: str | None) -> str | None:
+    if not url:
+        return (
+            f"{PG_URL_ENV} is not set (run `make test` with PostgreSQL's initdb on PATH, or "
+            "start scripts/pg-throwaway.sh and export its settings)"
+        )
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        return f"the server at {PG_URL_ENV} cannot be reached: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    """The test server's URL; skipped loudly when there is none, and a failure in CI."""
+    url = os.environ.get(PG_URL_ENV)
+    problem = _pg_server_problem(url)
+    if problem is not None:
+        _pg_unavailable.append(problem)
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"CI=true: the PostgreSQL tests must run, but {problem}", pytrace=False)
+        pytest.skip(f"POSTGRESQL TESTS SKIPPED: {problem}")
+    assert url is not None
+    return url
+
+
+@pytest.fixture
+def pg_store_url(pg_server_url: str) -> Iterator[str]:
+    """A store URL on a fresh schema of the test server, dropped after the test."""
+    schema = f"t_{uuid.uuid4().hex[:20]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    _pg_used.append(schema)
+    joiner = "&" if "?" in pg_server_url else "?"
+    yield f"{pg_server_url}{joiner}schema={schema}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '20s'")
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, db_path: Path) -> str:
+    """One store setting per store kind: a SQLite file path, or a PostgreSQL URL (its own
+    schema). Every store-backed tier runs through this (``RuntimeApplication.open``)."""
+    if request.param == "sqlite":
+        return str(db_path)
+    return str(request.getfixturevalue("pg_store_url"))
+
+
+@pytest.fixture
+def store_app(store_url: str, clock: FixedClock) -> Iterator[RuntimeApplication]:
+    """An application on each real store (SQLite file, PostgreSQL schema)."""
+    app = RuntimeApplication.open(store_url, clock=clock)
+    yield app
+    app.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly whether the PostgreSQL half of the suite ran."""
+    if _pg_unavailable:
+        terminalreporter.write_sep(
+            "!", f"POSTGRESQL TESTS SKIPPED: {_pg_unavailable[0]}", red=True, bold=True
+        )
+    elif _pg_used:
+        terminalreporter.write_line(
+            f"PostgreSQL: {len(_pg_used)} tests ran on a fresh schema of the test server"
+        )

@@ -41,7 +41,9 @@ Extension points for a host (constructor arguments, or a subclass):
 
 The store comes from the environment (``env=`` or ``os.environ``): by default
 ``PERSISTENCE_MODULE=maka_es.adapters.sqlite`` (SQLite, WAL, ``synchronous=FULL``) and
-``SQLITE_DBNAME=maka_es.sqlite``; ``eventsourcing.popo`` is the in-memory store for unit tests.
+``SQLITE_DBNAME=maka_es.sqlite``; ``eventsourcing.popo`` is the in-memory store for unit tests;
+``maka_es.adapters.postgres`` (or ``eventsourcing.postgres``) with ``POSTGRES_*`` is PostgreSQL,
+also chosen by :meth:`open` with a ``postgresql://`` URL (ADR 0028).
 """
 
 from __future__ import annotations
@@ -53,12 +55,14 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.application import Application
-from eventsourcing.persistence import Mapper, Transcoder
+from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
+from eventsourcing.utils import Environment
 
 from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
+from maka_es.adapters.store_url import POSTGRES_MODULE, is_postgres_url, postgres_env_from_url
 from maka_es.adapters.workspace_marker import workspace_identity_of
 from maka_es.app_api import RuntimeApi
 from maka_es.continuation.claims import Claims
@@ -169,6 +173,17 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
     # -- construction ------------------------------------------------------------------------------
 
     @classmethod
+    def open(cls, store: str, **kwargs: Any) -> RuntimeApplication:
+        """An application on the store named by one setting (ADR 0028): a PostgreSQL URL
+        (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.store_url``) or else a
+        SQLite path (``open_sqlite``; ``read_only=`` applies to SQLite only)."""
+        if not is_postgres_url(store):
+            return cls.open_sqlite(store, **kwargs)
+        env = postgres_env_from_url(store)
+        env.update(kwargs.pop("env", None) or {})
+        return cls(env=env, **kwargs)
+
+    @classmethod
     def open_sqlite(
         cls, path: str, *, read_only: bool = False, **kwargs: Any
     ) -> RuntimeApplication:
@@ -190,6 +205,13 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         env = {"PERSISTENCE_MODULE": "eventsourcing.popo"}
         env.update(kwargs.pop("env", None) or {})
         return cls(env=env, **kwargs)
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
+        """eventsourcing's PostgreSQL module, when named, is taken with maka_es's durability
+        and typed faults (``maka_es.adapters.postgres``; ADR 0028)."""
+        if env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+            env["PERSISTENCE_MODULE"] = POSTGRES_MODULE
+        return super().construct_factory(env)
 
     def construct_transcoder(self) -> Transcoder:
         return JsonTranscoder()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
 from maka_es.adapters.recovery_status_store import (
     InMemoryRecoveryStatusStore,
     RecoveryStatusStore,
@@ -22,6 +23,7 @@ __all__ = ["recovery_status_store_for"]
 
 _SQLITE_MODULES: Final = frozenset({"maka_es.adapters.sqlite", "eventsourcing.sqlite"})
 _POPO_MODULES: Final = frozenset({"eventsourcing.popo"})
+_POSTGRES_MODULES: Final = frozenset({"maka_es.adapters.postgres", "eventsourcing.postgres"})
 
 
 def recovery_status_store_for(env: Mapping[str, str]) -> RecoveryStatusStore:
@@ -30,11 +32,14 @@ def recovery_status_store_for(env: Mapping[str, str]) -> RecoveryStatusStore:
     SQLite file → :class:`SqliteRecoveryStatusStore` on the same file (so the rows survive a
     restart together with the facts they summarise); in-memory stores (``eventsourcing.popo``,
     or an SQLite ``:memory:`` database a second connection cannot share) →
-    :class:`InMemoryRecoveryStatusStore`, rebuilt by the first catch-up of each process.
+    :class:`InMemoryRecoveryStatusStore`, rebuilt by the first catch-up of each process;
+    PostgreSQL → :class:`PostgresRecoveryStatusStore` in the same database and schema.
     """
     module = env.get("PERSISTENCE_MODULE") or ""
     if module in _POPO_MODULES:
         return InMemoryRecoveryStatusStore()
+    if module in _POSTGRES_MODULES:
+        return PostgresRecoveryStatusStore.from_env(env)
     if module in _SQLITE_MODULES:
         path = sqlite_path_from_dbname(env.get("SQLITE_DBNAME") or "")
         if path is None:

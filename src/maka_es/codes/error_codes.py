@@ -203,6 +203,12 @@ STORE_FAULTS = (
         e.StorePathError,
     ),
     error(
+        "store_outcome_unknown",
+        "The connection dropped during COMMIT (PostgreSQL): the command may or may not be durable.",
+        "Re-read the run (or the claim) before retrying; never assume it failed or succeeded.",
+        e.StoreOutcomeUnknownError,
+    ),
+    error(
         "store_corruption",
         "Stored facts cannot be folded (a version gap, an unexpected fact): it fails closed.",
         "Stop writing to it; keep the file for inspection and restore from a backup.",

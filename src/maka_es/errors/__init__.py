@@ -123,6 +123,9 @@ from maka_es.errors.store import (
     StoreCorruptionError as StoreCorruptionError,
 )
 from maka_es.errors.store import (
+    StoreOutcomeUnknownError as StoreOutcomeUnknownError,
+)
+from maka_es.errors.store import (
     StorePathError as StorePathError,
 )
 from maka_es.errors.store import (

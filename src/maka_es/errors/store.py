@@ -182,6 +182,14 @@ class StorePathError(StoreUnavailableError):
     default_code = "store_path_unusable"
 
 
+class StoreOutcomeUnknownError(MakaError):
+    """The connection to the store dropped while it was committing: the command may or may
+    not be durable. Not a ``StoreUnavailableError`` on purpose (that one means "nothing was
+    written"): re-read the stream before deciding to retry (ADR 0028)."""
+
+    default_code = "store_outcome_unknown"
+
+
 class InvalidPlanRequestError(MakaError, ValueError):
     """A planning request is malformed (e.g. a negative expected high-water); nothing read."""
 

@@ -77,7 +77,7 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
 
     def make_app(self, workdir: Path) -> RuntimeApplication:
         self._ids = itertools.count()
-        return RuntimeApplication.open_sqlite(
+        return RuntimeApplication.open(
             str(workdir / "runtime.sqlite"),
             env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
             id_factory=lambda: f"fresh-{next(self._ids)}",

@@ -102,7 +102,7 @@ def open_app(db: str, config: Mapping[str, Any] | None = None) -> RuntimeApplica
         kwargs["host_inspector"] = StaticHostInspector(observation)
     if config.get("tools_root") is not None:
         kwargs["tools"] = probe_tools(Path(str(config["tools_root"])))
-    return RuntimeApplication.open_sqlite(db, **kwargs)
+    return RuntimeApplication.open(db, **kwargs)
 
 
 class RecordingProvider:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,7 +64,7 @@ class Witness:
 
 
 class Env:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: str) -> None:
         self.witness = Witness()
         counter = itertools.count(1)
         observation = HostObservation(
@@ -74,8 +73,8 @@ class Env:
             background_operations_settled=True,
             available_tool_names=("Bash", "Note"),
         )
-        self.app = RuntimeApplication.open_sqlite(
-            str(db),
+        self.app = RuntimeApplication.open(
+            db,
             env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
             id_factory=lambda: f"new-{next(counter)}",
             host_inspector=StaticHostInspector(observation),
@@ -100,8 +99,8 @@ class Env:
 
 
 @pytest.fixture
-def env(db_path: Path) -> Iterator[Env]:
-    environment = Env(db_path)
+def env(store_url: str) -> Iterator[Env]:
+    environment = Env(store_url)
     yield environment
     environment.app.close()
 

@@ -11,7 +11,6 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,10 +41,10 @@ TARGET = ContinuationTarget("i2", "r2", "t2")
 CLAIMED_AT = 5000.0
 
 
-def open_app(db: Path) -> RuntimeApplication:
+def open_app(db: str) -> RuntimeApplication:
     counter = itertools.count(1)
-    return RuntimeApplication.open_sqlite(
-        str(db),
+    return RuntimeApplication.open(
+        db,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         id_factory=lambda: f"new-{next(counter)}",
         host_inspector=StaticHostInspector(
@@ -60,8 +59,8 @@ def open_app(db: Path) -> RuntimeApplication:
 
 
 @pytest.fixture
-def app(db_path: Path) -> Iterator[RuntimeApplication]:
-    application = open_app(db_path)
+def app(store_url: str) -> Iterator[RuntimeApplication]:
+    application = open_app(store_url)
     application.open_session("s1", "/workspace")
     failed_source(application)
     yield application
@@ -296,10 +295,10 @@ def test_recording_a_start_kind_is_once_and_must_match_the_start(
 # -- stores written before start kinds were recorded -------------------------------------------
 
 
-def _strip_to_legacy_claim(db: Path) -> None:
+def _strip_to_legacy_claim(db: str) -> None:
     """Rewrite the file as the previous version wrote it: the claim row without
     ``provider_projection_version`` / ``target_run_header``, and no start record."""
-    connection = sqlite3.connect(str(db))
+    connection = sqlite3.connect(db)
     with connection:
         rows = connection.execute(
             "SELECT rowid, topic, state FROM stored_events WHERE topic LIKE 'maka_es.claim.%'"
@@ -321,14 +320,15 @@ def _strip_to_legacy_claim(db: Path) -> None:
     connection.close()
 
 
-def test_a_legacy_claim_still_loads_and_classifies(db_path: Path) -> None:
-    with open_app(db_path) as app:
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # SQLite file specifics
+def test_a_legacy_claim_still_loads_and_classifies(store_url: str) -> None:
+    with open_app(store_url) as app:
         app.open_session("s1", "/workspace")
         failed_source(app)
         plan = app.plan_continuation("s1")
         app.execute_continuation(plan, ScriptedProvider([ProviderTurn(outputs=())]))
-    _strip_to_legacy_claim(db_path)
-    with open_app(db_path) as app:
+    _strip_to_legacy_claim(store_url)
+    with open_app(store_url) as app:
         [claim] = app.all_claims()
         assert (claim.start_kind, claim.target_run_header, claim.provider_projection_version) == (
             None,

@@ -53,13 +53,13 @@ class MutableInspector:
 
 
 class Env:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: str) -> None:
         self.db = db
         self.inspector = MutableInspector()
         self.sink = RecordingTelemetrySink()
         counter = itertools.count(1)
-        self.app = RuntimeApplication.open_sqlite(
-            str(db),
+        self.app = RuntimeApplication.open(
+            db,
             env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
             id_factory=lambda: f"new-{next(counter)}",
             host_inspector=self.inspector,
@@ -86,8 +86,8 @@ def failed_source(
 
 
 @pytest.fixture
-def env(db_path: Path) -> Iterator[Env]:
-    environment = Env(db_path)
+def env(store_url: str) -> Iterator[Env]:
+    environment = Env(store_url)
     environment.app.open_session("s1", "/workspace")
     yield environment
     environment.app.close()
@@ -276,6 +276,7 @@ def test_a_source_that_grew_is_an_identity_change(env: Env) -> None:
     _refused(env, plan, "source_identity_changed")
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # SQLite file specifics
 def test_a_rewritten_prefix_is_an_identity_change(env: Env) -> None:
     """An event of the planned prefix was rewritten in the file (same count, same identity):
     its prefix digest changed, so ``source_identity_changed``, before any replay comparison."""
@@ -378,7 +379,7 @@ def test_telemetry_never_carries_prompts_args_or_results(
 
 def _run_with_sinks(path: Path, sinks: list[TelemetrySink]) -> tuple[Any, Any, list[str]]:
     counter = itertools.count(1)
-    app = RuntimeApplication.open_sqlite(
+    app = RuntimeApplication.open(
         str(path),
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         id_factory=lambda: f"new-{next(counter)}",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,10 +36,10 @@ def observation(**changes: Any) -> HostObservation:
     return HostObservation(**values)
 
 
-def open_app(db: Path, *, flag: bool = True, inspector: Any = "default") -> RuntimeApplication:
+def open_app(db: str, *, flag: bool = True, inspector: Any = "default") -> RuntimeApplication:
     counter = itertools.count(1)
-    return RuntimeApplication.open_sqlite(
-        str(db),
+    return RuntimeApplication.open(
+        db,
         env=FLAG if flag else {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "0"},
         id_factory=lambda: f"new-{next(counter)}",
         host_inspector=StaticHostInspector(observation()) if inspector == "default" else inspector,
@@ -48,8 +47,8 @@ def open_app(db: Path, *, flag: bool = True, inspector: Any = "default") -> Runt
 
 
 @pytest.fixture
-def app(db_path: Path) -> Iterator[RuntimeApplication]:
-    application = open_app(db_path)
+def app(store_url: str) -> Iterator[RuntimeApplication]:
+    application = open_app(store_url)
     application.open_session("s1", "/workspace")
     yield application
     application.close()
@@ -120,8 +119,8 @@ def spine(n: int) -> Spine:
 # -- pre-planner parks (docs/reference/continuation.md#pre-planner) ------------------------
 
 
-def test_feature_flag_must_be_exactly_one(db_path: Path) -> None:
-    with open_app(db_path, flag=False) as app:
+def test_feature_flag_must_be_exactly_one(store_url: str) -> None:
+    with open_app(store_url, flag=False) as app:
         app.open_session("s1", "/workspace")
         failed_run(app, spine(1))
         plan = app.plan_continuation("s1")
@@ -129,11 +128,11 @@ def test_feature_flag_must_be_exactly_one(db_path: Path) -> None:
     assert plan.rejection_reasons == ("resume_feature_disabled",)
 
 
-def test_feature_flag_is_checked_before_the_session_is_read(db_path: Path) -> None:
+def test_feature_flag_is_checked_before_the_session_is_read(store_url: str) -> None:
     """The flag is the first pre-planner park (docs/reference/continuation.md#pre-planner):
     with the flag off, an unknown session is ``resume_feature_disabled``, not
     ``resume_candidate_missing``, and nothing is read to find that out."""
-    with open_app(db_path, flag=False) as app:
+    with open_app(store_url, flag=False) as app:
         plan = app.plan_continuation("no-such-session")
     assert plan.rejection_reasons == ("resume_feature_disabled",)
 
@@ -169,8 +168,8 @@ def test_tie_on_created_at_picks_the_larger_run_id(app: RuntimeApplication) -> N
     assert plan.continuation.source_run_id == "r2"
 
 
-def test_no_inspector(db_path: Path) -> None:
-    with open_app(db_path, inspector=None) as app:
+def test_no_inspector(store_url: str) -> None:
+    with open_app(store_url, inspector=None) as app:
         app.open_session("s1", "/workspace")
         failed_run(app, spine(1))
         assert app.plan_continuation("s1").rejection_reasons == ("safety_observation_unavailable",)
@@ -187,12 +186,12 @@ def test_unreadable_source_and_missing_identity(app: RuntimeApplication) -> None
     assert app.plan_continuation("s1").rejection_reasons == ("workspace_identity_missing",)
 
 
-def test_inspector_failure_fails_closed(db_path: Path) -> None:
+def test_inspector_failure_fails_closed(store_url: str) -> None:
     class Broken:
         def inspect(self, session_id: str, cwd: str) -> HostObservation:
             raise OSError("disk unplugged")
 
-    with open_app(db_path, inspector=Broken()) as app:
+    with open_app(store_url, inspector=Broken()) as app:
         app.open_session("s1", "/workspace")
         failed_run(app, spine(1))
         plan = app.plan_continuation("s1")
@@ -243,7 +242,7 @@ def test_dangling_tool_call_parks_as_unreadable_ledger(app: RuntimeApplication) 
     assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
 
 
-def test_host_facts_reach_the_gates(db_path: Path) -> None:
+def test_host_facts_reach_the_gates(store_url: str) -> None:
     inspector = StaticHostInspector(
         observation(
             workspace_identity="workspace:v1:00000000-0000-4000-8000-000000000000",
@@ -251,7 +250,7 @@ def test_host_facts_reach_the_gates(db_path: Path) -> None:
             available_tool_names=("Read",),
         )
     )
-    with open_app(db_path, inspector=inspector) as app:
+    with open_app(store_url, inspector=inspector) as app:
         app.open_session("s1", "/workspace")
         failed_run(app, spine(1))
         plan = app.plan_continuation("s1", current_cwd="/elsewhere")

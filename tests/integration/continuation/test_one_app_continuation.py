@@ -25,7 +25,7 @@ def _bash(args: Command, context: ToolContext) -> Any:
     return {"kind": "text", "text": "ok"}
 
 
-def open_host(db: Path, workspace: Path, **kwargs: Any) -> RuntimeApplication:
+def open_host(db: str, workspace: Path, **kwargs: Any) -> RuntimeApplication:
     config = HostConfig(
         backend_kind="ai-sdk",
         llm_connection_slug="main",
@@ -33,8 +33,8 @@ def open_host(db: Path, workspace: Path, **kwargs: Any) -> RuntimeApplication:
         permission_mode="ask",
         cwd=str(workspace),
     )
-    return RuntimeApplication.open_sqlite(
-        str(db), tools=[Tool("Bash", Command, _bash)], host_config=config, **kwargs
+    return RuntimeApplication.open(
+        db, tools=[Tool("Bash", Command, _bash)], host_config=config, **kwargs
     )
 
 
@@ -50,8 +50,8 @@ def failed_turn(app: RuntimeApplication) -> None:
     app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
 
-def test_one_app_plans_and_executes_a_continuation(db_path: Path, tmp_path: Path) -> None:
-    app = open_host(db_path, tmp_path, safe_boundary_resume=True)
+def test_one_app_plans_and_executes_a_continuation(store_url: str, tmp_path: Path) -> None:
+    app = open_host(store_url, tmp_path, safe_boundary_resume=True)
     assert isinstance(app.host_inspector, LocalHostInspector)
     app.open_session("s1")
     failed_turn(app)
@@ -67,9 +67,9 @@ def test_one_app_plans_and_executes_a_continuation(db_path: Path, tmp_path: Path
     app.close()
 
 
-def test_the_flag_on_the_app_wins_over_the_environment(db_path: Path, tmp_path: Path) -> None:
+def test_the_flag_on_the_app_wins_over_the_environment(store_url: str, tmp_path: Path) -> None:
     app = open_host(
-        db_path,
+        store_url,
         tmp_path,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         safe_boundary_resume=False,
@@ -78,9 +78,9 @@ def test_the_flag_on_the_app_wins_over_the_environment(db_path: Path, tmp_path: 
     failed_turn(app)
     assert app.plan_continuation("s1").rejection_reasons == ("resume_feature_disabled",)
     app.close()
-    unset = open_host(db_path, tmp_path)
+    unset = open_host(store_url, tmp_path)
     assert unset.plan_continuation("s1").rejection_reasons == ("resume_feature_disabled",)
     unset.close()
-    enabled = open_host(db_path, tmp_path, safe_boundary_resume=True)
+    enabled = open_host(store_url, tmp_path, safe_boundary_resume=True)
     assert enabled.plan_continuation("s1").disposition == "continue"
     enabled.close()

@@ -29,14 +29,14 @@ CONFIG = HostConfig(
 )
 
 
-def open_app(db: Path, clock: FixedClock, **kwargs: object) -> RuntimeApplication:
+def open_app(db: str, clock: FixedClock, **kwargs: object) -> RuntimeApplication:
     counter = itertools.count(1)
-    return RuntimeApplication.open_sqlite(
-        str(db),
+    return RuntimeApplication.open(
+        db,
         clock=clock,
         id_factory=lambda: f"id-{next(counter)}",
         host_config=kwargs.pop("host_config", CONFIG),
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 
@@ -46,9 +46,9 @@ def marker_identity(workspace: Path) -> str:
 
 
 def test_start_run_fills_the_header_from_the_host_config(
-    db_path: Path, clock: FixedClock, tmp_path: Path
+    store_url: str, clock: FixedClock, tmp_path: Path
 ) -> None:
-    app = open_app(db_path, clock)
+    app = open_app(store_url, clock)
     app.open_session("s1", str(tmp_path))
 
     header = app.start_run("s1")
@@ -63,23 +63,23 @@ def test_start_run_fills_the_header_from_the_host_config(
     explicit = app.start_run("s1", run_id="r2", invocation_id="i2", turn_id="t2")
     assert (explicit.run_id, explicit.invocation_id, explicit.turn_id) == ("r2", "i2", "t2")
     app.close()
-    reopened = open_app(db_path, clock)
+    reopened = open_app(store_url, clock)
     assert reopened.get_run_header("id-1") == header
     reopened.close()
 
 
 def test_open_session_resolves_the_same_identity_at_every_restart(
-    db_path: Path, clock: FixedClock, tmp_path: Path
+    store_url: str, clock: FixedClock, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "project"
     workspace.mkdir()
-    app = open_app(db_path, clock, host_config=CONFIG.model_copy(update={"cwd": str(workspace)}))
+    app = open_app(store_url, clock, host_config=CONFIG.model_copy(update={"cwd": str(workspace)}))
     first = app.open_session("s1")  # cwd from the host config
     assert first.cwd == str(workspace)
     assert first.workspace_identity == marker_identity(workspace)
     app.close()
 
-    restarted = open_app(db_path, clock)
+    restarted = open_app(store_url, clock)
     again = restarted.open_session("s1", str(workspace))  # a restart: same session, no refusal
     assert again == first
     with pytest.raises(SessionAlreadyExistsError) as refused:
@@ -89,9 +89,9 @@ def test_open_session_resolves_the_same_identity_at_every_restart(
 
 
 def test_an_unresolvable_cwd_is_refused_before_anything_is_written(
-    db_path: Path, clock: FixedClock, tmp_path: Path
+    store_url: str, clock: FixedClock, tmp_path: Path
 ) -> None:
-    app = open_app(db_path, clock)
+    app = open_app(store_url, clock)
     before = store_snapshot(app)
 
     with pytest.raises(WorkspaceNotFoundError):
@@ -102,8 +102,8 @@ def test_an_unresolvable_cwd_is_refused_before_anything_is_written(
     app.close()
 
 
-def test_start_run_without_a_host_config_writes_nothing(db_path: Path, clock: FixedClock) -> None:
-    app = RuntimeApplication.open_sqlite(str(db_path), clock=clock)
+def test_start_run_without_a_host_config_writes_nothing(store_url: str, clock: FixedClock) -> None:
+    app = RuntimeApplication.open(store_url, clock=clock)
     app.open_session("s1", "/work/project")  # no resolver without a host config: unchanged
     assert app.get_session("s1").workspace_identity is None
     before = store_snapshot(app)

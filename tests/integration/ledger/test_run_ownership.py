@@ -6,7 +6,6 @@ lease expired, and the fenced-off former owner's later writes are refused with
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -35,14 +34,12 @@ Host = Callable[[str], tuple[RuntimeApplication, Clock]]
 
 
 @pytest.fixture
-def host(db_path: Path) -> Iterator[Host]:
+def host(store_url: str) -> Iterator[Host]:
     apps: list[RuntimeApplication] = []
 
     def open_host(host_id: str) -> tuple[RuntimeApplication, Clock]:
         clock = Clock()
-        app = RuntimeApplication.open_sqlite(
-            str(db_path), clock=clock, host_id=host_id, lease_ms=LEASE_MS
-        )
+        app = RuntimeApplication.open(store_url, clock=clock, host_id=host_id, lease_ms=LEASE_MS)
         apps.append(app)
         return app, clock
 

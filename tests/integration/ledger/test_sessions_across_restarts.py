@@ -9,7 +9,6 @@ differs, and nothing is written either. Two writers opening it at once both get 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,11 +27,11 @@ def _disarm() -> Iterator[None]:
     failpoints.disarm()
 
 
-def test_reopening_with_the_same_cwd_and_identity_returns_the_session(db_path: Path) -> None:
-    with RuntimeApplication.open_sqlite(str(db_path), clock=lambda: 1000) as app:
+def test_reopening_with_the_same_cwd_and_identity_returns_the_session(store_url: str) -> None:
+    with RuntimeApplication.open(store_url, clock=lambda: 1000) as app:
         opened = app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(Spine()))
-    with RuntimeApplication.open_sqlite(str(db_path), clock=lambda: 9000) as app:  # restart
+    with RuntimeApplication.open(store_url, clock=lambda: 9000) as app:  # restart
         before = store_snapshot(app)
         again = app.open_session("s1", "/workspace", IDENTITY)
         assert again == app.get_session("s1")
@@ -51,56 +50,56 @@ def test_reopening_with_the_same_cwd_and_identity_returns_the_session(db_path: P
     ],
 )
 def test_another_cwd_or_identity_is_refused_and_nothing_is_written(
-    sqlite_app: RuntimeApplication, cwd: str, identity: str | None, fields: list[str]
+    store_app: RuntimeApplication, cwd: str, identity: str | None, fields: list[str]
 ) -> None:
-    sqlite_app.open_session("s1", "/workspace", IDENTITY)
-    before = store_snapshot(sqlite_app)
+    store_app.open_session("s1", "/workspace", IDENTITY)
+    before = store_snapshot(store_app)
     with pytest.raises(SessionAlreadyExistsError) as info:
-        sqlite_app.open_session("s1", cwd, identity)
+        store_app.open_session("s1", cwd, identity)
     assert info.value.code == "session_already_exists"
     assert dict(info.value.detail) == {"sessionId": "s1", "fields": fields}
-    assert store_snapshot(sqlite_app) == before
-    assert sqlite_app.get_session("s1").cwd == "/workspace"
+    assert store_snapshot(store_app) == before
+    assert store_app.get_session("s1").cwd == "/workspace"
 
 
-def _race(db_path: Path, other_cwd: str) -> RuntimeApplication:
+def _race(store_url: str, other_cwd: str) -> RuntimeApplication:
     """Arm the failpoint so that another application opens ``s1`` (with ``other_cwd``) after
     this one found it absent and before this one writes it."""
 
     def other_writer_first(_: str) -> None:
         failpoints.disarm(failpoints.SESSION_ABSENT_BEFORE_OPEN)
-        with RuntimeApplication.open_sqlite(str(db_path), clock=lambda: 2000) as other:
+        with RuntimeApplication.open(store_url, clock=lambda: 2000) as other:
             other.open_session("s1", other_cwd)
 
     failpoints.arm(failpoints.SESSION_ABSENT_BEFORE_OPEN, other_writer_first)
-    return RuntimeApplication.open_sqlite(str(db_path), clock=lambda: 1000)
+    return RuntimeApplication.open(store_url, clock=lambda: 1000)
 
 
-def test_two_writers_opening_the_same_session_both_get_it(db_path: Path) -> None:
-    with _race(db_path, "/workspace") as app:
+def test_two_writers_opening_the_same_session_both_get_it(store_url: str) -> None:
+    with _race(store_url, "/workspace") as app:
         session = app.open_session("s1", "/workspace")
         assert (session.session_id, session.cwd) == ("s1", "/workspace")
         assert session.opened_at == 2000  # the other writer's session, not a second one
         assert app.list_sessions() == ["s1"]  # one SessionOpened fact
 
 
-def test_a_racing_writer_with_another_cwd_is_still_refused(db_path: Path) -> None:
-    with _race(db_path, "/elsewhere") as app:
+def test_a_racing_writer_with_another_cwd_is_still_refused(store_url: str) -> None:
+    with _race(store_url, "/elsewhere") as app:
         with pytest.raises(SessionAlreadyExistsError) as info:
             app.open_session("s1", "/workspace")
         assert info.value.detail["fields"] == ["cwd"]
         assert app.get_session("s1").cwd == "/elsewhere"
 
 
-def test_every_run_is_listed_with_its_header(db_path: Path) -> None:
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+def test_every_run_is_listed_with_its_header(store_url: str) -> None:
+    with RuntimeApplication.open(store_url) as app:
         assert app.list_all_runs() == []
         app.open_session("s1", "/a")
         app.open_session("s2", "/b")
         app.create_run(run_header(Spine("s1", "i1", "r1", "t1")))
         app.create_run(run_header(Spine("s2", "i2", "r2", "t2"), cwd="/b"))
         app.create_run(run_header(Spine("s1", "i3", "r3", "t3"), status="created"))
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:  # after a restart
+    with RuntimeApplication.open(store_url) as app:  # after a restart
         headers = app.list_all_runs()
         assert [(h.run_id, h.session_id, h.status) for h in headers] == [
             ("r1", "s1", "running"),

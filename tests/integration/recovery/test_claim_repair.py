@@ -35,7 +35,7 @@ CLAIMED_AT = 5000
 NOW = 1_700_000_000_000
 
 
-def open_app(path: Path) -> RuntimeApplication:
+def open_app(path: str) -> RuntimeApplication:
     counter = itertools.count(1)
     observation = HostObservation(
         workspace_identity=WORKSPACE,
@@ -43,8 +43,8 @@ def open_app(path: Path) -> RuntimeApplication:
         background_operations_settled=True,
         available_tool_names=("Bash",),
     )
-    return RuntimeApplication.open_sqlite(
-        str(path),
+    return RuntimeApplication.open(
+        path,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         clock=lambda: NOW,
         id_factory=lambda: f"new-{next(counter)}",
@@ -65,8 +65,8 @@ def failed_source(app: RuntimeApplication) -> None:
 
 
 @pytest.fixture
-def app(db_path: Path) -> Iterator[RuntimeApplication]:
-    application = open_app(db_path)
+def app(store_url: str) -> Iterator[RuntimeApplication]:
+    application = open_app(store_url)
     failed_source(application)
     yield application
     application.close()
@@ -187,7 +187,7 @@ def test_a_repair_interrupted_after_its_start_converges(
 
     assert [(r.run_id, r.kind) for r in report.repairs] == [("tr", "claim_repaired")]
     _assert_repaired(app, claim)
-    with open_app(tmp_path / "control.sqlite") as control:
+    with open_app(str(tmp_path / "control.sqlite")) as control:
         failed_source(control)
         _claim(control, create_target=create_target)
         control.recover()

@@ -8,7 +8,6 @@ no recovery settles it by itself. The attestation is the only way it becomes ``c
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,11 +55,11 @@ def _send_tool(dies: bool) -> Tool[Send]:
     return Tool("Send", Send, run, recovery_mode="never_auto_retry")
 
 
-def _open(db: Path, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
-    return RuntimeApplication.open_sqlite(str(db), clock=lambda: clock_ms, **kwargs)
+def _open(db: str, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
+    return RuntimeApplication.open(db, clock=lambda: clock_ms, **kwargs)
 
 
-def _interrupted(db: Path) -> str:
+def _interrupted(db: str) -> str:
     """A run whose ``never_auto_retry`` Send died after T1; its operation id."""
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
     with _open(db, tools=[_send_tool(dies=True)]) as app:
@@ -74,10 +73,10 @@ def _interrupted(db: Path) -> str:
     return spine.operation_id("c1")
 
 
-def test_attest_applied_commits_the_result_and_its_provenance(db_path: Path) -> None:
-    operation = _interrupted(db_path)
+def test_attest_applied_commits_the_result_and_its_provenance(store_url: str) -> None:
+    operation = _interrupted(store_url)
     sink = RecordingTelemetrySink()
-    with _open(db_path, clock_ms=NOW + 5, telemetry=Telemetry([sink])) as app:
+    with _open(store_url, clock_ms=NOW + 5, telemetry=Telemetry([sink])) as app:
         assert app.plan_resume("r1").disposition == "blocked"
         report = app.attest_operation(
             "r1", operation, applied=True, result=RESULT, actor="alice", note="saw it in the log"
@@ -111,9 +110,9 @@ def test_attest_applied_commits_the_result_and_its_provenance(db_path: Path) -> 
     assert "saw it" not in str(event.to_wire())  # telemetry: identities and codes only
 
 
-def test_attest_not_applied_gives_the_model_an_error_result(db_path: Path) -> None:
-    operation = _interrupted(db_path)
-    with _open(db_path) as app:
+def test_attest_not_applied_gives_the_model_an_error_result(store_url: str) -> None:
+    operation = _interrupted(store_url)
+    with _open(store_url) as app:
         app.attest_operation("r1", operation, applied=False, actor="bob")
         response = app.read_run_events("r1")[-1].function_response
         assert response is not None
@@ -125,11 +124,11 @@ def test_attest_not_applied_gives_the_model_an_error_result(db_path: Path) -> No
         }
 
 
-def test_a_repeat_is_idempotent_and_keeps_the_first_time(db_path: Path) -> None:
-    operation = _interrupted(db_path)
-    with _open(db_path, clock_ms=NOW) as app:
+def test_a_repeat_is_idempotent_and_keeps_the_first_time(store_url: str) -> None:
+    operation = _interrupted(store_url)
+    with _open(store_url, clock_ms=NOW) as app:
         app.attest_operation("r1", operation, applied=True, result=RESULT, actor="alice")
-    with _open(db_path, clock_ms=NOW + 60_000) as app:
+    with _open(store_url, clock_ms=NOW + 60_000) as app:
         before = store_snapshot(app)
         again = app.attest_operation("r1", operation, applied=True, result=RESULT, actor="alice")
         assert again.created is False
@@ -164,10 +163,10 @@ def test_a_repeat_is_idempotent_and_keeps_the_first_time(db_path: Path) -> None:
     ],
 )
 def test_refusals_are_typed_and_leave_the_store_unchanged(
-    db_path: Path, kwargs: dict[str, Any], error: type[MakaError], code: str
+    store_url: str, kwargs: dict[str, Any], error: type[MakaError], code: str
 ) -> None:
-    operation = _interrupted(db_path)
-    with _open(db_path) as app:
+    operation = _interrupted(store_url)
+    with _open(store_url) as app:
         app.attest_operation("r1", operation, applied=True, result=RESULT, actor="alice")
         before = store_snapshot(app)
         with pytest.raises(error) as refused:
@@ -176,9 +175,9 @@ def test_refusals_are_typed_and_leave_the_store_unchanged(
         assert store_snapshot(app) == before
 
 
-def test_only_an_indeterminate_operation_is_attestable(db_path: Path) -> None:
+def test_only_an_indeterminate_operation_is_attestable(store_url: str) -> None:
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
-    with _open(db_path, tools=[_send_tool(dies=False)]) as app:
+    with _open(store_url, tools=[_send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
@@ -197,10 +196,10 @@ def test_only_an_indeterminate_operation_is_attestable(db_path: Path) -> None:
         assert store_snapshot(app) == before
 
 
-def test_a_run_sealed_by_recovery_refuses_the_attestation(db_path: Path) -> None:
+def test_a_run_sealed_by_recovery_refuses_the_attestation(store_url: str) -> None:
     """The reference's write rules stand: nothing follows a run's terminal event."""
-    operation = _interrupted(db_path)
-    with _open(db_path) as app:
+    operation = _interrupted(store_url)
+    with _open(store_url) as app:
         app.recover()
         before = store_snapshot(app)
         with pytest.raises(RunSealedError):
@@ -208,11 +207,11 @@ def test_a_run_sealed_by_recovery_refuses_the_attestation(db_path: Path) -> None
         assert store_snapshot(app) == before
 
 
-def test_two_concurrent_attesters_have_one_winner(db_path: Path) -> None:
+def test_two_concurrent_attesters_have_one_winner(store_url: str) -> None:
     """Two processes' applications on one file, released together: exactly one attestation
     lands; the other gets a typed conflict (a lost save, or the winner's attestation)."""
-    operation = _interrupted(db_path)
-    apps = [_open(db_path), _open(db_path)]
+    operation = _interrupted(store_url)
+    apps = [_open(store_url), _open(store_url)]
     for app in apps:
         app.tool_operations("r1")  # both have read the run before either writes
     barrier = threading.Barrier(2)
@@ -241,7 +240,7 @@ def test_two_concurrent_attesters_have_one_winner(db_path: Path) -> None:
     errors = [o for o in outcomes if isinstance(o, MakaError)]
     assert len(errors) == 1
     assert errors[0].code in {"operator_attestation_conflict", "concurrent_write"}
-    with _open(db_path) as app:
+    with _open(store_url) as app:
         assert len(app.operator_actions.plan_resume("r1").diagnostics) >= 1
         responses = [e for e in app.read_run_events("r1") if e.function_response is not None]
         assert len(responses) == 1
@@ -250,14 +249,14 @@ def test_two_concurrent_attesters_have_one_winner(db_path: Path) -> None:
         assert attestation.actor == f"op{winner}"
 
 
-def test_attest_then_recover_then_continue_end_to_end(db_path: Path) -> None:
+def test_attest_then_recover_then_continue_end_to_end(store_url: str) -> None:
     """The operator attests before the host's restart; recovery then ends the run with nothing
     unsettled, Phase 0 is safe_replay, and a continuation runs to completion with the attested
     result in its replay."""
-    operation = _interrupted(db_path)
-    with _open(db_path) as app:
+    operation = _interrupted(store_url)
+    with _open(store_url) as app:
         app.attest_operation("r1", operation, applied=True, result=RESULT, actor="alice")
-    with _open(db_path) as app:
+    with _open(store_url) as app:
         app.recover()
         assert app.get_run_header("r1").status == "failed"
         plan = app.plan_resume("r1")
@@ -269,7 +268,7 @@ def test_attest_then_recover_then_continue_end_to_end(db_path: Path) -> None:
         available_tool_names=("Send",),
     )
     with _open(
-        db_path,
+        store_url,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         host_inspector=StaticHostInspector(observation),
     ) as app:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,11 +57,11 @@ def _ids() -> Any:
     return lambda: f"fork-{next(counter)}"
 
 
-def _open(db: Path, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
-    return RuntimeApplication.open_sqlite(str(db), clock=lambda: clock_ms, **kwargs)
+def _open(db: str, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
+    return RuntimeApplication.open(db, clock=lambda: clock_ms, **kwargs)
 
 
-def _continuing(db: Path, **kwargs: Any) -> RuntimeApplication:
+def _continuing(db: str, **kwargs: Any) -> RuntimeApplication:
     return _open(
         db,
         LATER,
@@ -72,7 +71,7 @@ def _continuing(db: Path, **kwargs: Any) -> RuntimeApplication:
     )
 
 
-def _parked(db: Path) -> str:
+def _parked(db: str) -> str:
     """A run whose ``never_auto_retry`` Send died after T1, sealed by recovery; its op id."""
     with _open(db, tools=[_send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
@@ -89,7 +88,7 @@ def _parked(db: Path) -> str:
     return SPINE.operation_id("c1")
 
 
-def _completed(db: Path) -> str:
+def _completed(db: str) -> str:
     """A run whose Send completed, then ended: both a fork and a continuation are possible."""
     with _open(db, tools=[_send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
@@ -107,13 +106,13 @@ def _wire(app: RuntimeApplication, run_id: str) -> list[str]:
     return [json.dumps(e.to_wire(), sort_keys=True) for e in app.read_run_events(run_id)]
 
 
-def test_a_fork_replays_the_prefix_before_the_uncertain_call(db_path: Path) -> None:
+def test_a_fork_replays_the_prefix_before_the_uncertain_call(store_url: str) -> None:
     """The fork's start records the source and the kept high-water, its provenance is stored,
     the source's events are byte-identical, and a continuation of the fork runs without the
     abandoned call in its replay."""
-    operation = _parked(db_path)
+    operation = _parked(store_url)
     sink = RecordingTelemetrySink()
-    with _open(db_path, LATER, id_factory=_ids(), telemetry=Telemetry([sink])) as app:
+    with _open(store_url, LATER, id_factory=_ids(), telemetry=Telemetry([sink])) as app:
         source_before = _wire(app, "r1")
         report = app.fork_run("r1", before_operation=operation, actor="alice", note="not sent")
         assert report.created
@@ -148,7 +147,7 @@ def test_a_fork_replays_the_prefix_before_the_uncertain_call(db_path: Path) -> N
             app.execute_fork(report.fork_run_id, provider)
         assert refused.value.code == "fork_not_pending"
         assert _wire(app, "r1") == source_before
-    with _continuing(db_path) as app:  # the ended fork is an ordinary continuation source
+    with _continuing(store_url) as app:  # the ended fork is an ordinary continuation source
         plan = app.plan_continuation("s1", report.fork_run_id)
         assert plan.continuation is not None, plan.rejection_reasons
         assert plan.continuation.source_run_id == report.fork_run_id
@@ -159,11 +158,11 @@ def test_a_fork_replays_the_prefix_before_the_uncertain_call(db_path: Path) -> N
         assert _wire(app, "r1") == source_before
 
 
-def test_the_same_fork_again_is_idempotent(db_path: Path) -> None:
-    operation = _parked(db_path)
-    with _open(db_path, id_factory=_ids()) as app:
+def test_the_same_fork_again_is_idempotent(store_url: str) -> None:
+    operation = _parked(store_url)
+    with _open(store_url, id_factory=_ids()) as app:
         first = app.fork_run("r1", before_operation=operation, actor="alice", note="n")
-    with _open(db_path, NOW + 5) as app:
+    with _open(store_url, NOW + 5) as app:
         before = store_snapshot(app)
         again = app.fork_run("r1", before_operation=operation, actor="alice", note="n")
         assert not again.created
@@ -185,10 +184,10 @@ def test_the_same_fork_again_is_idempotent(db_path: Path) -> None:
     ],
 )
 def test_refusals_are_typed_and_write_nothing(
-    db_path: Path, kwargs: dict[str, Any], error: type[MakaError], code: str
+    store_url: str, kwargs: dict[str, Any], error: type[MakaError], code: str
 ) -> None:
-    operation = _parked(db_path)
-    with _open(db_path, id_factory=_ids()) as app:
+    operation = _parked(store_url)
+    with _open(store_url, id_factory=_ids()) as app:
         if code == "fork_conflict":
             app.fork_run("r1", before_operation=operation, actor="alice")
         before = store_snapshot(app)
@@ -198,9 +197,9 @@ def test_refusals_are_typed_and_write_nothing(
         assert store_snapshot(app) == before
 
 
-def test_a_continuation_first_refuses_the_fork(db_path: Path) -> None:
-    operation = _completed(db_path)
-    with _continuing(db_path) as app:
+def test_a_continuation_first_refuses_the_fork(store_url: str) -> None:
+    operation = _completed(store_url)
+    with _continuing(store_url) as app:
         plan = app.plan_continuation("s1")
         provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "ok"},))])
         assert app.execute_continuation(plan, provider).status == "completed"
@@ -211,11 +210,11 @@ def test_a_continuation_first_refuses_the_fork(db_path: Path) -> None:
         assert store_snapshot(app) == before
 
 
-def test_a_fork_and_a_continuation_racing_have_one_winner(db_path: Path) -> None:
+def test_a_fork_and_a_continuation_racing_have_one_winner(store_url: str) -> None:
     """Two applications on one file, released together: one claims the source, the other
     gets a typed refusal, and the source is sealed by exactly one claim."""
-    operation = _completed(db_path)
-    forker, continuer = _open(db_path, id_factory=_ids()), _continuing(db_path)
+    operation = _completed(store_url)
+    forker, continuer = _open(store_url, id_factory=_ids()), _continuing(store_url)
     plan = continuer.plan_continuation("s1")
     assert plan.continuation is not None
     provider = ScriptedProvider([ProviderTurn(outputs=({"kind": "text", "text": "ok"},))])
@@ -246,5 +245,5 @@ def test_a_fork_and_a_continuation_racing_have_one_winner(db_path: Path) -> None
     errors = [o for o in outcomes.values() if isinstance(o, MakaError)]
     assert len(outcomes) == 2
     assert len(errors) == 1, outcomes
-    with _open(db_path) as app:
+    with _open(store_url) as app:
         assert len(app.claims.all_claims()) == 1

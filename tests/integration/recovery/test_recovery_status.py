@@ -22,12 +22,14 @@ from hypothesis import strategies as st
 
 from maka_es import failpoints
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
+from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
 from maka_es.adapters.recovery_status_store import (
     INSIDE_COMMIT_FAILPOINT,
     InMemoryRecoveryStatusStore,
     SqliteRecoveryStatusStore,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
+from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claim import (
@@ -48,6 +50,13 @@ from maka_es.recovery.status import (
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
+
+
+def open_status_store(store_url: str) -> RecoveryStatusStore:
+    """The read model on the store ``store_url`` names (SQLite file or PostgreSQL schema)."""
+    if is_postgres_url(store_url):
+        return PostgresRecoveryStatusStore.from_env(postgres_env_from_url(store_url))
+    return SqliteRecoveryStatusStore(store_url)
 
 
 def spine(run_id: str) -> Spine:
@@ -87,20 +96,20 @@ def save_claim(
 
 
 @pytest.fixture
-def app(sqlite_app: RuntimeApplication) -> RuntimeApplication:
-    sqlite_app.open_session("s1", "/workspace")
-    return sqlite_app
+def app(store_app: RuntimeApplication) -> RuntimeApplication:
+    store_app.open_session("s1", "/workspace")
+    return store_app
 
 
 @pytest.fixture
-def store(db_path: Path, app: RuntimeApplication) -> Iterator[SqliteRecoveryStatusStore]:
-    store = SqliteRecoveryStatusStore(str(db_path))
+def store(store_url: str, app: RuntimeApplication) -> Iterator[RecoveryStatusStore]:
+    store = open_status_store(store_url)
     yield store
     store.close()
 
 
 @pytest.fixture
-def projector(app: RuntimeApplication, store: SqliteRecoveryStatusStore) -> RecoveryStatusProjector:
+def projector(app: RuntimeApplication, store: RecoveryStatusStore) -> RecoveryStatusProjector:
     return app.recovery_status_projector(store)
 
 
@@ -324,10 +333,10 @@ def test_catch_up_is_idempotent(
     assert projector.catch_up() == 0
 
 
-def test_catch_up_pages_through_the_log(app: RuntimeApplication, db_path: Path) -> None:
+def test_catch_up_pages_through_the_log(app: RuntimeApplication, store_url: str) -> None:
     for index in range(4):
         start_run(app, f"r{index}")
-    store = SqliteRecoveryStatusStore(str(db_path))
+    store = open_status_store(store_url)
     paged = app.recovery_status_projector(store, page_size=3)
     total = app.recorder.max_notification_id()
     assert paged.catch_up() == total
@@ -355,7 +364,7 @@ def test_only_affected_runs_are_recomputed(
 
 
 def test_rows_and_position_commit_in_one_transaction(
-    app: RuntimeApplication, projector: RecoveryStatusProjector, db_path: Path
+    app: RuntimeApplication, projector: RecoveryStatusProjector, store_url: str
 ) -> None:
     start_run(app, "r1")
     store = projector.store
@@ -372,7 +381,7 @@ def test_rows_and_position_commit_in_one_transaction(
     assert seen_inside == [(app.recorder.max_notification_id(), ["r1"])]
     # ... and after the failure neither is there, for this connection or a new one.
     assert (store.position(), store.all()) == (0, [])
-    reopened = SqliteRecoveryStatusStore(str(db_path))
+    reopened = open_status_store(store_url)
     assert (reopened.position(), reopened.all()) == (0, [])
     assert reopened.stream_run_ids([app._store.load_run("r1").id]) == {}
 
@@ -400,21 +409,21 @@ def test_in_memory_store_commit_is_atomic_too(app: RuntimeApplication) -> None:
 
 
 def test_reopen_continues_from_the_persisted_position(
-    db_path: Path, clock: Callable[[], float], monkeypatch: pytest.MonkeyPatch
+    store_url: str, clock: Callable[[], float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = RuntimeApplication.open_sqlite(str(db_path), clock=clock)
+    first = RuntimeApplication.open(store_url, clock=clock)
     first.open_session("s1", "/workspace")
     ledgers = {run_id: start_run(first, run_id) for run_id in ("r1", "r2", "r3")}
-    first_store = SqliteRecoveryStatusStore(str(db_path))
+    first_store = open_status_store(store_url)
     first_projector = first.recovery_status_projector(first_store)
     first_projector.catch_up()
     position, rows = first_store.position(), first_store.all()
     first_store.close()
     first.close()
 
-    app = RuntimeApplication.open_sqlite(str(db_path), clock=clock)
+    app = RuntimeApplication.open(store_url, clock=clock)
     try:
-        store = SqliteRecoveryStatusStore(str(db_path))
+        store = open_status_store(store_url)
         assert (store.position(), store.all()) == (position, rows)
         app.append_events("r2", [ledgers["r2"].terminal("completed")])
         projector = app.recovery_status_projector(store)
@@ -428,7 +437,7 @@ def test_reopen_continues_from_the_persisted_position(
         app.close()
 
 
-def test_a_stale_batch_is_refused(store: SqliteRecoveryStatusStore) -> None:
+def test_a_stale_batch_is_refused(store: RecoveryStatusStore) -> None:
     store.commit([], {}, 5, expected_position=0)
     with pytest.raises(RecoveryStatusConflictError):
         store.commit([], {}, 9, expected_position=0)
@@ -460,12 +469,12 @@ class _Interleaving:
 
 
 def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
-    app: RuntimeApplication, db_path: Path
+    app: RuntimeApplication, store_url: str
 ) -> None:
     ledger = start_run(app, "r1")
-    rival_store = SqliteRecoveryStatusStore(str(db_path))
+    rival_store = open_status_store(store_url)
     rival = app.recovery_status_projector(rival_store)
-    own_store = SqliteRecoveryStatusStore(str(db_path))
+    own_store = open_status_store(store_url)
     racing = _Interleaving(own_store, rival)
     projector = app.recovery_status_projector(racing)
     assert projector.catch_up() == 0  # the rival committed this page first
@@ -480,19 +489,20 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
 # --- factory -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # SQLite file specifics
 def test_store_factory_follows_the_application(
-    app: RuntimeApplication, db_path: Path, memory_app: RuntimeApplication
+    app: RuntimeApplication, store_url: str, memory_app: RuntimeApplication
 ) -> None:
     store = recovery_status_store_for(app.env)
     assert isinstance(store, SqliteRecoveryStatusStore)
-    assert store.db_path == str(db_path)
+    assert store.db_path == store_url
     store.close()
     assert isinstance(recovery_status_store_for(memory_app.env), InMemoryRecoveryStatusStore)
-    read_only = RuntimeApplication.open_sqlite(str(db_path), read_only=True)
+    read_only = RuntimeApplication.open(store_url, read_only=True)
     try:
         ro_store = recovery_status_store_for(read_only.env)
         assert isinstance(ro_store, SqliteRecoveryStatusStore)
-        assert ro_store.db_path == str(db_path)
+        assert ro_store.db_path == store_url
         ro_store.close()
     finally:
         read_only.close()
@@ -614,7 +624,7 @@ def test_incremental_maintenance_equals_rebuild(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "runtime.sqlite"
-        app = RuntimeApplication.open_sqlite(str(path))
+        app = RuntimeApplication.open(str(path))
         store = SqliteRecoveryStatusStore(str(path))
         try:
             app.open_session("s1", "/workspace")

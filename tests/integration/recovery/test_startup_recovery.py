@@ -25,8 +25,8 @@ NOW = 1_700_000_000_000
 
 
 @pytest.fixture
-def app(db_path: Path) -> Iterator[RuntimeApplication]:
-    application = RuntimeApplication.open_sqlite(str(db_path), clock=lambda: NOW)
+def app(store_url: str) -> Iterator[RuntimeApplication]:
+    application = RuntimeApplication.open(store_url, clock=lambda: NOW)
     application.open_session("s1", "/workspace")
     yield application
     application.close()
@@ -347,7 +347,7 @@ def test_missing_terminal_repair_interrupted_before_the_header_converges(
     expected_events = app.read_run_payloads("r1")
     expected_header = app.get_run_header("r1").to_wire()
 
-    other = RuntimeApplication.open_sqlite(str(tmp_path / "other.sqlite"), clock=lambda: NOW)
+    other = RuntimeApplication.open(str(tmp_path / "other.sqlite"), clock=lambda: NOW)
     try:
         other.open_session("s1", "/workspace")
         other.create_run(run_header(SPINE))
@@ -380,8 +380,9 @@ def test_a_terminal_header_changes_only_to_follow_a_durable_fact(
     assert store_snapshot(app).rows == backed
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # SQLite file specifics
 def test_a_read_model_written_before_the_rule_change_is_rebuilt(
-    app: RuntimeApplication, db_path: Path
+    app: RuntimeApplication, store_url: str
 ) -> None:
     """A read model of schema 1 said a terminal header without its event needs nothing; on
     open it is dropped and rebuilt, so recovery finds the run."""
@@ -389,12 +390,12 @@ def test_a_read_model_written_before_the_rule_change_is_rebuilt(
     _force_terminal_header(app, "r1", {"status": "completed", "updatedAt": 1500})
     app.recovery_status.catch_up()
     app.close()
-    with sqlite3.connect(db_path) as conn:  # what schema 1 stored for this run
+    with sqlite3.connect(store_url) as conn:  # what schema 1 stored for this run
         conn.execute("UPDATE maka_es_recovery_status SET needs_attention = 0")
         conn.execute("UPDATE maka_es_recovery_tracking SET schema_version = 1")
     conn.close()
 
-    reopened = RuntimeApplication.open_sqlite(str(db_path), clock=lambda: NOW)
+    reopened = RuntimeApplication.open(store_url, clock=lambda: NOW)
     try:
         report = reopened.recover()
         assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "terminal_recovered")]

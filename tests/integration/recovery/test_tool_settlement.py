@@ -64,11 +64,11 @@ def dying(tool: Tool[Any]) -> Tool[Any]:
     return dataclasses.replace(tool, run=run)
 
 
-def _open(db: Path, tools: list[Tool[Any]] | None = None) -> RuntimeApplication:
-    return RuntimeApplication.open_sqlite(str(db), clock=lambda: NOW, tools=tools or [])
+def _open(db: str, tools: list[Tool[Any]] | None = None) -> RuntimeApplication:
+    return RuntimeApplication.open(db, clock=lambda: NOW, tools=tools or [])
 
 
-def _interrupted_run(db: Path, tool: Tool[Any], args: dict[str, Any], run: str = "r1") -> str:
+def _interrupted_run(db: str, tool: Tool[Any], args: dict[str, Any], run: str = "r1") -> str:
     """A run whose ``tool`` call was interrupted after its side effect; its operation id."""
     spine = Spine(run_id=run, invocation_id=f"i-{run}", turn_id=f"t-{run}")
     with _open(db, [dying(tool)]) as app:
@@ -87,10 +87,10 @@ def _kinds(report: StartupRecoveryReport) -> list[tuple[str, str]]:
     return [(r.run_id, r.kind) for r in report.repairs]
 
 
-def test_an_idempotent_operation_is_reexecuted_before_the_run_ends(db_path: Path) -> None:
+def test_an_idempotent_operation_is_reexecuted_before_the_run_ends(store_url: str) -> None:
     counter: list[str] = []
-    operation = _interrupted_run(db_path, bump_tool(counter), {"key": "a"})
-    with _open(db_path, [bump_tool(counter)]) as app:
+    operation = _interrupted_run(store_url, bump_tool(counter), {"key": "a"})
+    with _open(store_url, [bump_tool(counter)]) as app:
         report = app.recover()
         assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
         assert report.repairs[0].detail == {
@@ -108,9 +108,9 @@ def test_an_idempotent_operation_is_reexecuted_before_the_run_ends(db_path: Path
     assert counter == [operation, operation]  # same idempotency key both times
 
 
-def test_a_missing_idempotent_tool_leaves_the_run_unsealed(db_path: Path) -> None:
-    operation = _interrupted_run(db_path, bump_tool([]), {"key": "a"})
-    with _open(db_path) as app:
+def test_a_missing_idempotent_tool_leaves_the_run_unsealed(store_url: str) -> None:
+    operation = _interrupted_run(store_url, bump_tool([]), {"key": "a"})
+    with _open(store_url) as app:
         app.recovery_status.catch_up()
         before = store_snapshot(app)
         report = app.recover()
@@ -132,12 +132,12 @@ def test_a_missing_idempotent_tool_leaves_the_run_unsealed(db_path: Path) -> Non
         assert store_snapshot(app) == before
 
 
-def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(db_path: Path) -> None:
+def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(store_url: str) -> None:
     """Only an operator can settle a ``never_auto_retry`` call: holding its run would gain
     nothing, so the run ends and Phase 0 stays ``blocked``. Continuation planning keeps the
     reference's park code and names the operation and the tool in its diagnostic."""
-    operation = _interrupted_run(db_path, bump_tool([], "never_auto_retry"), {"key": "a"})
-    with _open(db_path) as app:
+    operation = _interrupted_run(store_url, bump_tool([], "never_auto_retry"), {"key": "a"})
+    with _open(store_url) as app:
         report = app.recover()
         assert _kinds(report) == [("r1", "terminal_recovered")]
         assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
@@ -147,8 +147,8 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(db_path
         background_operations_settled=True,
         available_tool_names=("Bump",),
     )
-    with RuntimeApplication.open_sqlite(
-        str(db_path),
+    with RuntimeApplication.open(
+        store_url,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         host_inspector=StaticHostInspector(observation),
     ) as app:
@@ -165,11 +165,13 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(db_path
     assert operation in diagnostic.message
 
 
-def test_a_tool_whose_recovery_mode_changed_holds_the_run(db_path: Path, tmp_path: Path) -> None:
+def test_a_tool_whose_recovery_mode_changed_holds_the_run(store_url: str, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    operation = _interrupted_run(db_path, file_write_tool(root), {"path": "a.txt", "content": "x"})
+    operation = _interrupted_run(
+        store_url, file_write_tool(root), {"path": "a.txt", "content": "x"}
+    )
     changed = Tool("Write", FileWriteArgs, file_write_tool(root).run)  # never_auto_retry now
-    with _open(db_path, [changed]) as app:
+    with _open(store_url, [changed]) as app:
         report = app.recover()
         (repair,) = report.repairs
         assert repair.kind == "left_unreconciled"
@@ -189,14 +191,14 @@ class BrokenReconciler:
 
 
 def test_a_failing_reconciler_holds_its_run_and_the_others_still_recover(
-    db_path: Path, tmp_path: Path
+    store_url: str, tmp_path: Path
 ) -> None:
     tool = dataclasses.replace(file_write_tool(tmp_path / "ws"), reconciler=BrokenReconciler())
-    operation = _interrupted_run(db_path, tool, {"path": "a.txt", "content": "x"})
-    with _open(db_path) as app:
+    operation = _interrupted_run(store_url, tool, {"path": "a.txt", "content": "x"})
+    with _open(store_url) as app:
         spine = Spine(run_id="r2", invocation_id="i2", turn_id="t2")
         app.create_run(run_header(spine))
-    with _open(db_path, [tool]) as app:
+    with _open(store_url, [tool]) as app:
         report = app.recover()
         assert _kinds(report) == [("r1", "left_unreconciled"), ("r2", "terminal_recovered")]
         assert report.repairs[0].detail == {
@@ -214,39 +216,38 @@ def test_a_failing_reconciler_holds_its_run_and_the_others_still_recover(
 
 
 def test_recover_with_an_explicit_tool_runtime_still_settles_first(
-    db_path: Path, tmp_path: Path
+    store_url: str, tmp_path: Path
 ) -> None:
     """The pre-``tools=`` call keeps working and takes the same safe order."""
     root = tmp_path / "ws"
-    _interrupted_run(db_path, file_write_tool(root), {"path": "a.txt", "content": "x"})
-    with _open(db_path) as app:
+    _interrupted_run(store_url, file_write_tool(root), {"path": "a.txt", "content": "x"})
+    with _open(store_url) as app:
         report = app.recover(tool_runtime=ToolRuntime(app, [file_write_tool(root)]))
         assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
         assert [op.state for op in app.tool_operations("r1")] == ["recovery_completed"]
     assert (root / "a.txt").read_text() == "x"
 
 
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # SQLite file specifics
 def test_a_store_fault_while_settling_is_raised_before_anything_is_sealed(
-    db_path: Path, tmp_path: Path
+    store_url: str, tmp_path: Path
 ) -> None:
     """The bundle cannot be written (the file is opened read-only): recovery raises the typed
     store fault, and since settling comes first, no run was ended meanwhile."""
     root = tmp_path / "ws"
-    _interrupted_run(db_path, file_write_tool(root), {"path": "a.txt", "content": "x"})
-    with _open(db_path) as app:
+    _interrupted_run(store_url, file_write_tool(root), {"path": "a.txt", "content": "x"})
+    with _open(store_url) as app:
         app.create_run(run_header(Spine(run_id="r2", invocation_id="i2", turn_id="t2")))
         app.recovery_status.catch_up()
         before = store_snapshot(app)
     with (
-        RuntimeApplication.open_sqlite(
-            str(db_path), read_only=True, tools=[file_write_tool(root)]
-        ) as app,
+        RuntimeApplication.open(store_url, read_only=True, tools=[file_write_tool(root)]) as app,
         pytest.raises(StoreUnavailableError) as info,
     ):
         app.recover()
     # raised by the bundle's commit while settling (not earlier, by the read model)
     assert "settle_run_tools" in [entry.name for entry in info.traceback]
-    with _open(db_path, [file_write_tool(root)]) as app:
+    with _open(store_url, [file_write_tool(root)]) as app:
         assert store_snapshot(app).rows == before.rows
         assert [h.status for h in app.list_all_runs()] == ["running", "running"]
         report = app.recover()

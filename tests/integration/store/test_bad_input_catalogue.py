@@ -204,21 +204,21 @@ CATALOGUE: list[tuple[str, Command, str]] = [
 
 @pytest.mark.parametrize(("case", "command", "code"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
 def test_bad_input_is_refused_and_nothing_is_written(
-    sqlite_app: RuntimeApplication, case: str, command: Command, code: str
+    store_app: RuntimeApplication, case: str, command: Command, code: str
 ) -> None:
-    sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+    store_app.open_session("s1", "/workspace")
+    store_app.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    sqlite_app.append_events("r1", ledger.events)
-    before = store_snapshot(sqlite_app)
+    store_app.append_events("r1", ledger.events)
+    before = store_snapshot(store_app)
     with pytest.raises(MakaError) as info:
-        command(sqlite_app, ledger)
+        command(store_app, ledger)
     assert info.value.code == code, f"{case}: {info.value}"
-    assert store_snapshot(sqlite_app) == before
+    assert store_snapshot(store_app) == before
     # session, run, invocation binding, registration, the host's lease (ADR 0021), e1
     assert len(before.rows) == 6
-    assert [e.id for e in sqlite_app.read_run_events("r1")] == ["e1"]
+    assert [e.id for e in store_app.read_run_events("r1")] == ["e1"]
 
 
 def test_the_catalogue_is_large_enough() -> None:

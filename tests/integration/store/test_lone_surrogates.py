@@ -95,13 +95,13 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.fixture
-def app(sqlite_app: RuntimeApplication) -> RuntimeApplication:
-    sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+def app(store_app: RuntimeApplication) -> RuntimeApplication:
+    store_app.open_session("s1", "/workspace")
+    store_app.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    sqlite_app.append_events("r1", ledger.events)
-    return sqlite_app
+    store_app.append_events("r1", ledger.events)
+    return store_app
 
 
 def _refused(

@@ -307,6 +307,8 @@ NO_STORE_ACCESS: dict[str, str] = {
     "env": "class attribute (defaults)",
     "open_sqlite": "constructor: see test_open_sqlite_* below",
     "in_memory": "constructor of the in-memory store (no file)",
+    "open": "constructor: a SQLite path is open_sqlite; PostgreSQL: test_postgres_store",
+    "construct_factory": "eventsourcing construction hook (takes eventsourcing.postgres as ours)",
     "construct_transcoder": "eventsourcing construction hook",
     "construct_mapper": "eventsourcing construction hook",
     "on_events_committed": "host hook, a no-op by default",

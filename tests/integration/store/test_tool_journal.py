@@ -5,7 +5,7 @@ Mirrors the T1/T2, reserved-fact, transition-validator and fail-stop items of th
 suites sqlite-runtime-store, recovery-persistence-authority and tool-recovery-authority
 (reference suites). Recovery bundles are in ``test_tool_journal_bundles.py``.
 
-Most tests run on ``sqlite_app`` (a real SQLite file); ``any_app`` where the point is the
+Most tests run on ``store_app`` (a real SQLite file); ``any_app`` where the point is the
 domain rule rather than the store. Every refusal is checked against ``store_snapshot``: a
 refused command leaves the store byte-for-byte unchanged.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,23 +126,23 @@ def test_operation_id_follows_the_frozen_vector(any_app: RuntimeApplication) -> 
     )
 
 
-def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication) -> None:
+def test_t1_commits_call_and_dispatch_in_one_save(store_app: RuntimeApplication) -> None:
     """T1 appends exactly [call, dispatch]: dispatch id ``<op>_dispatch``, system lane, the args
     hash recomputed from the stored call args (frozen vector), refs {operationId, toolCallId};
     the journal holds one ``prepared`` operation at version 1 and the resolver says
     ``indeterminate / dispatch_without_response``."""
-    open_run(sqlite_app)
+    open_run(store_app)
     # keys deliberately out of order: the hash is over the canonical form
     call = EV.call("c1", "Write", {"path": "notes.txt", "content": "after"})
-    before = store_snapshot(sqlite_app)
+    before = store_snapshot(store_app)
 
-    commit = sqlite_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile")
+    commit = store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile")
 
     assert (commit.operation_id, commit.created) == (OP_C1, True)
-    rows = new_rows(before, store_snapshot(sqlite_app))
+    rows = new_rows(before, store_snapshot(store_app))
     assert [row[3] for row in rows] == [RuntimeEventRecorded.TOPIC] * 2
     assert [row[0] for row in rows] == [rows[0][0], rows[0][0] + 1]
-    events = wires(sqlite_app)
+    events = wires(store_app)
     assert [e["id"] for e in events] == ["user-1", "call-c1", f"{OP_C1}_dispatch"]
     assert events[1] == call
     assert events[2] == {
@@ -160,11 +159,11 @@ def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication
         },
         "refs": {"operationId": OP_C1, "toolCallId": "c1"},
     }
-    stored_call = sqlite_app.read_run_events(RUN)[1].function_call
+    stored_call = store_app.read_run_events(RUN)[1].function_call
     assert stored_call is not None
     assert canonical_args_hash(stored_call.name, stored_call.args) == WRITE_ARGS_HASH
 
-    (operation,) = sqlite_app.tool_operations(RUN)
+    (operation,) = store_app.tool_operations(RUN)
     assert (operation.operation_id, operation.state, operation.version) == (OP_C1, "prepared", 1)
     assert (operation.tool_call_id, operation.tool_name) == ("c1", "Write")
     assert (operation.call_event_id, operation.dispatch_event_id) == (
@@ -177,63 +176,61 @@ def test_t1_commits_call_and_dispatch_in_one_save(sqlite_app: RuntimeApplication
     )
     assert operation.result_event_id is None
     assert operation.is_unsettled
-    (decision,) = sqlite_app.resolve_run(RUN).decisions
+    (decision,) = store_app.resolve_run(RUN).decisions
     assert (decision.status, decision.reason) == ("indeterminate", "dispatch_without_response")
     assert expected_journal_state(decision) == "prepared"
 
 
 @pytest.mark.usefixtures("no_armed_failpoints")
-def test_t1_rolls_back_as_a_whole_when_its_save_fails(sqlite_app: RuntimeApplication) -> None:
+def test_t1_rolls_back_as_a_whole_when_its_save_fails(store_app: RuntimeApplication) -> None:
     """A failure inside the T1 transaction (rows inserted, no COMMIT) leaves neither the call nor
     the dispatch; the same T1 then commits with ``created=True``."""
-    open_run(sqlite_app)
-    before = store_snapshot(sqlite_app)
+    open_run(store_app)
+    before = store_snapshot(store_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        sqlite_app.commit_tool_prepared(
-            RUN, EV.call("c1", "Write", WRITE_ARGS), metadata={"k": "v"}
-        )
+        store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), metadata={"k": "v"})
     failpoints.disarm()
-    assert store_snapshot(sqlite_app) == before
-    assert sqlite_app.tool_operations(RUN) == ()
-    assert ids(sqlite_app) == ["user-1"]
-    assert sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).created is True
+    assert store_snapshot(store_app) == before
+    assert store_app.tool_operations(RUN) == ()
+    assert ids(store_app) == ["user-1"]
+    assert store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).created is True
 
 
 def test_t1_claims_a_call_committed_during_a_permission_wait(
-    sqlite_app: RuntimeApplication,
+    store_app: RuntimeApplication,
 ) -> None:
     """The identical call was committed earlier on the generic path: T1 appends only the
     dispatch and binds the existing call event."""
-    open_run(sqlite_app)
+    open_run(store_app)
     call = EV.call("c1", "Write", WRITE_ARGS)
-    sqlite_app.append_event(RUN, call)
-    before = store_snapshot(sqlite_app)
+    store_app.append_event(RUN, call)
+    before = store_snapshot(store_app)
 
-    commit = sqlite_app.commit_tool_prepared(RUN, call)
+    commit = store_app.commit_tool_prepared(RUN, call)
 
     assert commit.created is True
-    assert len(new_rows(before, store_snapshot(sqlite_app))) == 1
-    assert ids(sqlite_app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
-    (operation,) = sqlite_app.tool_operations(RUN)
+    assert len(new_rows(before, store_snapshot(store_app))) == 1
+    assert ids(store_app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
+    (operation,) = store_app.tool_operations(RUN)
     assert operation.call_event_id == "call-c1"
 
 
 def test_exact_t1_retry_is_not_created_and_writes_nothing(
-    sqlite_app: RuntimeApplication, db_path: Path
+    store_app: RuntimeApplication, store_url: str
 ) -> None:
     """An exact T1 retry (same call, mode, metadata) returns ``created=False``: another
     dispatcher owns the operation. Nothing is written, also from a freshly opened app."""
-    open_run(sqlite_app)
+    open_run(store_app)
     call = EV.call("c1", "Write", WRITE_ARGS)
-    sqlite_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
-    before = store_snapshot(sqlite_app)
+    store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
+    before = store_snapshot(store_app)
 
-    retry = sqlite_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
+    retry = store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
 
     assert (retry.operation_id, retry.created) == (OP_C1, False)
-    assert store_snapshot(sqlite_app) == before
-    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
+    assert store_snapshot(store_app) == before
+    with RuntimeApplication.open(store_url) as reopened:
         again = reopened.commit_tool_prepared(
             RUN, call, recovery_mode="reconcile", metadata={"a": 1}
         )
@@ -253,12 +250,12 @@ def test_exact_t1_retry_is_not_created_and_writes_nothing(
     ],
 )
 def test_t1_identity_drift_is_refused(
-    sqlite_app: RuntimeApplication, change: dict[str, Any], mode: str
+    store_app: RuntimeApplication, change: dict[str, Any], mode: str
 ) -> None:
     """Same provider call id (so the same operation) with other args / name / recovery mode /
     call event: ``tool_operation_conflict``, store unchanged, operation still as first prepared."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     drifted = EV.call(
         "c1",
         change.get("name", "Write"),
@@ -266,44 +263,44 @@ def test_t1_identity_drift_is_refused(
         event_id=change.get("event_id"),
     )
     error = refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_prepared(RUN, drifted, recovery_mode=mode),
+        store_app,
+        lambda: store_app.commit_tool_prepared(RUN, drifted, recovery_mode=mode),
         ToolOperationConflictError,
         "tool_operation_conflict",
     )
     assert error.detail == {"operationId": OP_C1}
-    (operation,) = sqlite_app.tool_operations(RUN)
+    (operation,) = store_app.tool_operations(RUN)
     assert (operation.tool_name, operation.recovery_mode) == ("Write", "never_auto_retry")
 
 
 def test_t1_metadata_is_journalled_and_survives_reopen(
-    sqlite_app: RuntimeApplication, db_path: Path
+    store_app: RuntimeApplication, store_url: str
 ) -> None:
     """T1 metadata is saved in the T1 transaction (its own fact, not a RuntimeEvent), is visible
     on ``tool_operations(run)[i].metadata`` and survives a reopen; T2 keeps it."""
-    open_run(sqlite_app)
+    open_run(store_app)
     metadata = {"expectedDigest": DIGEST, "priorDigest": None, "nested": {"n": [1, 2]}}
-    before = store_snapshot(sqlite_app)
-    sqlite_app.commit_tool_prepared(
+    before = store_snapshot(store_app)
+    store_app.commit_tool_prepared(
         RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile", metadata=metadata
     )
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS))
-    assert [row[3] for row in new_rows(before, store_snapshot(sqlite_app))] == [
+    store_app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS))
+    assert [row[3] for row in new_rows(before, store_snapshot(store_app))] == [
         RuntimeEventRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
         ToolMetadataRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
     ]
-    assert [dict(op.metadata) for op in sqlite_app.tool_operations(RUN)] == [metadata, {}]
-    assert len(sqlite_app.read_run_events(RUN)) == 5  # metadata is not a ledger event
-    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    assert [dict(op.metadata) for op in store_app.tool_operations(RUN)] == [metadata, {}]
+    assert len(store_app.read_run_events(RUN)) == 5  # metadata is not a ledger event
+    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
 
-    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
+    with RuntimeApplication.open(store_url) as reopened:
         first, second = reopened.tool_operations(RUN)
         assert (first.state, dict(first.metadata)) == ("outcome_committed", metadata)
         assert dict(second.metadata) == {}
-        assert reopened.tool_operations(RUN) == sqlite_app.tool_operations(RUN)
+        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
 
 
 def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplication) -> None:
@@ -317,13 +314,13 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
     )
 
 
-def test_t1_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
+def test_t1_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """The terminal event seals the run: a new T1 is ``run_sealed`` and writes nothing."""
-    open_run(sqlite_app)
-    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
+    open_run(store_app)
+    store_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
+        store_app,
+        lambda: store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
         RunSealedError,
         "run_sealed",
     )
@@ -334,31 +331,31 @@ def test_t1_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> 
 
 @pytest.mark.parametrize("is_error", [False, True], ids=["success", "error"])
 def test_t2_binds_the_response_to_its_operation(
-    sqlite_app: RuntimeApplication, is_error: bool
+    store_app: RuntimeApplication, is_error: bool
 ) -> None:
     """T2 appends exactly the response ``<op>_response`` (refs.operationId / toolCallId bound);
     the journal moves ``prepared → outcome_committed`` (version 2) and the resolver says
     ``completed / matching_response / normal_t2`` with ``responseIsError``; error outcomes are
     outcomes too."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     response = EV.bound_response(
         "c1", "Write", "failed" if is_error else "ok", is_error=is_error or None
     )
-    before = store_snapshot(sqlite_app)
+    before = store_snapshot(store_app)
 
-    commit = sqlite_app.commit_tool_outcome(RUN, response)
+    commit = store_app.commit_tool_outcome(RUN, response)
 
     assert (commit.operation_id, commit.created) == (OP_C1, True)
-    assert [row[3] for row in new_rows(before, store_snapshot(sqlite_app))] == [
+    assert [row[3] for row in new_rows(before, store_snapshot(store_app))] == [
         RuntimeEventRecorded.TOPIC
     ]
-    assert wires(sqlite_app)[-1] == response
+    assert wires(store_app)[-1] == response
     assert response["id"] == f"{OP_C1}_response"
-    (operation,) = sqlite_app.tool_operations(RUN)
+    (operation,) = store_app.tool_operations(RUN)
     assert (operation.state, operation.version) == ("outcome_committed", 2)
     assert operation.result_event_id == SPINE.fact_id("c1", "response")
-    (decision,) = sqlite_app.resolve_run(RUN).decisions
+    (decision,) = store_app.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
         "matching_response",
@@ -366,38 +363,38 @@ def test_t2_binds_the_response_to_its_operation(
     )
     assert decision.response_is_error is is_error
     assert expected_journal_state(decision) == "outcome_committed"
-    plan = sqlite_app.plan_resume(RUN)
+    plan = store_app.plan_resume(RUN)
     assert plan.disposition == "safe_replay"
     assert [op.status for op in plan.operations] == ["failed" if is_error else "succeeded"]
 
 
 @pytest.mark.usefixtures("no_armed_failpoints")
-def test_t2_rollback_keeps_t1(sqlite_app: RuntimeApplication) -> None:
+def test_t2_rollback_keeps_t1(store_app: RuntimeApplication) -> None:
     """A failure inside the T2 transaction leaves the operation ``prepared`` with no response;
     retrying the same T2 then commits."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    before = store_snapshot(sqlite_app)
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    before = store_snapshot(store_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+        store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     failpoints.disarm()
-    assert store_snapshot(sqlite_app) == before
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    assert store_snapshot(store_app) == before
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
     assert (
-        sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")).created is True
+        store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")).created is True
     )
 
 
-def test_exact_t2_retry_is_not_created_and_writes_nothing(sqlite_app: RuntimeApplication) -> None:
+def test_exact_t2_retry_is_not_created_and_writes_nothing(store_app: RuntimeApplication) -> None:
     """The same response again: ``created=False``, store unchanged."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
-    before = store_snapshot(sqlite_app)
-    retry = sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    before = store_snapshot(store_app)
+    retry = store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     assert (retry.operation_id, retry.created) == (OP_C1, False)
-    assert store_snapshot(sqlite_app) == before
+    assert store_snapshot(store_app) == before
 
 
 @pytest.mark.parametrize(
@@ -413,15 +410,15 @@ def test_exact_t2_retry_is_not_created_and_writes_nothing(sqlite_app: RuntimeApp
     ],
 )
 def test_a_different_second_outcome_is_outcome_conflict(
-    sqlite_app: RuntimeApplication, second: dict[str, Any]
+    store_app: RuntimeApplication, second: dict[str, Any]
 ) -> None:
     """One operation, one outcome: a different second T2 is ``outcome_conflict``."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     error = refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, second),
+        store_app,
+        lambda: store_app.commit_tool_outcome(RUN, second),
         ToolOutcomeConflictError,
         "outcome_conflict",
     )
@@ -482,30 +479,30 @@ def _renamed() -> dict[str, Any]:
     ],
 )
 def test_t2_refusals_are_typed_and_write_nothing(
-    sqlite_app: RuntimeApplication, response: dict[str, Any], error: type[MakaError], code: str
+    store_app: RuntimeApplication, response: dict[str, Any], error: type[MakaError], code: str
 ) -> None:
     """T2 needs refs.operationId of a prepared operation and refs.toolCallId == content.id, with
     the operation's tool name and spine; each violation is a typed refusal, nothing written,
     and the operation stays ``prepared``."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    refused(sqlite_app, lambda: sqlite_app.commit_tool_outcome(RUN, response), error, code)
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    refused(store_app, lambda: store_app.commit_tool_outcome(RUN, response), error, code)
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
 
 
-def test_t2_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
+def test_t2_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """A prepared operation whose run already has its terminal event cannot get its T2 any
     more: ``run_sealed``, nothing written, the operation stays ``prepared`` (unknown outcome)."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
+        store_app,
+        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
         RunSealedError,
         "run_sealed",
     )
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
 
 
 # -- generic path: reserved facts -----------------------------------------------------------------
@@ -593,20 +590,20 @@ def test_late_protocol_marker_is_refused(any_app: RuntimeApplication) -> None:
         assert error.detail == {"eventId": event["id"], "issueCode": "protocol_marker_invalid"}
 
 
-def test_unknown_first_marker_is_refused(sqlite_app: RuntimeApplication) -> None:
+def test_unknown_first_marker_is_refused(store_app: RuntimeApplication) -> None:
     """An unknown ``toolBoundary`` value on the first event is ``protocol_marker_invalid``; the
     run stays empty and can then start with the valid marker or with none (legacy)."""
-    sqlite_app.open_session(SPINE.session_id, "/workspace")
-    sqlite_app.create_run(run_header(SPINE))
+    store_app.open_session(SPINE.session_id, "/workspace")
+    store_app.create_run(run_header(SPINE))
     refused(
-        sqlite_app,
-        lambda: sqlite_app.append_event(RUN, EV.user(marker="t1_after_preflight_v2")),
+        store_app,
+        lambda: store_app.append_event(RUN, EV.user(marker="t1_after_preflight_v2")),
         ToolLedgerRejectionError,
         "protocol_marker_invalid",
     )
-    assert sqlite_app.read_run_events(RUN) == []
-    sqlite_app.append_event(RUN, EV.user(marker=T1_PROTOCOL))
-    assert sqlite_app.resolve_run(RUN).tool_boundary_protocol == T1_PROTOCOL
+    assert store_app.read_run_events(RUN) == []
+    store_app.append_event(RUN, EV.user(marker=T1_PROTOCOL))
+    assert store_app.resolve_run(RUN).tool_boundary_protocol == T1_PROTOCOL
 
 
 def _generic_issue_ledgers() -> list[Any]:
@@ -686,17 +683,17 @@ def test_unbound_generic_response_after_t1_is_refused(any_app: RuntimeApplicatio
 
 
 def test_pre_t1_synthetic_pair_on_the_generic_lane_is_accepted(
-    sqlite_app: RuntimeApplication,
+    store_app: RuntimeApplication,
 ) -> None:
     """A pre-T1 refusal commits call + synthetic error response on the generic lane (no
     dispatch, no operationId): resolver ``completed / matching_response / pre_t1_synthetic``,
     no journal operation (it never crossed T1), the plan may replay it."""
-    open_run(sqlite_app)
-    result = sqlite_app.append_events(
+    open_run(store_app)
+    result = store_app.append_events(
         RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")]
     )
     assert (result.appended, result.retried) == (2, 0)
-    (decision,) = sqlite_app.resolve_run(RUN).decisions
+    (decision,) = store_app.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
         "matching_response",
@@ -705,53 +702,53 @@ def test_pre_t1_synthetic_pair_on_the_generic_lane_is_accepted(
     assert (decision.operation_id, decision.dispatch_runtime_event_id) == (None, None)
     assert decision.response_is_error is True
     assert expected_journal_state(decision) is None
-    assert sqlite_app.tool_operations(RUN) == ()
-    assert sqlite_app.resolve_run(RUN).has_corruption is False
-    assert sqlite_app.plan_resume(RUN).disposition == "safe_replay"
+    assert store_app.tool_operations(RUN) == ()
+    assert store_app.resolve_run(RUN).has_corruption is False
+    assert store_app.plan_resume(RUN).disposition == "safe_replay"
 
 
-def test_t1_after_a_pre_t1_synthetic_response_is_refused(sqlite_app: RuntimeApplication) -> None:
+def test_t1_after_a_pre_t1_synthetic_response_is_refused(store_app: RuntimeApplication) -> None:
     """Once a call was settled by a pre-T1 refusal, T1 for it would put a dispatch after the
     response: ``event_order_conflict``, nothing written, no operation."""
-    open_run(sqlite_app)
-    sqlite_app.append_events(RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")])
+    open_run(store_app)
+    store_app.append_events(RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")])
     error = refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
+        store_app,
+        lambda: store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
         ToolLedgerRejectionError,
         "event_order_conflict",
     )
     assert error.detail["eventId"] == SPINE.fact_id("c1", "dispatch")
-    assert sqlite_app.tool_operations(RUN) == ()
+    assert store_app.tool_operations(RUN) == ()
 
 
 # -- fail-stop on a corrupt ledger ----------------------------------------------------------------
 
 
 @pytest.fixture
-def corrupt_app(sqlite_app: RuntimeApplication) -> RuntimeApplication:
+def corrupt_app(store_app: RuntimeApplication) -> RuntimeApplication:
     """r1 with c1 settled by T2, c2 prepared (mode reconcile), c3 settled by a completed
     bundle, then a duplicate call of c1 saved by an "older writer" that bypassed validation:
     the ledger now holds a ``duplicate_call`` resolver issue."""
-    open_run(sqlite_app)
-    sqlite_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
-    sqlite_app.commit_tool_prepared(
+    open_run(store_app)
+    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.commit_tool_prepared(
         RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
-    sqlite_app.commit_tool_prepared(
+    store_app.commit_tool_prepared(
         RUN, EV.call("c3", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
-    sqlite_app.commit_tool_recovery_bundle(
+    store_app.commit_tool_recovery_bundle(
         RUN, SPINE.operation_id("c3"), **EV.completed_bundle("c3", "Write", "ok")
     )
     save_unvalidated(
-        sqlite_app, EV.call("c1", "Write", WRITE_ARGS, event_id="legacy-duplicate-call")
+        store_app, EV.call("c1", "Write", WRITE_ARGS, event_id="legacy-duplicate-call")
     )
-    assert [(i.code, i.event_id) for i in sqlite_app.resolve_run(RUN).issues] == [
+    assert [(i.code, i.event_id) for i in store_app.resolve_run(RUN).issues] == [
         ("duplicate_call", "legacy-duplicate-call")
     ]
-    return sqlite_app
+    return store_app
 
 
 def _tool_writes(app: RuntimeApplication) -> list[tuple[str, Callable[[], object]]]:
@@ -775,7 +772,7 @@ def _tool_writes(app: RuntimeApplication) -> list[tuple[str, Callable[[], object
 
 
 def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
-    corrupt_app: RuntimeApplication, db_path: Path
+    corrupt_app: RuntimeApplication, store_url: str
 ) -> None:
     """With a resolver issue already in the ledger every tool-bearing write (generic call,
     generic pre-T1 pair, T1, T2, bundle) is ``tool_ledger_corruption`` naming the issue, and
@@ -789,7 +786,7 @@ def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
         }, name
     assert corrupt_app.append_event(RUN, EV.text("m1")).appended == 1
 
-    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
+    with RuntimeApplication.open(store_url) as reopened:
         for _, write in _tool_writes(reopened):
             refused(reopened, write, ToolLedgerCorruptionError, "tool_ledger_corruption")
         assert reopened.append_event(RUN, EV.text("m2")).appended == 1
@@ -850,9 +847,9 @@ class _Counters:
 
 @pytest.fixture
 def counted_app(
-    sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch
+    store_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[RuntimeApplication, _Counters]:
-    """``sqlite_app`` with two work counters: resolver scanner steps (``ResolverState._step``,
+    """``store_app`` with two work counters: resolver scanner steps (``ResolverState._step``,
     prospective and committed) and stored event rows read back from the recorder."""
     counters = _Counters()
     step = ResolverState._step
@@ -862,15 +859,15 @@ def counted_app(
         return step(self, event)
 
     monkeypatch.setattr(ResolverState, "_step", counting_step)
-    select = sqlite_app.recorder.select_events
+    select = store_app.recorder.select_events
 
     def counting_select(*args: Any, **kwargs: Any) -> Any:
         rows = select(*args, **kwargs)
         counters.rows += len(rows)
         return rows
 
-    monkeypatch.setattr(sqlite_app.recorder, "select_events", counting_select)
-    return sqlite_app, counters
+    monkeypatch.setattr(store_app.recorder, "select_events", counting_select)
+    return store_app, counters
 
 
 def test_validating_one_append_does_not_grow_with_history(

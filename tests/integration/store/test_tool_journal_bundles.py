@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,29 +93,29 @@ def bundle(app: RuntimeApplication, parts: dict[str, Any], operation_id: str = O
     return app.commit_tool_recovery_bundle(RUN, operation_id, **parts)
 
 
-def test_valid_completed_bundle(sqlite_app: RuntimeApplication, db_path: Path) -> None:
+def test_valid_completed_bundle(store_app: RuntimeApplication, store_url: str) -> None:
     """reconcile ``matches_expected_state`` + outcome bound to the operation + completed decision
     with evidence [call, dispatch, reconcile, outcome] and outcomeEventId: the three events land
     in ONE save in that order; journal ``recovery_completed`` (observation kept, result = the
     outcome, version 4); resolver ``completed / recovery_bundle_completed / recovery_bundle``;
     the plan may replay; the same after reopening."""
-    prepared(sqlite_app)
+    prepared(store_app)
     parts = EV.completed_bundle("c1", "Write", "ok")
-    before = store_snapshot(sqlite_app)
+    before = store_snapshot(store_app)
 
-    commit = bundle(sqlite_app, parts)
+    commit = bundle(store_app, parts)
 
     assert (commit.operation_id, commit.created) == (OP, True)
-    new = [row for row in store_snapshot(sqlite_app).rows if row not in before.rows]
+    new = [row for row in store_snapshot(store_app).rows if row not in before.rows]
     assert [row[3] for row in new] == [RuntimeEventRecorded.TOPIC] * 3
-    assert ids(sqlite_app)[-3:] == [RECONCILE_ID, OUTCOME_ID, DECISION_ID]
-    (operation,) = sqlite_app.tool_operations(RUN)
+    assert ids(store_app)[-3:] == [RECONCILE_ID, OUTCOME_ID, DECISION_ID]
+    (operation,) = store_app.tool_operations(RUN)
     assert (operation.state, operation.version) == ("recovery_completed", 4)
     assert (operation.observation, operation.result_event_id) == (
         "matches_expected_state",
         OUTCOME_ID,
     )
-    resolution = sqlite_app.resolve_run(RUN)
+    resolution = store_app.resolve_run(RUN)
     (decision,) = resolution.decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
@@ -127,37 +126,37 @@ def test_valid_completed_bundle(sqlite_app: RuntimeApplication, db_path: Path) -
     assert decision.response_is_error is False
     assert (resolution.has_corruption, resolution.requires_reconciliation) == (False, False)
     assert expected_journal_state(decision) == "recovery_completed"
-    plan = sqlite_app.plan_resume(RUN)
+    plan = store_app.plan_resume(RUN)
     assert plan.disposition == "safe_replay"
     assert [op.status for op in plan.operations] == ["succeeded"]
 
-    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
-        assert reopened.tool_operations(RUN) == sqlite_app.tool_operations(RUN)
+    with RuntimeApplication.open(store_url) as reopened:
+        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
         assert reopened.resolve_run(RUN) == resolution
         rebuilt = ToolJournal.rebuild(reopened.read_run_events(RUN))
-        assert rebuilt.operations == sqlite_app.tool_operations(RUN)
+        assert rebuilt.operations == store_app.tool_operations(RUN)
 
 
 @pytest.mark.parametrize("observation", sorted(PARKED_REASON))
 def test_valid_parked_bundle(
-    sqlite_app: RuntimeApplication, db_path: Path, observation: str
+    store_app: RuntimeApplication, store_url: str, observation: str
 ) -> None:
     """reconcile ``observation`` + parked decision with the matching reason and evidence
     [call, dispatch, reconcile], no outcome: journal ``recovery_parked``; resolver
     ``parked / <reason> / recovery_bundle``; the plan blocks with ``tool_recovery_parked``;
     the same after reopening."""
-    prepared(sqlite_app)
-    commit = bundle(sqlite_app, EV.parked_bundle("c1", observation))
+    prepared(store_app)
+    commit = bundle(store_app, EV.parked_bundle("c1", observation))
     assert commit.created is True
-    assert ids(sqlite_app)[-2:] == [RECONCILE_ID, DECISION_ID]
-    (operation,) = sqlite_app.tool_operations(RUN)
+    assert ids(store_app)[-2:] == [RECONCILE_ID, DECISION_ID]
+    (operation,) = store_app.tool_operations(RUN)
     assert (operation.state, operation.observation, operation.version) == (
         "recovery_parked",
         observation,
         3,
     )
     assert operation.result_event_id is None
-    resolution = sqlite_app.resolve_run(RUN)
+    resolution = store_app.resolve_run(RUN)
     (decision,) = resolution.decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "parked",
@@ -166,91 +165,91 @@ def test_valid_parked_bundle(
     )
     assert (resolution.has_corruption, resolution.requires_reconciliation) == (False, False)
     assert expected_journal_state(decision) == "recovery_parked"
-    plan = sqlite_app.plan_resume(RUN)
+    plan = store_app.plan_resume(RUN)
     assert plan.disposition == "blocked"
     assert plan.rejection_reasons == ("dangling_tool_state",)
     assert [d.code for d in plan.diagnostics] == ["tool_recovery_parked"]
-    with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
-        assert reopened.tool_operations(RUN) == sqlite_app.tool_operations(RUN)
+    with RuntimeApplication.open(store_url) as reopened:
+        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
         assert reopened.resolve_run(RUN) == resolution
 
 
-def test_parked_is_final(sqlite_app: RuntimeApplication) -> None:
+def test_parked_is_final(store_app: RuntimeApplication) -> None:
     """After a parked bundle only its exact retry succeeds (``created=False``, nothing written);
     a completed bundle, another parked bundle, a T2 and a second T1 for the operation are
     refused, and the operation stays parked."""
-    prepared(sqlite_app)
+    prepared(store_app)
     parts = EV.parked_bundle("c1", "diverged")
-    bundle(sqlite_app, parts)
-    before = store_snapshot(sqlite_app)
-    assert bundle(sqlite_app, parts).created is False
-    assert store_snapshot(sqlite_app) == before
+    bundle(store_app, parts)
+    before = store_snapshot(store_app)
+    assert bundle(store_app, parts).created is False
+    assert store_snapshot(store_app) == before
 
     other_parked = EV.parked_bundle("c1", "unreadable")
     for parts_ in (EV.completed_bundle("c1", "Write", "ok"), other_parked):
         error = refused(
-            sqlite_app,
-            partial(bundle, sqlite_app, parts_),
+            store_app,
+            partial(bundle, store_app, parts_),
             ToolOperationSettledError,
             "tool_operation_settled",
         )
         assert error.detail == {"operationId": OP, "state": "recovery_parked"}
     refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
+        store_app,
+        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(
+        store_app,
+        lambda: store_app.commit_tool_outcome(
             RUN, EV.bound_response("c1", "Write", "failed", is_error=True)
         ),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     # the identical T1 is an exact retry: another dispatcher owns it, it must not run again
-    retry = sqlite_app.commit_tool_prepared(
+    retry = store_app.commit_tool_prepared(
         RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
     assert retry.created is False
-    assert store_snapshot(sqlite_app) == before
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["recovery_parked"]
+    assert store_snapshot(store_app) == before
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["recovery_parked"]
 
 
-def test_completed_is_final(sqlite_app: RuntimeApplication) -> None:
+def test_completed_is_final(store_app: RuntimeApplication) -> None:
     """After a completed bundle: exact retry ``created=False``; a parked bundle and a different
     outcome are ``tool_operation_settled``; the bundle's own outcome resent as T2 is an exact
     retry (``created=False``)."""
-    prepared(sqlite_app)
+    prepared(store_app)
     parts = EV.completed_bundle("c1", "Write", "ok")
-    bundle(sqlite_app, parts)
-    before = store_snapshot(sqlite_app)
-    assert bundle(sqlite_app, parts).created is False
-    assert sqlite_app.commit_tool_outcome(RUN, parts["outcome"]).created is False
-    assert store_snapshot(sqlite_app) == before
+    bundle(store_app, parts)
+    before = store_snapshot(store_app)
+    assert bundle(store_app, parts).created is False
+    assert store_app.commit_tool_outcome(RUN, parts["outcome"]).created is False
+    assert store_snapshot(store_app) == before
     refused(
-        sqlite_app,
-        lambda: bundle(sqlite_app, EV.parked_bundle("c1", "diverged")),
+        store_app,
+        lambda: bundle(store_app, EV.parked_bundle("c1", "diverged")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     refused(
-        sqlite_app,
-        lambda: sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "other")),
+        store_app,
+        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "other")),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
 
 
-def test_bundle_after_t2_is_refused(sqlite_app: RuntimeApplication) -> None:
+def test_bundle_after_t2_is_refused(store_app: RuntimeApplication) -> None:
     """An operation settled by T2 is not recoverable any more: ``tool_operation_settled``."""
-    prepared(sqlite_app)
-    sqlite_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    prepared(store_app)
+    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     for parts in (EV.parked_bundle("c1"), EV.completed_bundle("c1", "Write", "ok")):
         refused(
-            sqlite_app,
-            partial(bundle, sqlite_app, parts),
+            store_app,
+            partial(bundle, store_app, parts),
             ToolOperationSettledError,
             "tool_operation_settled",
         )
@@ -270,11 +269,11 @@ def test_bundle_for_an_unknown_operation_is_refused(any_app: RuntimeApplication)
         )
 
 
-def test_bundle_rollback_leaves_nothing(sqlite_app: RuntimeApplication) -> None:
+def test_bundle_rollback_leaves_nothing(store_app: RuntimeApplication) -> None:
     """A failure inside the bundle transaction leaves none of its three events and the
     operation ``prepared``; the same bundle then commits."""
-    prepared(sqlite_app)
-    before = store_snapshot(sqlite_app)
+    prepared(store_app)
+    before = store_snapshot(store_app)
 
     def fail(name: str) -> None:
         raise RuntimeError(f"simulated failure at {name}")
@@ -282,21 +281,21 @@ def test_bundle_rollback_leaves_nothing(sqlite_app: RuntimeApplication) -> None:
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, fail)
     try:
         with pytest.raises(RuntimeError, match="simulated failure"):
-            bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok"))
+            bundle(store_app, EV.completed_bundle("c1", "Write", "ok"))
     finally:
         failpoints.disarm()
-    assert store_snapshot(sqlite_app) == before
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
-    assert bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok")).created is True
+    assert store_snapshot(store_app) == before
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert bundle(store_app, EV.completed_bundle("c1", "Write", "ok")).created is True
 
 
-def test_bundle_after_the_terminal_is_run_sealed(sqlite_app: RuntimeApplication) -> None:
+def test_bundle_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """Recovery facts are ledger events: after the run's terminal they are ``run_sealed``."""
-    prepared(sqlite_app)
-    sqlite_app.append_event(RUN, EV.terminal(status="failed"))
+    prepared(store_app)
+    store_app.append_event(RUN, EV.terminal(status="failed"))
     refused(
-        sqlite_app,
-        lambda: bundle(sqlite_app, EV.parked_bundle("c1")),
+        store_app,
+        lambda: bundle(store_app, EV.parked_bundle("c1")),
         RunSealedError,
         "run_sealed",
     )
@@ -444,18 +443,16 @@ VALIDATION_CASES: list[Any] = [
 
 @pytest.mark.parametrize(("mode", "parts", "code"), VALIDATION_CASES)
 def test_bundle_validation_codes(
-    sqlite_app: RuntimeApplication, mode: str, parts: dict[str, Any], code: str
+    store_app: RuntimeApplication, mode: str, parts: dict[str, Any], code: str
 ) -> None:
     """An invalid bundle is ``RecoveryBundleRejectedError`` with the bundle code (first failing
     wins), nothing written, the operation still ``prepared`` and resolvable as before."""
-    prepared(sqlite_app, mode)
-    resolution = sqlite_app.resolve_run(RUN)
-    error = refused(
-        sqlite_app, lambda: bundle(sqlite_app, parts), RecoveryBundleRejectedError, code
-    )
+    prepared(store_app, mode)
+    resolution = store_app.resolve_run(RUN)
+    error = refused(store_app, lambda: bundle(store_app, parts), RecoveryBundleRejectedError, code)
     assert error.detail == {"operationId": OP}
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
-    assert sqlite_app.resolve_run(RUN) == resolution
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert store_app.resolve_run(RUN) == resolution
 
 
 @pytest.mark.parametrize(
@@ -493,13 +490,13 @@ def test_bundle_validation_codes(
     ],
 )
 def test_bundles_that_would_corrupt_the_ledger_are_refused_by_the_transition_validator(
-    sqlite_app: RuntimeApplication, parts: dict[str, Any], error: type[MakaError], code: str
+    store_app: RuntimeApplication, parts: dict[str, Any], error: type[MakaError], code: str
 ) -> None:
     """Bundle members that would introduce a resolver issue (or reuse a committed id with other
     content) are refused before bundle validation, with the issue's code."""
-    prepared(sqlite_app)
-    refused(sqlite_app, lambda: bundle(sqlite_app, parts), error, code)
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared"]
+    prepared(store_app)
+    refused(store_app, lambda: bundle(store_app, parts), error, code)
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
 
 
 def _second_operation(app: RuntimeApplication) -> None:
@@ -508,12 +505,12 @@ def _second_operation(app: RuntimeApplication) -> None:
 
 @pytest.mark.parametrize("slot", ["reconcile", "decision"])
 def test_payload_naming_another_operation_is_operation_identity_conflict(
-    sqlite_app: RuntimeApplication, slot: str
+    store_app: RuntimeApplication, slot: str
 ) -> None:
     """A recovery fact bound (refs) to c1 whose payload names the other prepared operation c2 is
     ``operation_identity_conflict`` (tool-journal.md#bundle-codes), and nothing is written."""
-    prepared(sqlite_app)
-    _second_operation(sqlite_app)
+    prepared(store_app)
+    _second_operation(store_app)
     parts = EV.completed_bundle("c1", "Write", "ok")
     if slot == "reconcile":
         parts["reconcile"] = EV.reconcile("c1", payload_operation_id=SPINE.operation_id("c2"))
@@ -522,36 +519,36 @@ def test_payload_naming_another_operation_is_operation_identity_conflict(
             "c1", COMPLETED_EVIDENCE, OUTCOME_ID, payload_operation_id=SPINE.operation_id("c2")
         )
     refused(
-        sqlite_app,
-        lambda: bundle(sqlite_app, parts),
+        store_app,
+        lambda: bundle(store_app, parts),
         RecoveryBundleRejectedError,
         "operation_identity_conflict",
     )
 
 
 def test_facts_bound_to_another_operation_are_recovery_fact_identity_conflict(
-    sqlite_app: RuntimeApplication,
+    store_app: RuntimeApplication,
 ) -> None:
     """A valid bundle for c1 submitted under operation c2: ``recovery_fact_identity_conflict``."""
-    prepared(sqlite_app)
-    _second_operation(sqlite_app)
+    prepared(store_app)
+    _second_operation(store_app)
     refused(
-        sqlite_app,
+        store_app,
         lambda: bundle(
-            sqlite_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2")
+            store_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2")
         ),
         RecoveryBundleRejectedError,
         "recovery_fact_identity_conflict",
     )
 
 
-def test_facts_bound_to_another_operation_are_refused(sqlite_app: RuntimeApplication) -> None:
+def test_facts_bound_to_another_operation_are_refused(store_app: RuntimeApplication) -> None:
     """Whatever the exact code, a bundle submitted under another operation's id is refused and
     writes nothing (both operations stay ``prepared``)."""
-    prepared(sqlite_app)
-    _second_operation(sqlite_app)
-    before = store_snapshot(sqlite_app)
+    prepared(store_app)
+    _second_operation(store_app)
+    before = store_snapshot(store_app)
     with pytest.raises(RecoveryBundleRejectedError):
-        bundle(sqlite_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2"))
-    assert store_snapshot(sqlite_app) == before
-    assert [op.state for op in sqlite_app.tool_operations(RUN)] == ["prepared", "prepared"]
+        bundle(store_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2"))
+    assert store_snapshot(store_app) == before
+    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared", "prepared"]

@@ -48,12 +48,12 @@ class Recorder:
 
 
 @pytest.fixture
-def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
-    sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+def ledger(store_app: RuntimeApplication) -> LedgerBuilder:
+    store_app.open_session("s1", "/workspace")
+    store_app.create_run(run_header())
     builder = LedgerBuilder()
     builder.user(marker=True)
-    sqlite_app.append_events("r1", builder.events)
+    store_app.append_events("r1", builder.events)
     return builder
 
 
@@ -62,22 +62,22 @@ def _runtime(app: RuntimeApplication, impl: Recorder, **kw: Any) -> ToolRuntime:
 
 
 def test_t1_before_implementation_and_t2_before_result(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
-    impl = Recorder(sqlite_app)
+    impl = Recorder(store_app)
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    result = _runtime(sqlite_app, impl).execute("r1", call)
+    result = _runtime(store_app, impl).execute("r1", call)
     assert impl.seen_states == [["prepared"]]  # T1 durable while the implementation ran
     assert impl.calls[0].operation_id == operation_id_for("i1", "c1")  # idempotency key
     assert result.result == {"kind": "text", "text": "hi"}
     assert not result.is_error
-    events = sqlite_app.read_run_events("r1")
+    events = store_app.read_run_events("r1")
     assert [e.id for e in events][-2:] == [
         f"{result.operation_id}_dispatch",
         result.response_event_id,
     ]
-    assert [op.state for op in sqlite_app.tool_operations("r1")] == ["outcome_committed"]
-    decision = sqlite_app.resolve_run("r1").decisions[0]
+    assert [op.state for op in store_app.tool_operations("r1")] == ["outcome_committed"]
+    decision = store_app.resolve_run("r1").decisions[0]
     assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
 
 
@@ -90,91 +90,91 @@ def test_t1_before_implementation_and_t2_before_result(
     ],
 )
 def test_pre_t1_refusals_never_touch_the_implementation(
-    sqlite_app: RuntimeApplication,
+    store_app: RuntimeApplication,
     ledger: LedgerBuilder,
     tool_name: str,
     args: dict[str, Any],
     permission: Any,
     code: str,
 ) -> None:
-    impl = Recorder(sqlite_app)
+    impl = Recorder(store_app)
     call = ledger.call("c1", tool_name, args)
-    result = _runtime(sqlite_app, impl, permission=permission).execute("r1", call)
+    result = _runtime(store_app, impl, permission=permission).execute("r1", call)
     assert impl.calls == []
     assert result.is_error
     assert not result.dispatched
     assert result.result["text"].startswith(code)
-    assert sqlite_app.tool_operations("r1") == ()  # no dispatch fact
-    decision = sqlite_app.resolve_run("r1").decisions[0]
+    assert store_app.tool_operations("r1") == ()  # no dispatch fact
+    decision = store_app.resolve_run("r1").decisions[0]
     assert (decision.status, decision.settlement_origin) == ("completed", "pre_t1_synthetic")
-    assert sqlite_app.plan_resume("r1").disposition == "safe_replay"
+    assert store_app.plan_resume("r1").disposition == "safe_replay"
 
 
 def test_failed_t1_runs_the_implementation_zero_times(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
-    impl = Recorder(sqlite_app)
+    impl = Recorder(store_app)
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    sqlite_app.append_event("r1", ledger.terminal())  # sealed: T1 must fail
-    before = store_snapshot(sqlite_app)
+    store_app.append_event("r1", ledger.terminal())  # sealed: T1 must fail
+    before = store_snapshot(store_app)
     with pytest.raises(RunSealedError):
-        _runtime(sqlite_app, impl).execute("r1", call)
+        _runtime(store_app, impl).execute("r1", call)
     assert impl.calls == []
-    assert store_snapshot(sqlite_app) == before
+    assert store_snapshot(store_app) == before
 
 
 def test_existing_t1_means_someone_else_owns_it(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    sqlite_app.commit_tool_prepared("r1", call)  # another dispatcher got there first
-    impl = Recorder(sqlite_app)
+    store_app.commit_tool_prepared("r1", call)  # another dispatcher got there first
+    impl = Recorder(store_app)
     with pytest.raises(ToolAlreadyDispatchedError) as info:
-        _runtime(sqlite_app, impl).execute("r1", call)
+        _runtime(store_app, impl).execute("r1", call)
     assert info.value.code == "tool_already_dispatched"
     assert impl.calls == []
 
 
 def test_exceptions_are_committed_as_error_outcomes(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
-    impl = Recorder(sqlite_app, error=RuntimeError("disk full"))
-    result = _runtime(sqlite_app, impl).execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
+    impl = Recorder(store_app, error=RuntimeError("disk full"))
+    result = _runtime(store_app, impl).execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
     assert result.is_error
     assert result.result == {"kind": "text", "text": "tool_error: RuntimeError: disk full"}
-    plan = sqlite_app.plan_resume("r1")
+    plan = store_app.plan_resume("r1")
     assert [op.status for op in plan.operations] == ["failed"]
 
 
 def test_outcome_unknown_is_a_structured_non_retryable_failure(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
-    impl = Recorder(sqlite_app, error=OutcomeUnknownError("request timed out after send"))
-    result = _runtime(sqlite_app, impl).execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
+    impl = Recorder(store_app, error=OutcomeUnknownError("request timed out after send"))
+    result = _runtime(store_app, impl).execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
     assert result.is_error
     assert result.result == {
         "kind": "text",
         "text": "outcome_unknown: request timed out after send",
         "uncertainOutcome": {"code": "outcome_unknown", "retrySafe": False},
     }
-    response = sqlite_app.read_run_events("r1")[-1].function_response
+    response = store_app.read_run_events("r1")[-1].function_response
     assert response is not None
     assert response.is_error is True
 
 
 def test_failed_t2_never_publishes_the_result(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
     terminal = ledger.terminal()
 
     def seal_then_return(args: Echo, context: ToolContext) -> Any:
-        sqlite_app.append_event("r1", terminal)  # the run ends while the tool runs
+        store_app.append_event("r1", terminal)  # the run ends while the tool runs
         return {"kind": "text", "text": "secret result"}
 
-    runtime = ToolRuntime(sqlite_app, [Tool("Echo", Echo, seal_then_return)])
+    runtime = ToolRuntime(store_app, [Tool("Echo", Echo, seal_then_return)])
     with pytest.raises(MakaError):
         runtime.execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
-    assert all("secret result" not in p for p in sqlite_app.read_run_payloads("r1"))
+    assert all("secret result" not in p for p in store_app.read_run_payloads("r1"))
 
 
 class Crash(BaseException):
@@ -182,7 +182,7 @@ class Crash(BaseException):
 
 
 def test_recovery_by_mode(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
+    store_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
 ) -> None:
     runs: dict[str, int] = {}
 
@@ -200,7 +200,7 @@ def test_recovery_by_mode(
         Tool("Idem", Echo, crashing("Idem"), recovery_mode="idempotent"),
         Tool("Reader", Echo, crashing("Reader"), recovery_mode="replay_safe"),
     ]
-    runtime = ToolRuntime(sqlite_app, tools)
+    runtime = ToolRuntime(store_app, tools)
     for name in ("Never", "Idem", "Reader"):
         with pytest.raises(Crash):
             runtime.execute("r1", ledger.call(f"c-{name}", name, {"text": name}))
@@ -211,15 +211,15 @@ def test_recovery_by_mode(
         ("Reader", "reexecuted"),
     ]
     assert runs == {"Never": 1, "Idem": 2, "Reader": 2}
-    states = [op.state for op in sqlite_app.tool_operations("r1")]
+    states = [op.state for op in store_app.tool_operations("r1")]
     assert states == ["prepared", "outcome_committed", "outcome_committed"]
-    plan = sqlite_app.plan_resume("r1")
+    plan = store_app.plan_resume("r1")
     assert plan.disposition == "blocked"
     assert [op.status for op in plan.operations] == ["indeterminate", "succeeded", "succeeded"]
 
 
 def test_write_tool_reconciles_a_crash_after_the_write(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
+    store_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
 ) -> None:
     inner = file_write_tool(tmp_path)
     writes: list[str] = []
@@ -232,19 +232,19 @@ def test_write_tool_reconciles_a_crash_after_the_write(
     crashing = Tool("Write", FileWriteArgs, write_then_die, "reconcile", inner.reconciler)
     call = ledger.call("w1", "Write", {"path": "config.json", "content": '{"port":4000}'})
     with pytest.raises(Crash):
-        ToolRuntime(sqlite_app, [crashing]).execute("r1", call)
-    operation = sqlite_app.tool_operations("r1")[0]
+        ToolRuntime(store_app, [crashing]).execute("r1", call)
+    operation = store_app.tool_operations("r1")[0]
     assert operation.metadata["expectedDigest"] != operation.metadata["priorDigest"]
-    report = ToolRuntime(sqlite_app, [inner]).recover("r1")
+    report = ToolRuntime(store_app, [inner]).recover("r1")
     assert [a.action for a in report.actions] == ["completed"]
     assert writes == [operation.operation_id]  # settled without a second write
-    assert sqlite_app.plan_resume("r1").disposition == "safe_replay"
-    decision = sqlite_app.resolve_run("r1").decisions[0]
+    assert store_app.plan_resume("r1").disposition == "safe_replay"
+    decision = store_app.resolve_run("r1").decisions[0]
     assert (decision.status, decision.reason) == ("completed", "recovery_bundle_completed")
 
 
 def test_write_tool_parks_when_someone_else_changed_the_file(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
+    store_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
 ) -> None:
     inner = file_write_tool(tmp_path)
 
@@ -253,14 +253,14 @@ def test_write_tool_parks_when_someone_else_changed_the_file(
 
     crashing = Tool("Write", FileWriteArgs, die_before_write, "reconcile", inner.reconciler)
     with pytest.raises(Crash):
-        ToolRuntime(sqlite_app, [crashing]).execute(
+        ToolRuntime(store_app, [crashing]).execute(
             "r1", ledger.call("w1", "Write", {"path": "a.txt", "content": "mine"})
         )
     (tmp_path / "a.txt").write_text("theirs")
-    report = ToolRuntime(sqlite_app, [inner]).recover("r1")
+    report = ToolRuntime(store_app, [inner]).recover("r1")
     assert [(a.action, a.reason) for a in report.actions] == [("parked", "reconcile_diverged")]
     assert (tmp_path / "a.txt").read_text() == "theirs"  # never overwritten
-    plan = sqlite_app.plan_resume("r1")
+    plan = store_app.plan_resume("r1")
     assert plan.disposition == "blocked"
     assert [op.status for op in plan.operations] == ["parked"]
 
@@ -271,9 +271,9 @@ def test_reconcile_tools_need_a_reconciler() -> None:
 
 
 def test_write_tool_refuses_paths_outside_the_workspace(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
+    store_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
 ) -> None:
-    runtime = ToolRuntime(sqlite_app, [file_write_tool(tmp_path / "ws")])
+    runtime = ToolRuntime(store_app, [file_write_tool(tmp_path / "ws")])
     call = ledger.call("w1", "Write", {"path": "../escape.txt", "content": "x"})
     result = runtime.execute("r1", call)  # the reconciler's preflight refuses before T1
     assert result.is_error
@@ -282,14 +282,14 @@ def test_write_tool_refuses_paths_outside_the_workspace(
         "preflight_failed: WorkspacePathRefusedError: [workspace_path_escape]"
     )
     assert not (tmp_path / "escape.txt").exists()
-    assert sqlite_app.tool_operations("r1") == ()
+    assert store_app.tool_operations("r1") == ()
 
 
 def test_a_non_call_event_is_a_typed_refusal(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder
+    store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
-    before = store_snapshot(sqlite_app)
+    before = store_snapshot(store_app)
     with pytest.raises(InvalidRuntimeEventError) as info:
-        _runtime(sqlite_app, Recorder(sqlite_app)).execute("r1", ledger.model_text())
+        _runtime(store_app, Recorder(store_app)).execute("r1", ledger.model_text())
     assert info.value.field == "content.kind"
-    assert store_snapshot(sqlite_app) == before
+    assert store_snapshot(store_app) == before

@@ -1,0 +1,155 @@
+"""PostgreSQL persistence for eventsourcing, with maka_es durability (ADR 0028).
+
+Why a factory of our own over ``eventsourcing.postgres``:
+
+* **durability**: every connection sets ``synchronous_commit = on`` itself, so a server or
+  role configured with ``off`` cannot turn an acknowledged commit into one a server crash
+  loses (the promise SQLite's ``synchronous=FULL`` gives; a test reads it back);
+* **typed faults**: every driver error is a ``StoreUnavailableError`` (see
+  ``maka_es.adapters.postgres_faults``), and eventsourcing's retries are not used: a write that
+  is retried after an unknown commit outcome would be reported as a conflict with itself;
+* **unknown outcome**: the connection dropping while COMMIT is in flight raises
+  ``StoreOutcomeUnknownError`` (``store_outcome_unknown``), never success or a plain failure;
+* the failpoint inside the write transaction that the crash tests use.
+
+Uniqueness and ordering are PostgreSQL's own: the primary key on
+``(originator_id, originator_version)`` is the optimistic-concurrency check every claim and
+run-ownership command relies on, and eventsourcing's ``LOCK TABLE ... IN EXCLUSIVE MODE``
+makes notification ids follow commit order. ``POSTGRES_ENABLE_DB_FUNCTIONS`` stays off.
+
+Select it with ``PERSISTENCE_MODULE=maka_es.adapters.postgres`` and eventsourcing's
+``POSTGRES_*`` settings, or with a store URL (``RuntimeApplication.open``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from eventsourcing import postgres as es_postgres
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg import Connection, Cursor
+from psycopg.rows import DictRow
+
+from maka_es import failpoints
+from maka_es.adapters.postgres_faults import typed_pg_faults
+from maka_es.errors import StoreOutcomeUnknownError
+
+#: Statement timeout for every connection of the store, in milliseconds (0: none).
+STATEMENT_TIMEOUT_ENV = "MAKA_PG_STATEMENT_TIMEOUT_MS"
+
+
+class DurablePostgresDatastore(PostgresDatastore):
+    """eventsourcing's datastore: every connection durable, every fault typed."""
+
+    statement_timeout_ms = 0
+
+    @property
+    def where(self) -> str:
+        """``host:port/dbname`` of the server, for error details (never the password)."""
+        kwargs = _pool_kwargs(self)
+        return f"{kwargs.get('host')}:{kwargs.get('port')}/{kwargs.get('dbname')}"
+
+    def after_connect_func(self) -> Callable[[Connection[Any]], None]:
+        base = super().after_connect_func()
+        datastore = self
+
+        def after_connect(conn: Connection[Any]) -> None:
+            base(conn)
+            conn.execute("SET synchronous_commit = on")
+            conn.execute(f"SET statement_timeout = {int(datastore.statement_timeout_ms)}")
+
+        return after_connect
+
+    @contextmanager
+    def get_connection(self) -> Iterator[Connection[DictRow]]:
+        with typed_pg_faults(self.where), super().get_connection() as conn:
+            yield conn
+
+
+class FailpointPostgresApplicationRecorder(PostgresApplicationRecorder):
+    """The library's recorder, written without its retries (see the module docstring), with
+    the crash failpoint after the inserts and the COMMIT watched for an unknown outcome."""
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        notification_ids: Sequence[int] | None = None
+        committing = False
+        with self.datastore.get_connection() as conn:
+            try:
+                with conn.transaction():
+                    with conn.cursor() as curs:
+                        notification_ids = self._write(curs, stored_events, **kwargs)
+                    committing = True
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if committing:
+                    raise _outcome_unknown(exc, self.datastore) from exc
+                raise
+        return notification_ids
+
+    def _write(
+        self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """The inserts of one save (locks, rows, notification ids), then the failpoint."""
+        self._insert_events(curs, stored_events, **kwargs)
+        ids: Sequence[int] | None = None
+        if stored_events:
+            self._insert_stored_events(curs, stored_events, **kwargs)
+            ids = self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+        failpoints.hit(failpoints.INSIDE_SAVE_BEFORE_COMMIT)
+        return ids
+
+
+def _pool_kwargs(datastore: PostgresDatastore) -> dict[str, Any]:
+    """The connection keywords eventsourcing gave the pool (a dict, as it always builds it)."""
+    kwargs = datastore.pool.kwargs
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+def _outcome_unknown(exc: BaseException, datastore: PostgresDatastore) -> StoreOutcomeUnknownError:
+    where = datastore.where if isinstance(datastore, DurablePostgresDatastore) else "postgres"
+    return StoreOutcomeUnknownError(
+        f"the connection to {where} failed while COMMIT was in flight ({type(exc).__name__}: "
+        f"{exc}): the command may or may not be durable; re-read before retrying",
+        detail={"reason": "commit_interrupted", "server": where},
+    )
+
+
+class Factory(es_postgres.PostgresFactory):
+    """eventsourcing infrastructure factory selected by ``PERSISTENCE_MODULE``."""
+
+    application_recorder_class = FailpointPostgresApplicationRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        old = self.datastore
+        kwargs = _pool_kwargs(old)
+        self.datastore = DurablePostgresDatastore(
+            dbname=str(kwargs["dbname"]),
+            host=str(kwargs["host"]),
+            port=kwargs["port"],
+            user=str(kwargs["user"]),
+            password=str(kwargs.get("password") or ""),
+            connect_timeout=old.pool.timeout,
+            idle_in_transaction_session_timeout=old.idle_in_transaction_session_timeout,
+            pool_size=old.pool.min_size,
+            max_overflow=old.pool.max_size - old.pool.min_size,
+            max_waiting=old.pool.max_waiting,
+            conn_max_age=old.pool.max_lifetime,
+            pre_ping=old.pre_ping,
+            lock_timeout=old.lock_timeout,
+            schema=old.schema,
+            get_password_func=old.pool.get_password_func,
+            single_row_tracking=old.single_row_tracking,
+            originator_id_type=old.originator_id_type,  # type: ignore[arg-type]
+            enable_db_functions=False,
+        )
+        self.datastore.statement_timeout_ms = int(self.env.get(STATEMENT_TIMEOUT_ENV) or 0)
+        old.close()
+        # Connect now, not on first use: an unreachable server refuses at open, typed.
+        with self.datastore.transaction(commit=False):
+            pass
