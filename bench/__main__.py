@@ -1,0 +1,100 @@
+"""``python -m bench [--quick | --tiny] [--out PATH] [--only NAME ...]`` (``make bench``).
+
+A full run writes docs/benchmarks.md; ``--quick`` (``make bench-quick``, about a minute) and
+``--tiny`` (the CI smoke test) shrink every size and write to a temporary file unless ``--out``
+says otherwise. Every figure is printed as it is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench import (
+    w_history,
+    w_import,
+    w_plan,
+    w_postgres,
+    w_recovery,
+    w_resume,
+    w_tool_step,
+)
+from bench.core import Config, Figure
+from bench.envinfo import environment
+from bench.report import cell, render, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS: dict[str, Callable[[Config], list[Figure]]] = {
+    "import": w_import.run,
+    "tool_step": w_tool_step.run,
+    "resume": w_resume.run,
+    "plan": w_plan.run,
+    "history": w_history.run,
+    "recovery": w_recovery.run,
+    "postgres": w_postgres.run,
+}
+SIZES = {
+    "full": dict(reps=5, step_batch=20, history_sizes=(100, 100_000),
+                 plan_sizes=(1_000, 10_000, 100_000, 1_000_000), recovery_runs=10_000,
+                 recovery_events_per_run=100, long_run_events=30_000, resume_steps=100),
+    "quick": dict(reps=3, step_batch=10, history_sizes=(100, 5_000),
+                  plan_sizes=(1_000, 10_000), recovery_runs=200, recovery_events_per_run=50,
+                  long_run_events=3_000, resume_steps=100),
+    "tiny": dict(reps=2, step_batch=3, history_sizes=(20, 200), plan_sizes=(100, 1_000),
+                 recovery_runs=20, recovery_events_per_run=10, long_run_events=100,
+                 resume_steps=5),
+}
+
+
+def config(size: str, scratch: Path) -> Config:
+    """Sizes for ``size``; disk figures under ``scratch``, CPU figures on tmpfs if present."""
+    shm = Path("/dev/shm")
+    tmpfs = Path(tempfile.mkdtemp(dir=shm, prefix="maka-bench-")) if shm.is_dir() else None
+    return Config(quick=size != "full", workdir=scratch / "disk", tmpfs=tmpfs,
+                  cache=ROOT / "build" / "bench-cache", **SIZES[size])  # type: ignore[arg-type]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="about a minute, small sizes")
+    parser.add_argument("--tiny", action="store_true", help="smallest sizes (CI smoke test)")
+    parser.add_argument("--out", type=Path, help="where to write the markdown")
+    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="some workloads")
+    args = parser.parse_args(argv)
+    size = "tiny" if args.tiny else "quick" if args.quick else "full"
+    default = ROOT / "docs" / "benchmarks.md" if size == "full" else Path(
+        tempfile.gettempdir()) / f"maka_es-bench-{size}.md"
+    out: Path = args.out or default
+    scratch = Path(tempfile.mkdtemp(prefix="maka-bench-"))
+    cfg = config(size, scratch)
+    started = time.perf_counter()
+    figures: list[Figure] = []
+    try:
+        env = environment(cfg.workdir / "env")
+        print(f"environment: {env}", flush=True)
+        for name in args.only or list(WORKLOADS):
+            begun = time.perf_counter()
+            for f in WORKLOADS[name](cfg):
+                figures.append(f)
+                print(f"row: {f.group} | {f.label} | {cell(f.value, f.unit)} | {verdict(f)}",
+                      flush=True)
+            print(f"workload {name}: {time.perf_counter() - begun:.1f} s", flush=True)
+        note = (f"Size: `{size}`; total {time.perf_counter() - started:.0f} s "
+                f"(profiles included below when a target is missed).")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render(figures, env, note))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if cfg.tmpfs is not None:
+            shutil.rmtree(cfg.tmpfs, ignore_errors=True)
+    print(f"wrote {out} ({len(figures)} rows)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
