@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench import (
     w_history,
@@ -38,16 +39,42 @@ WORKLOADS: dict[str, Callable[[Config], list[Figure]]] = {
     "recovery": w_recovery.run,
     "postgres": w_postgres.run,
 }
-SIZES = {
-    "full": dict(reps=5, step_batch=20, history_sizes=(100, 100_000),
-                 plan_sizes=(1_000, 10_000, 100_000, 1_000_000), recovery_runs=10_000,
-                 recovery_events_per_run=100, long_run_events=30_000, resume_steps=100),
-    "quick": dict(reps=3, step_batch=10, history_sizes=(100, 5_000),
-                  plan_sizes=(1_000, 10_000), recovery_runs=200, recovery_events_per_run=50,
-                  long_run_events=3_000, resume_steps=100),
-    "tiny": dict(reps=2, step_batch=3, history_sizes=(20, 200), plan_sizes=(100, 1_000),
-                 recovery_runs=20, recovery_events_per_run=10, long_run_events=100,
-                 resume_steps=5),
+#: Workloads that may produce no rows (skipped with a printed reason).
+OPTIONAL = frozenset({"postgres"})
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {
+        "reps": 5,
+        "heavy_reps": 2,
+        "step_batch": 20,
+        "history_sizes": (100, 100_000),
+        "plan_sizes": (1_000, 10_000, 100_000, 1_000_000),
+        "recovery_runs": 10_000,
+        "recovery_events_per_run": 100,
+        "long_run_events": 30_000,
+        "resume_steps": 100,
+    },
+    "quick": {
+        "reps": 3,
+        "heavy_reps": 2,
+        "step_batch": 10,
+        "history_sizes": (100, 2_000),
+        "plan_sizes": (1_000, 10_000),
+        "recovery_runs": 100,
+        "recovery_events_per_run": 20,
+        "long_run_events": 1_000,
+        "resume_steps": 50,
+    },
+    "tiny": {
+        "reps": 2,
+        "heavy_reps": 1,
+        "step_batch": 3,
+        "history_sizes": (20, 200),
+        "plan_sizes": (100, 1_000),
+        "recovery_runs": 20,
+        "recovery_events_per_run": 10,
+        "long_run_events": 100,
+        "resume_steps": 5,
+    },
 }
 
 
@@ -55,8 +82,13 @@ def config(size: str, scratch: Path) -> Config:
     """Sizes for ``size``; disk figures under ``scratch``, CPU figures on tmpfs if present."""
     shm = Path("/dev/shm")
     tmpfs = Path(tempfile.mkdtemp(dir=shm, prefix="maka-bench-")) if shm.is_dir() else None
-    return Config(quick=size != "full", workdir=scratch / "disk", tmpfs=tmpfs,
-                  cache=ROOT / "build" / "bench-cache", **SIZES[size])  # type: ignore[arg-type]
+    return Config(
+        quick=size != "full",
+        workdir=scratch / "disk",
+        tmpfs=tmpfs,
+        cache=ROOT / "build" / "bench-cache",
+        **SIZES[size],
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -67,8 +99,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="some workloads")
     args = parser.parse_args(argv)
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
-    default = ROOT / "docs" / "benchmarks.md" if size == "full" else Path(
-        tempfile.gettempdir()) / f"maka_es-bench-{size}.md"
+    default = (
+        ROOT / "docs" / "benchmarks.md"
+        if size == "full"
+        else Path(tempfile.gettempdir()) / f"maka_es-bench-{size}.md"
+    )
     out: Path = args.out or default
     scratch = Path(tempfile.mkdtemp(prefix="maka-bench-"))
     cfg = config(size, scratch)
@@ -77,15 +112,11 @@ def main(argv: list[str]) -> int:
     try:
         env = environment(cfg.workdir / "env")
         print(f"environment: {env}", flush=True)
-        for name in args.only or list(WORKLOADS):
-            begun = time.perf_counter()
-            for f in WORKLOADS[name](cfg):
-                figures.append(f)
-                print(f"row: {f.group} | {f.label} | {cell(f.value, f.unit)} | {verdict(f)}",
-                      flush=True)
-            print(f"workload {name}: {time.perf_counter() - begun:.1f} s", flush=True)
-        note = (f"Size: `{size}`; total {time.perf_counter() - started:.0f} s "
-                f"(profiles included below when a target is missed).")
+        empty = [name for name in args.only or list(WORKLOADS) if not run_one(name, cfg, figures)]
+        note = (
+            f"Size: `{size}`; total {time.perf_counter() - started:.0f} s "
+            f"(profiles included below when a target is missed)."
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(render(figures, env, note))
     finally:
@@ -93,7 +124,21 @@ def main(argv: list[str]) -> int:
         if cfg.tmpfs is not None:
             shutil.rmtree(cfg.tmpfs, ignore_errors=True)
     print(f"wrote {out} ({len(figures)} rows)", flush=True)
-    return 0
+    missing = [name for name in empty if name not in OPTIONAL]
+    if missing:
+        print(f"no rows from: {', '.join(missing)}", flush=True)
+    return 1 if missing else 0
+
+
+def run_one(name: str, cfg: Config, figures: list[Figure]) -> int:
+    """Run one workload, printing each row as it comes; the number of rows."""
+    begun = time.perf_counter()
+    rows = WORKLOADS[name](cfg)
+    for f in rows:
+        figures.append(f)
+        print(f"row: {f.group} | {f.label} | {cell(f.value, f.unit)} | {verdict(f)}", flush=True)
+    print(f"workload {name}: {len(rows)} rows, {time.perf_counter() - begun:.1f} s", flush=True)
+    return len(rows)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ class Figure:
     unit: str
     baseline: str
     target: Target | None = None
-    profile: Callable[[], Callable[[], object]] | None = field(default=None, compare=False, repr=False)
+    profile: Callable[[], Callable[[], object]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def met(self) -> bool | None:
@@ -76,6 +78,8 @@ class Config:
     tmpfs: Path | None
     cache: Path
     reps: int
+    #: repetitions of the workloads that take seconds each (100k-event runs)
+    heavy_reps: int
     step_batch: int
     history_sizes: tuple[int, int]
     plan_sizes: tuple[int, ...]

@@ -10,8 +10,15 @@ from pathlib import Path
 
 from bench.stores import pragmas
 
-PACKAGES = ("maka_es", "eventsourcing", "pydantic", "langgraph", "langgraph-checkpoint-sqlite",
-            "dbos", "pyinstrument")
+PACKAGES = (
+    "maka_es",
+    "eventsourcing",
+    "pydantic",
+    "langgraph",
+    "langgraph-checkpoint-sqlite",
+    "dbos",
+    "pyinstrument",
+)
 
 
 def package_version(name: str) -> str:

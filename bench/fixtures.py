@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import maka_es
+from bench.stores import SESSION, spine, tool_call
 from maka_es import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.builders import Spine as SpineT
-
-from bench.stores import SESSION, spine, tool_call
 
 Wire = dict[str, Any]
 
@@ -50,8 +49,12 @@ def ledger(run: SpineT, size: int, *, journaled: bool, terminal: bool = False) -
 
 
 def import_run(
-    app: RuntimeApplication, run_id: str, size: int, *, interrupted: bool = False,
-    terminal: bool = False
+    app: RuntimeApplication,
+    run_id: str,
+    size: int,
+    *,
+    interrupted: bool = False,
+    terminal: bool = False,
 ) -> None:
     """One run of ``size`` events: imported in one save, then, when ``interrupted``, a T1
     with no T2 (its call and dispatch are the last two events)."""
@@ -72,7 +75,9 @@ def ledger_lines(cache: Path, size: int) -> list[str]:
     path = cache / maka_es.__version__ / f"ledger-{size}.jsonl"
     if path.exists():
         return path.read_text().splitlines()
-    lines = [json.dumps(e, separators=(",", ":")) for e in ledger(spine("scale"), size, journaled=True)]
+    lines = [
+        json.dumps(e, separators=(",", ":")) for e in ledger(spine("scale"), size, journaled=True)
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines))

@@ -8,13 +8,13 @@ reads the profile, and it must not be invented here (ADR 0027).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
-
-from pyinstrument import Profiler
-from pyinstrument.frame import Frame
+from typing import TYPE_CHECKING
 
 from bench.core import Figure, Stats
+
+if TYPE_CHECKING:  # the profiler is in the bench extra; rendering a table needs no profiler
+    from pyinstrument.frame import Frame
 
 PROFILE_LINES = 45
 TOP_FRAMES = 3
@@ -29,7 +29,7 @@ def fmt(value: float, unit: str) -> str:
 
 
 def cell(stats: Stats, unit: str) -> str:
-    spread = "" if stats.n == 1 else f" ({fmt(stats.lo, unit)}–{fmt(stats.hi, unit)})"
+    spread = "" if stats.n == 1 else f" ({fmt(stats.lo, unit)}-{fmt(stats.hi, unit)})"
     return f"{fmt(stats.median, unit)} {unit}{spread}, n={stats.n}"
 
 
@@ -41,27 +41,31 @@ def verdict(figure: Figure) -> str:
 
 
 def table(figures: Sequence[Figure]) -> list[str]:
-    lines = ["| target | figure | median (min–max), n | baseline, same run | target: verdict |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| target | figure | median (min-max), n | baseline, same run | target: verdict |",
+        "|---|---|---|---|---|",
+    ]
     for f in figures:
-        lines.append(f"| {f.group} | {f.label} | {cell(f.value, f.unit)} | {f.baseline} | "
-                     f"{verdict(f)} |")
+        lines.append(
+            f"| {f.group} | {f.label} | {cell(f.value, f.unit)} | {f.baseline} | {verdict(f)} |"
+        )
     return lines
 
 
-def _self_times(frame: Frame, into: Counter[str]) -> None:
+def _self_times(frame: Frame, into: dict[str, float]) -> None:
     stack = [frame]
     while stack:
         node = stack.pop()
         if node.total_self_time > 0 and not node.is_synthetic:
-            into[f"`{node.function}` ({node.file_path_short}:{node.line_no})"] += (
-                node.total_self_time
-            )
+            name = f"`{node.function}` ({node.file_path_short}:{node.line_no})"
+            into[name] = into.get(name, 0.0) + node.total_self_time
         stack.extend(node.children)
 
 
 def profile_of(prepare: Callable[[], Callable[[], object]]) -> tuple[str, str]:
     """(the top of the call tree as text, the placeholder naming the top frames)."""
+    from pyinstrument import Profiler
+
     action = prepare()
     profiler = Profiler(interval=0.0005)
     profiler.start()
@@ -69,15 +73,19 @@ def profile_of(prepare: Callable[[], Callable[[], object]]) -> tuple[str, str]:
     profiler.stop()
     text = profiler.output_text(unicode=False, color=False, show_all=False)
     lines = text.splitlines()[:PROFILE_LINES]
-    counts: Counter[str] = Counter()
+    counts: dict[str, float] = {}  # seconds of self time per frame
     root = profiler.last_session.root_frame() if profiler.last_session else None
     total = root.time if root is not None else 0.0
     if root is not None:
         _self_times(root, counts)
-    top = ", ".join(f"{name} {seconds / total:.0%}" if total else name
-                    for name, seconds in counts.most_common(TOP_FRAMES))
-    fix = ("**What would fix it** (placeholder, generated: to be replaced by a person reading "
-           f"this profile): most self time is in {top or 'no sampled frame'}.")
+    top = ", ".join(
+        f"{name} {seconds / total:.0%}" if total else name
+        for name, seconds in sorted(counts.items(), key=lambda kv: -kv[1])[:TOP_FRAMES]
+    )
+    fix = (
+        "**What would fix it** (placeholder, generated: to be replaced by a person reading "
+        f"this profile): most self time is in {top or 'no sampled frame'}."
+    )
     return "\n".join(lines), fix
 
 
@@ -112,8 +120,8 @@ def render(figures: Sequence[Figure], environment: str, title_note: str) -> str:
         f"**Targets:** {met} met, {missed} missed.",
         "",
     ]
-    body = table(figures) + [""]
+    body = [*table(figures), ""]
     profiles = missed_sections(figures)
     if profiles:
-        body += ["## Profiles of the missed targets", ""] + profiles
+        body += ["## Profiles of the missed targets", "", *profiles]
     return "\n".join(head + body).rstrip() + "\n"

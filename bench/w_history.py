@@ -26,7 +26,9 @@ GROUP_RESTART = "3. first command after a restart, and warm appends"
 GROUP_PLAN = "4. plan_resume from the store, cold"
 
 
-def _appender(app_of: Callable[[], RuntimeApplication], run_id: str, fresh: bool) -> Callable[[], float]:
+def _appender(
+    app_of: Callable[[], RuntimeApplication], run_id: str, fresh: bool
+) -> Callable[[], float]:
     count = [0]
 
     def run() -> float:
@@ -53,9 +55,13 @@ def build(cfg: Config) -> Path:
 
 
 def _plan_child(path: Path, run_id: str) -> tuple[float, float]:
-    out = subprocess.run([sys.executable, "-m", "bench.memprobe", str(path), run_id],
-                         check=True, capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.memprobe", str(path), run_id],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout.split()
     return float(out[0]), float(out[1]) / 2**20
 
 
@@ -66,9 +72,10 @@ def run(cfg: Config) -> list[Figure]:
     live = open_app(path)
     warm = interleave({n: _appender(lambda: live, n, False) for n in (small, big)}, cfg.reps * 3)
     live.close()
-    cold = interleave({n: _appender(lambda: open_app(path), n, True) for n in (small, big)},
-                      cfg.reps)
-    child = [_plan_child(path, big) for _ in range(cfg.reps)]
+    cold = interleave(
+        {n: _appender(lambda: open_app(path), n, True) for n in (small, big)}, cfg.heavy_reps
+    )
+    child = [_plan_child(path, big) for _ in range(cfg.heavy_reps)]
 
     def profile_cold() -> Callable[[], object]:
         return _appender(lambda: open_app(path), big, True)
@@ -84,17 +91,40 @@ def run(cfg: Config) -> list[Figure]:
         return lambda: app.plan_resume(big)
 
     return [
-        Figure(GROUP_RESTART, f"first command after reopening, {cfg.history_sizes[1]:,}-event run",
-               Stats.of(cold[big]).scaled(1e3), "ms",
-               f"{cfg.history_sizes[0]:,}-event run {Stats.of(cold[small]).median * 1e3:.1f} ms",
-               Target("<=", 50.0), profile_cold),
-        Figure(GROUP_RESTART, f"warm append, history {label}", ratios(warm[big], warm[small]),
-               "x", f"short run {Stats.of(warm[small]).median * 1e3:.2f} ms", Target("<=", 1.2),
-               profile_warm),
-        Figure(GROUP_PLAN, f"plan_resume, {cfg.history_sizes[1]:,}-event run, cold",
-               Stats.of([t for t, _ in child]), "s", "fresh process", Target("<=", 1.0),
-               profile_plan),
-        Figure(GROUP_PLAN, f"plan_resume peak memory, {cfg.history_sizes[1]:,}-event run",
-               Stats.of([m for _, m in child]), "MiB", "Python heap peak (tracemalloc), fresh process",
-               Target("<=", 150.0), profile_plan),
+        Figure(
+            GROUP_RESTART,
+            f"first command after reopening, {cfg.history_sizes[1]:,}-event run",
+            Stats.of(cold[big]).scaled(1e3),
+            "ms",
+            f"{cfg.history_sizes[0]:,}-event run {Stats.of(cold[small]).median * 1e3:.1f} ms",
+            Target("<=", 50.0),
+            profile_cold,
+        ),
+        Figure(
+            GROUP_RESTART,
+            f"warm append, history {label}",
+            ratios(warm[big], warm[small]),
+            "x",
+            f"short run {Stats.of(warm[small]).median * 1e3:.2f} ms",
+            Target("<=", 1.2),
+            profile_warm,
+        ),
+        Figure(
+            GROUP_PLAN,
+            f"plan_resume, {cfg.history_sizes[1]:,}-event run, cold",
+            Stats.of([t for t, _ in child]),
+            "s",
+            "fresh process",
+            Target("<=", 1.0),
+            profile_plan,
+        ),
+        Figure(
+            GROUP_PLAN,
+            f"plan_resume peak memory, {cfg.history_sizes[1]:,}-event run",
+            Stats.of([m for _, m in child]),
+            "MiB",
+            "Python heap peak (tracemalloc), fresh process",
+            Target("<=", 150.0),
+            profile_plan,
+        ),
     ]

@@ -41,11 +41,29 @@ def run(cfg: Config) -> list[Figure]:
     s = interleave({name: _importer(code) for name, code in IMPORTS.items()}, cfg.reps)
     base = f"bare interpreter {Stats.of(s['python']).median * 1e3:.0f} ms"
     return [
-        Figure(GROUP, "`import maka_es` (fresh process)", Stats.of(s["maka_es"]).scaled(1e3),
-               "ms", base),
-        Figure(GROUP, "LangGraph import / maka_es import", ratios(s["langgraph"], s["maka_es"]),
-               "x", f"LangGraph {Stats.of(s['langgraph']).median * 1e3:.0f} ms",
-               Target(">=", 1.0), _profile),
-        Figure(GROUP, "DBOS import / maka_es import", ratios(s["dbos"], s["maka_es"]), "x",
-               f"DBOS {Stats.of(s['dbos']).median * 1e3:.0f} ms", Target(">=", 1.0), _profile),
+        Figure(
+            GROUP,
+            "`import maka_es` (fresh process)",
+            Stats.of(s["maka_es"]).scaled(1e3),
+            "ms",
+            base,
+        ),
+        Figure(
+            GROUP,
+            "LangGraph import / maka_es import",
+            ratios(s["langgraph"], s["maka_es"]),
+            "x",
+            f"LangGraph {Stats.of(s['langgraph']).median * 1e3:.0f} ms",
+            Target(">=", 1.0),
+            _profile,
+        ),
+        Figure(
+            GROUP,
+            "DBOS import / maka_es import",
+            ratios(s["dbos"], s["maka_es"]),
+            "x",
+            f"DBOS {Stats.of(s['dbos']).median * 1e3:.0f} ms",
+            Target(">=", 1.0),
+            _profile,
+        ),
     ]

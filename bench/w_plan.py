@@ -8,6 +8,7 @@ Growth per 10x is taken against the size below it, measured in the same run.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from bench.core import Config, Figure, Stats, Target, ratios, timed
@@ -30,22 +31,37 @@ def measure(lines: list[str]) -> tuple[float, float]:
 
 
 def _reps_for(size: int, cfg: Config) -> int:
-    return 1 if size >= 1_000_000 else cfg.reps
+    return 1 if size >= 1_000_000 else cfg.heavy_reps if size >= 100_000 else cfg.reps
 
 
 def _profile(lines: list[str]) -> Callable[[], Callable[[], object]]:
     return lambda: lambda: build_resume_plan(parse(lines))
 
 
-def _size_rows(size: int, plan: list[float], both: list[float],
-               profile: Callable[[], Callable[[], object]]) -> list[Figure]:
+def _size_rows(
+    size: int, plan: list[float], both: list[float], profile: Callable[[], Callable[[], object]]
+) -> list[Figure]:
     rate = Stats.of([size / s for s in plan])
     full = Stats.of([size / s for s in both])
     return [
-        Figure(GROUP, f"plan over parsed events, {size:,} events", rate, "ev/s",
-               f"{Stats.of(plan).median:.3f} s", Target(">=", 300_000), profile),
-        Figure(GROUP, f"parse + plan, {size:,} events", full, "ev/s",
-               f"{Stats.of(both).median:.3f} s", Target(">=", 100_000), profile),
+        Figure(
+            GROUP,
+            f"plan over parsed events, {size:,} events",
+            rate,
+            "ev/s",
+            f"{Stats.of(plan).median:.3f} s",
+            Target(">=", 300_000),
+            profile,
+        ),
+        Figure(
+            GROUP,
+            f"parse + plan, {size:,} events",
+            full,
+            "ev/s",
+            f"{Stats.of(both).median:.3f} s",
+            Target(">=", 100_000),
+            profile,
+        ),
     ]
 
 
@@ -63,13 +79,29 @@ def run(cfg: Config) -> list[Figure]:
     sizes = sorted(corpora)
     for size in sizes:
         figures += _size_rows(size, plan[size], both[size], _profile(corpora[size]))
-    for small, big in zip(sizes, sizes[1:], strict=False):
+    for small, big in itertools.pairwise(sizes):
         k = min(len(plan[small]), len(plan[big]))
         growth = f"{big // small}x the events ({small:,} -> {big:,})"
-        figures.append(Figure(GROUP, f"plan time growth, {growth}",
-                              ratios(plan[big][:k], plan[small][:k]), "x", "same run",
-                              Target("<=", 1.1 * big / small), _profile(corpora[big])))
-        figures.append(Figure(GROUP, f"parse + plan time growth, {growth}",
-                              ratios(both[big][:k], both[small][:k]), "x", "same run",
-                              Target("<=", 1.1 * big / small), _profile(corpora[big])))
+        figures.append(
+            Figure(
+                GROUP,
+                f"plan time growth, {growth}",
+                ratios(plan[big][:k], plan[small][:k]),
+                "x",
+                "same run",
+                Target("<=", 1.1 * big / small),
+                _profile(corpora[big]),
+            )
+        )
+        figures.append(
+            Figure(
+                GROUP,
+                f"parse + plan time growth, {growth}",
+                ratios(both[big][:k], both[small][:k]),
+                "x",
+                "same run",
+                Target("<=", 1.1 * big / small),
+                _profile(corpora[big]),
+            )
+        )
     return figures

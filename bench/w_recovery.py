@@ -33,8 +33,13 @@ def build(cfg: Config, folder: Path) -> Path:
     every = max(1, cfg.recovery_runs // max(1, cfg.recovery_runs // 100))
     for n in range(cfg.recovery_runs):
         interrupted = n % every == every - 1
-        import_run(app, f"r{n}", cfg.recovery_events_per_run,
-                   interrupted=interrupted, terminal=not interrupted)
+        import_run(
+            app,
+            f"r{n}",
+            cfg.recovery_events_per_run,
+            interrupted=interrupted,
+            terminal=not interrupted,
+        )
     app.close()
     folder.mkdir(parents=True, exist_ok=True)
     for item in scratch.iterdir():
@@ -70,13 +75,29 @@ def run(cfg: Config) -> list[Figure]:
     long = [recover_long(path, cfg)]
     size = f"{runs:,} runs / {runs * per_run:,} events, 1% interrupted"
     return [
-        Figure(GROUP, f"recovery, status table never brought up to date: {size}",
-               Stats.of([first]), "s", "fresh application"),
-        Figure(GROUP, f"recovery once current: {late} interrupted runs written since",
-               Stats.of([current]), "s", f"{current / late * 1e3:.1f} ms per interrupted run"),
-        Figure(GROUP, f"recovery of one long run, {cfg.long_run_events:,} events written since",
-               Stats.of(long), "s", f"one {per_run}-event run: {short:.3f} s",
-               Target("<=", 1.0), lambda: _profile_long(path, cfg)),
+        Figure(
+            GROUP,
+            f"recovery, status table never brought up to date: {size}",
+            Stats.of([first]),
+            "s",
+            "fresh application",
+        ),
+        Figure(
+            GROUP,
+            f"recovery once current: {late} interrupted runs written since",
+            Stats.of([current]),
+            "s",
+            f"{current / late * 1e3:.1f} ms per interrupted run",
+        ),
+        Figure(
+            GROUP,
+            f"recovery of one long run, {cfg.long_run_events:,} events written since",
+            Stats.of(long),
+            "s",
+            f"one {per_run}-event run: {short:.3f} s",
+            Target("<=", 1.0),
+            lambda: _profile_long(path, cfg),
+        ),
     ]
 
 

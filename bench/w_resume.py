@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dbos import DBOS
+
 from bench import peers_dbos
 from bench.core import Config, Figure, Stats, interleave, ratios, timed
 from bench.peers_langgraph import LangGraphPeer, graph_for, open_saver
 from bench.stores import open_app, start_run, tool_steps
-from dbos import DBOS
 
 GROUP = "resume decision after a restart (100-step run)"
 
 
 def build(folder: Path, steps: int) -> dict[str, object]:
     folder.mkdir(parents=True, exist_ok=True)
-    maka_path, lg_path, dbos_path = (folder / n for n in ("maka.sqlite", "lg.sqlite", "dbos.sqlite"))
+    maka_path, lg_path, dbos_path = (
+        folder / n for n in ("maka.sqlite", "lg.sqlite", "dbos.sqlite")
+    )
     app = open_app(maka_path)
     tool_steps(app, start_run(app, "r100"), 1, steps)
     app.close()
@@ -54,7 +57,11 @@ def langgraph_decision(path: Path, steps: int) -> None:
 
 
 def dbos_decision(path: Path, workflow_id: str) -> float:
-    elapsed = timed(lambda: (peers_dbos.launch(path), DBOS.list_workflow_steps(workflow_id)))
+    def decide() -> None:
+        peers_dbos.launch(path)
+        DBOS.list_workflow_steps(workflow_id)
+
+    elapsed = timed(decide)
     peers_dbos.destroy()
     return elapsed
 
@@ -71,12 +78,25 @@ def run(cfg: Config) -> list[Figure]:
         cfg.reps,
     )
     return [
-        Figure(GROUP, "maka_es: reopen + plan_resume", Stats.of(s["maka_es"]).scaled(1e3), "ms",
-               "same run"),
-        Figure(GROUP, "LangGraph (reopen saver + get_state) / maka_es",
-               ratios(s["langgraph"], s["maka_es"]), "x",
-               f"LangGraph {Stats.of(s['langgraph']).median * 1e3:.1f} ms"),
-        Figure(GROUP, "DBOS (launch + list_workflow_steps) / maka_es",
-               ratios(s["dbos"], s["maka_es"]), "x",
-               f"DBOS {Stats.of(s['dbos']).median * 1e3:.1f} ms"),
+        Figure(
+            GROUP,
+            "maka_es: reopen + plan_resume",
+            Stats.of(s["maka_es"]).scaled(1e3),
+            "ms",
+            "same run",
+        ),
+        Figure(
+            GROUP,
+            "LangGraph (reopen saver + get_state) / maka_es",
+            ratios(s["langgraph"], s["maka_es"]),
+            "x",
+            f"LangGraph {Stats.of(s['langgraph']).median * 1e3:.1f} ms",
+        ),
+        Figure(
+            GROUP,
+            "DBOS (launch + list_workflow_steps) / maka_es",
+            ratios(s["dbos"], s["maka_es"]),
+            "x",
+            f"DBOS {Stats.of(s['dbos']).median * 1e3:.1f} ms",
+        ),
     ]
