@@ -45,6 +45,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "reps": 5,
         "heavy_reps": 2,
+        "budget_s": 120.0,
         "step_batch": 20,
         "history_sizes": (100, 100_000),
         "plan_sizes": (1_000, 10_000, 100_000, 1_000_000),
@@ -56,6 +57,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "reps": 3,
         "heavy_reps": 2,
+        "budget_s": 30.0,
         "step_batch": 10,
         "history_sizes": (100, 2_000),
         "plan_sizes": (1_000, 10_000),
@@ -67,6 +69,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
         "reps": 2,
         "heavy_reps": 1,
+        "budget_s": 10.0,
         "step_batch": 3,
         "history_sizes": (20, 200),
         "plan_sizes": (100, 1_000),
@@ -118,7 +121,7 @@ def main(argv: list[str]) -> int:
             f"(profiles included below when a target is missed)."
         )
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render(figures, env, note))
+        out.write_text(render(figures, env, note, cfg.notes))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if cfg.tmpfs is not None:

@@ -87,6 +87,10 @@ class Config:
     recovery_events_per_run: int
     long_run_events: int
     resume_steps: int
+    #: seconds a workload may spend before it stops adding repetitions or sizes
+    budget_s: float = 600.0
+    #: what was measured smaller or fewer times than asked, and why (printed in the report)
+    notes: list[str] = field(default_factory=list)
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -96,15 +100,21 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def interleave(contenders: Mapping[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
+def interleave(
+    contenders: Mapping[str, Callable[[], float]], reps: int, budget_s: float | None = None
+) -> dict[str, list[float]]:
     """Run every contender once per repetition, rotating the order (A B C, B C A, ...).
 
     Each callable runs one batch and returns its own per-unit cost, so a contender that needs
-    set-up per batch (a fresh run, thread or workflow) keeps it out of the figure.
+    set-up per batch (a fresh run, thread or workflow) keeps it out of the figure. Past
+    ``budget_s`` no further repetition starts (at least one always runs; ``n`` says how many).
     """
     names = list(contenders)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    start = time.perf_counter()
     for rep in range(reps):
+        if rep and budget_s is not None and time.perf_counter() - start > budget_s:
+            break
         shift = rep % len(names)
         for name in names[shift:] + names[:shift]:
             samples[name].append(contenders[name]())

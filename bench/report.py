@@ -102,7 +102,9 @@ def missed_sections(figures: Sequence[Figure]) -> list[str]:
     return out
 
 
-def render(figures: Sequence[Figure], environment: str, title_note: str) -> str:
+def render(
+    figures: Sequence[Figure], environment: str, title_note: str, notes: Sequence[str] = ()
+) -> str:
     missed = sum(1 for f in figures if f.met is False)
     met = sum(1 for f in figures if f.met)
     head = [
@@ -121,6 +123,9 @@ def render(figures: Sequence[Figure], environment: str, title_note: str) -> str:
         "",
     ]
     body = [*table(figures), ""]
+    if notes:
+        body += ["**Measured smaller than asked** (the workload budget, ADR 0027):", ""]
+        body += [f"- {note}" for note in notes] + [""]
     profiles = missed_sections(figures)
     if profiles:
         body += ["## Profiles of the missed targets", "", *profiles]

@@ -65,12 +65,19 @@ def _plan_child(path: Path, run_id: str) -> tuple[float, float]:
     return float(out[0]), float(out[1]) / 2**20
 
 
+def _cheap(child: list[tuple[float, float]], cfg: Config) -> bool:
+    """Another cold plan in a child (timed, then traced: about three times the plan) fits."""
+    return 3 * child[0][0] < cfg.budget_s / 3
+
+
 def run(cfg: Config) -> list[Figure]:
     path = build(cfg)
     small, big = (f"h{size}" for size in cfg.history_sizes)
     label = f"{cfg.history_sizes[1]:,} vs {cfg.history_sizes[0]:,} events"
     live = open_app(path)
-    warm = interleave({n: _appender(lambda: live, n, False) for n in (small, big)}, cfg.reps * 3)
+    warm = interleave(
+        {n: _appender(lambda: live, n, False) for n in (small, big)}, cfg.reps * 3, cfg.budget_s / 6
+    )
     live.close()
     cold = interleave(
         {n: _appender(lambda: open_app(path), n, True) for n in (small, big)}, cfg.heavy_reps
