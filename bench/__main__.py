@@ -8,6 +8,7 @@ says otherwise. Every figure is printed as it is measured.
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sys
 import tempfile
@@ -16,28 +17,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import (
-    w_history,
-    w_import,
-    w_plan,
-    w_postgres,
-    w_recovery,
-    w_resume,
-    w_tool_step,
-)
 from bench.core import Config, Figure
 from bench.envinfo import environment
 from bench.report import cell, render, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS: dict[str, Callable[[Config], list[Figure]]] = {
-    "import": w_import.run,
-    "tool_step": w_tool_step.run,
-    "resume": w_resume.run,
-    "plan": w_plan.run,
-    "history": w_history.run,
-    "recovery": w_recovery.run,
-    "postgres": w_postgres.run,
+#: Each workload's module (imported when it runs: the peers load only for their workloads).
+WORKLOADS: dict[str, str] = {
+    "import": "bench.w_import",
+    "tool_step": "bench.w_tool_step",
+    "resume": "bench.w_resume",
+    "plan": "bench.w_plan",
+    "history": "bench.w_history",
+    "recovery": "bench.w_recovery",
+    "postgres": "bench.w_postgres",
 }
 #: Workloads that may produce no rows (skipped with a printed reason).
 OPTIONAL = frozenset({"postgres"})
@@ -136,7 +129,8 @@ def main(argv: list[str]) -> int:
 def run_one(name: str, cfg: Config, figures: list[Figure]) -> int:
     """Run one workload, printing each row as it comes; the number of rows."""
     begun = time.perf_counter()
-    rows = WORKLOADS[name](cfg)
+    workload: Callable[[Config], list[Figure]] = importlib.import_module(WORKLOADS[name]).run
+    rows = workload(cfg)
     for f in rows:
         figures.append(f)
         print(f"row: {f.group} | {f.label} | {cell(f.value, f.unit)} | {verdict(f)}", flush=True)
