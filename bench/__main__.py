@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.core import Config, Figure
 from bench.envinfo import environment
-from bench.report import cell, render, verdict
+from bench.report import cell, missed_sections, render, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Each workload's module (imported when it runs: the peers load only for their workloads).
@@ -28,8 +28,8 @@ WORKLOADS: dict[str, str] = {
     "tool_step": "bench.w_tool_step",
     "resume": "bench.w_resume",
     "plan": "bench.w_plan",
-    "history": "bench.w_history",
     "recovery": "bench.w_recovery",
+    "history": "bench.w_history",
     "postgres": "bench.w_postgres",
 }
 #: Workloads that may produce no rows (skipped with a printed reason).
@@ -105,16 +105,22 @@ def main(argv: list[str]) -> int:
     cfg = config(size, scratch)
     started = time.perf_counter()
     figures: list[Figure] = []
+    profiles: list[str] = []
+    names = args.only or list(WORKLOADS)
+    empty: list[str] = []
     try:
         env = environment(cfg.workdir / "env")
         print(f"environment: {env}", flush=True)
-        empty = [name for name in args.only or list(WORKLOADS) if not run_one(name, cfg, figures)]
-        note = (
-            f"Size: `{size}`; total {time.perf_counter() - started:.0f} s "
-            f"(profiles included below when a target is missed)."
-        )
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render(figures, env, note, cfg.notes))
+        for done, name in enumerate(names, 1):
+            rows = run_one(name, cfg, figures)
+            empty += [] if rows else [name]
+            profiles += missed_sections(figures[len(figures) - rows :])
+            left = names[done:]
+            note = f"Size: `{size}`; {time.perf_counter() - started:.0f} s so far" + (
+                f"; **partial: not run yet: {', '.join(left)}**" if left else "; complete"
+            )
+            out.write_text(render(figures, env, note, cfg.notes, profiles))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if cfg.tmpfs is not None:

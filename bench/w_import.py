@@ -38,7 +38,9 @@ def _profile() -> Callable[[], object]:
 
 
 def run(cfg: Config) -> list[Figure]:
-    s = interleave({name: _importer(code) for name, code in IMPORTS.items()}, cfg.reps)
+    s = interleave(
+        {name: _importer(code) for name, code in IMPORTS.items()}, cfg.reps, cfg.budget_s / 2
+    )
     base = f"bare interpreter {Stats.of(s['python']).median * 1e3:.0f} ms"
     return [
         Figure(

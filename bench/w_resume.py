@@ -76,6 +76,7 @@ def run(cfg: Config) -> list[Figure]:
             "dbos": lambda: dbos_decision(dbos_path, str(f["wf"])),
         },
         cfg.reps,
+        cfg.budget_s / 2,
     )
     return [
         Figure(

@@ -91,6 +91,7 @@ def measure(folder: Path, cfg: Config) -> dict[str, list[float]]:
         return interleave(
             {"maka_es": maka, "floor": floor_run, "langgraph": langgraph.steps, "dbos": dbos.steps},
             cfg.reps,
+            cfg.budget_s / 2,
         )
     finally:
         maka.close()
