@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 PG_DIR := build/pg
 PG_WRAP := $(if $(MAKA_ES_TEST_PG_URL)$(filter off,$(MAKA_ES_TEST_PG)),,$(if $(shell command -v initdb 2>/dev/null),scripts/pg-throwaway.sh run $(PG_DIR) --,))
 
-.PHONY: help install fmt lint typecheck layers test test-deep demo docs docs-codes check clean
+.PHONY: help install fmt lint typecheck layers test test-deep demo docs docs-codes bench bench-quick check clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -25,13 +25,19 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install maka_es (editable) with dev tools
 
+# The bench extra (LangGraph, DBOS, pyinstrument) only for `make bench`; never for `make test`.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
 fmt: $(STAMP) ## Format and auto-fix
-	$(BIN)/ruff format src tests examples
-	$(BIN)/ruff check --fix src tests examples
+	$(BIN)/ruff format src tests examples bench
+	$(BIN)/ruff check --fix src tests examples bench
 
 lint: $(STAMP) ## ruff lint + format check
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff format --check src tests examples bench
 
 typecheck: $(STAMP) ## mypy --strict on src and tests
 	$(BIN)/mypy
@@ -51,6 +57,12 @@ demo: $(STAMP) ## Kill the example agent (examples/) with SIGKILL inside its Wri
 docs: $(STAMP) ## Build the documentation site into site/ (strict: a broken link or reference fails)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	@echo "open site/index.html"
+
+bench: $(BENCH_STAMP) ## Measure against the raw floor, LangGraph and DBOS; writes docs/benchmarks.md (ADR 0027)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+bench-quick: $(BENCH_STAMP) ## About a minute of the same workloads, small sizes; writes a temp file
+	$(BIN)/python -m bench --quick $(BENCH_ARGS)
 
 docs-codes: $(STAMP) ## Regenerate docs/exceptions.md from the code registry (maka_es.codes)
 	$(BIN)/python -m maka_es.codes > docs/exceptions.md.tmp && mv docs/exceptions.md.tmp docs/exceptions.md
