@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
 from maka_es.cli import data, decide, demo_cmd, inspect_cmds, prove, repair, verify_cmd
@@ -26,18 +25,11 @@ def run(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="maka-es", standalone_mode=False)
-    except click.UsageError as exc:
-        hint = f"maka-es {exc.ctx.command_path.split(' ', 1)[-1]} --help" if exc.ctx else ""
-        action = f"see {hint.strip() or 'maka-es --help'}"
-        err_console.print(
-            f"error [usage]: {one_line(exc.format_message())}. what to do: {action}",
-            markup=False,
-            highlight=False,
-        )
-        return EXIT_USAGE
-    except click.Abort:
+    except typer.Abort:
         err_console.print("error [aborted]: interrupted. what to do: run it again", markup=False)
         return EXIT_ERROR
+    except typer.TyperException as exc:  # click's exceptions, vendored by typer
+        return _command_line_error(exc)
     except Exception as exc:
         if DEBUG["on"]:
             traceback.print_exc()
@@ -45,6 +37,22 @@ def run(argv: list[str] | None = None) -> int:
         err_console.print(line, markup=False, highlight=False)
         return code
     return result if isinstance(result, int) else 0
+
+
+def _command_line_error(exc: typer.TyperException) -> int:
+    """A usage error (exit 2) or another command-line failure, as one line."""
+    context = getattr(exc, "ctx", None)
+    path = getattr(context, "command_path", "maka-es")
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    code = getattr(exc, "exit_code", EXIT_ERROR)
+    kind = "usage" if code == EXIT_USAGE else "command_line"
+    err_console.print(
+        f"error [{kind}]: {one_line(message)}. what to do: see {path} --help",
+        markup=False,
+        highlight=False,
+    )
+    return int(code)
 
 
 def main() -> None:

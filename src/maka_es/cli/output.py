@@ -68,17 +68,22 @@ def host_action(code: str) -> str:
 
 
 def one_line(text: str) -> str:
+    """``text`` on one line, without a trailing period (the line adds its own)."""
+    return " ".join(str(text).split()).rstrip(".")
+
+
+def _flat(text: str) -> str:
     return " ".join(str(text).split())
 
 
 def failure_line(exc: BaseException) -> tuple[str, int]:
     """The one line printed for ``exc`` and the exit code it maps to."""
     if isinstance(exc, CliFailure):
-        line = f"error [{exc.code}]: {one_line(exc.message)}. what to do: {one_line(exc.action)}"
+        line = f"error [{exc.code}]: {one_line(exc.message)}. what to do: {_flat(exc.action)}"
         return line, exc.exit_code
     if isinstance(exc, MakaError):
         message = one_line(str(exc.args[0]) if exc.args else exc.code)
-        line = f"error [{exc.code}]: {message}. what to do: {one_line(host_action(exc.code))}"
+        line = f"error [{exc.code}]: {message}. what to do: {_flat(host_action(exc.code))}"
         exit_code = EXIT_CORRUPTION if isinstance(exc, StoreCorruptionError) else EXIT_ERROR
         return line, exit_code
     detail = one_line(f"{type(exc).__name__}: {exc}")

@@ -35,16 +35,22 @@ def _stream(workdir: Path, seeds: int, suites: list[str]) -> list[dict[str, Any]
     assert child.stdout is not None
     results: list[dict[str, Any]] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task("SIGKILL at each failpoint", total=None)
-        for line in child.stdout:
-            message = json.loads(line)
-            if "total" in message:
-                progress.update(task, total=message["total"])
-                continue
-            results.append(message)
-            progress.update(task, advance=1, description=f"{message['suite']} {message['case']}")
-    _, stderr = child.communicate()
+    try:
+        with Progress(*columns, console=err_console, transient=True) as progress:
+            task = progress.add_task("SIGKILL at each failpoint", total=None)
+            for line in child.stdout:
+                message = json.loads(line)
+                if "total" in message:
+                    progress.update(task, total=message["total"])
+                    continue
+                results.append(message)
+                label = f"{message['suite']} {message['case']}"
+                progress.update(task, advance=1, description=label)
+        _, stderr = child.communicate()
+    finally:
+        if child.poll() is None:  # interrupted: do not leave the harness running
+            child.kill()
+            child.wait()
     if child.returncode != 0:
         raise RuntimeError(f"the crash harness failed: {stderr.strip()[-500:]}")
     return results
