@@ -60,7 +60,7 @@ def test_demo_kill_points_are_the_example_childs() -> None:
 def test_demo_killed_before_the_write_parks_and_writes_nothing(tmp_path: Path) -> None:
     ran = cli("demo", "--crash-at", "before_write", "--workspace", str(tmp_path / "demo"))
     assert ran.code == 0, ran.out + ran.err
-    assert "(before_write) with SIGKILL (returncode -9)" in ran.out
+    assert "inside its Write with SIGKILL (returncode -9) at kill point before_write" in ran.out
     assert "port.txt after the kill: not written" in ran.out
     assert "port.txt exists: False; writes: 0" in ran.out
     assert not (tmp_path / "demo" / "workspace" / "port.txt").exists()

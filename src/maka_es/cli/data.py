@@ -18,10 +18,11 @@ import typer
 
 from maka_es.adapters.jsonl import JsonlLedger
 from maka_es.adapters.ledger_io import export_jsonl_run, import_jsonl_ledgers
-from maka_es.cli.output import UsageFailure, console, emit_json
+from maka_es.cli.output import console, emit_json
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import open_store
 from maka_es.continuation.provider_export import to_anthropic_messages, to_openai_chat_messages
+from maka_es.errors import CommandLineUsageError
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 
@@ -40,7 +41,9 @@ def import_(
 ) -> None:
     """Import every run under DIR (sessions/<s>/runs/<r>/); safe to repeat."""
     if not directory.is_dir():
-        raise UsageFailure(f"{directory} is not a directory", "pass the ledger root directory")
+        raise CommandLineUsageError(
+            f"{directory} is not a directory", "pass the ledger root directory"
+        )
     with open_store(settings(ctx).store) as runtime:
         report = import_jsonl_ledgers(runtime, JsonlLedger(directory))
     document = {"runs": report.runs, "appended": report.appended, "retried": report.retried}
@@ -68,7 +71,9 @@ def export(
 ) -> None:
     """Print RUN as JSONL rows, or as OpenAI / Anthropic messages (JSON)."""
     if output is not None and format_ is not ExportFormat.jsonl:
-        raise UsageFailure("-o/--output writes the JSONL layout only", "drop -o or use jsonl")
+        raise CommandLineUsageError(
+            "-o/--output writes the JSONL layout only", "drop -o or use jsonl"
+        )
     with open_store(settings(ctx).store, read_only=True) as runtime:
         if output is not None:
             export_jsonl_run(runtime, JsonlLedger(output), run)

@@ -58,8 +58,8 @@ def _kill_inside_write(root: Path, point: str) -> int:
     child.stdout.close()
     child.stderr.close()
     print(
-        f"  killed pid {child.pid} inside its Write ({point}) with SIGKILL "
-        f"(returncode {returncode})"
+        f"  killed pid {child.pid} inside its Write with SIGKILL (returncode {returncode}) "
+        f"at kill point {point}"
     )
     return returncode
 

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from maka_es.cli.demo import DEFAULT_POINT, KILL_POINTS, run_demo
-from maka_es.cli.output import UsageFailure
 from maka_es.cli.root import app
+from maka_es.errors import CommandLineUsageError
 
 
 @app.command()
@@ -27,7 +27,9 @@ def demo(
 ) -> None:
     """Kill the example agent with SIGKILL inside its Write, restart it, check the result."""
     if crash_at not in KILL_POINTS:
-        raise UsageFailure(f"unknown kill point {crash_at!r}", f"one of {', '.join(KILL_POINTS)}")
+        raise CommandLineUsageError(
+            f"unknown kill point {crash_at!r}", f"one of {', '.join(KILL_POINTS)}"
+        )
     code = run_demo(workspace, crash_at)
     if code != 0:
         raise typer.Exit(code)

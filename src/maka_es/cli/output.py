@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from maka_es.codes import REGISTRY
-from maka_es.errors import MakaError, StoreCorruptionError
+from maka_es.errors import CommandLineUsageError, MakaError, StoreCorruptionError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -35,27 +35,6 @@ class Settings:
 
     store: str
     debug: bool = False
-
-
-class CliFailure(Exception):  # noqa: N818 - a reported outcome, carried to the exit handler
-    """A failure the CLI itself reports: one line, a code and an action, an exit code."""
-
-    exit_code = EXIT_ERROR
-
-    def __init__(self, message: str, action: str, code: str = "cli_error") -> None:
-        super().__init__(message)
-        self.message = message
-        self.action = action
-        self.code = code
-
-
-class UsageFailure(CliFailure):
-    """The command line asks for something that cannot be done as asked (exit 2)."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, action: str = "see maka-es --help") -> None:
-        super().__init__(message, action, code="usage")
 
 
 def host_action(code: str) -> str:
@@ -78,9 +57,9 @@ def _flat(text: str) -> str:
 
 def failure_line(exc: BaseException) -> tuple[str, int]:
     """The one line printed for ``exc`` and the exit code it maps to."""
-    if isinstance(exc, CliFailure):
-        line = f"error [{exc.code}]: {one_line(exc.message)}. what to do: {_flat(exc.action)}"
-        return line, exc.exit_code
+    if isinstance(exc, CommandLineUsageError):
+        message, action = one_line(str(exc.args[0])), _flat(exc.detail["action"])
+        return f"error [{exc.code}]: {message}. what to do: {action}", EXIT_USAGE
     if isinstance(exc, MakaError):
         message = one_line(str(exc.args[0]) if exc.args else exc.code)
         line = f"error [{exc.code}]: {message}. what to do: {_flat(host_action(exc.code))}"

@@ -21,9 +21,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from maka_es.cli.output import EXIT_ERROR, UsageFailure, console, emit_json, err_console
+from maka_es.cli.output import EXIT_ERROR, console, emit_json, err_console
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import is_postgres
+from maka_es.errors import CommandLineUsageError
 
 SUITES = ("phase0", "tooljournal", "continuation")
 HARNESS = "maka_es.testing.crash_matrix"
@@ -85,13 +86,15 @@ def crash_matrix(
 ) -> None:
     """Kill a real child at every failpoint and compare the decisions; exit 1 on a mismatch."""
     if is_postgres(settings(ctx).store):
-        raise UsageFailure(
+        raise CommandLineUsageError(
             "the crash matrix runs on SQLite files only", "pass a SQLite --store (or none)"
         )
     chosen = list(dict.fromkeys(suite or SUITES))
     unknown = [name for name in chosen if name not in SUITES]
     if unknown:
-        raise UsageFailure(f"unknown suite(s) {unknown}", f"choose from {', '.join(SUITES)}")
+        raise CommandLineUsageError(
+            f"unknown suite(s) {unknown}", f"choose from {', '.join(SUITES)}"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="maka-es-crash-matrix-"))
     try:
         results = _stream(workdir, seeds, chosen)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from maka_es.cli.output import UsageFailure
 from maka_es.continuation.provider import Provider, ProviderTurn, ScriptedProvider
+from maka_es.errors import CommandLineUsageError
 
 DEFAULT_PROVIDER = "maka_es.cli.providers:scripted_provider"
 #: What the default provider answers: one text turn, no tool call, so the loop ends.
@@ -26,25 +26,25 @@ def load_provider(spec: str) -> Provider:
     """Call the factory named ``module:factory`` and check it returned a provider."""
     module_name, _, factory_name = spec.partition(":")
     if not module_name or not factory_name:
-        raise UsageFailure(
+        raise CommandLineUsageError(
             f"--provider {spec!r} is not module:factory", "pass e.g. my_host.providers:make"
         )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageFailure(
+        raise CommandLineUsageError(
             f"--provider module {module_name!r} cannot be imported ({exc})",
             "install it or put it on PYTHONPATH",
         ) from exc
     factory = getattr(module, factory_name, None)
     if not callable(factory):
-        raise UsageFailure(
+        raise CommandLineUsageError(
             f"--provider {spec!r}: {module_name} has no callable {factory_name!r}",
             "name a function that returns a provider",
         )
     provider = factory()
     if not callable(getattr(provider, "complete", None)):
-        raise UsageFailure(
+        raise CommandLineUsageError(
             f"--provider {spec!r} returned {type(provider).__name__}, which has no complete()",
             "return an object with complete(ProviderRequest) -> ProviderTurn",
         )

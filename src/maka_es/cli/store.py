@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from maka_es.app import RuntimeApplication
-from maka_es.cli.output import UsageFailure
+from maka_es.errors import CommandLineUsageError
 
 #: The store used when neither ``--store`` nor ``MAKA_ES_STORE`` names one.
 DEFAULT_STORE = "./.maka/runtime.sqlite"
@@ -35,7 +35,7 @@ def open_store(store: str, *, read_only: bool = False, **kwargs: Any) -> Runtime
     if is_postgres(store):
         opener: Callable[..., RuntimeApplication] | None = getattr(RuntimeApplication, "open", None)
         if opener is None:
-            raise UsageFailure(
+            raise CommandLineUsageError(
                 f"--store {store.split('@')[-1]!r} is a PostgreSQL URL, and this build has no "
                 "PostgreSQL store support (RuntimeApplication.open)",
                 "use a SQLite path, or install a maka_es with PostgreSQL support",

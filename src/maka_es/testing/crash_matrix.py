@@ -12,7 +12,7 @@ killed with SIGKILL on a fresh SQLite file under WORKDIR, then a fresh applicati
 * ``tooljournal``: inside / after T1, T2 and both recovery bundles, observed as the journal
   states and the plan's disposition (ADR 0007);
 * ``continuation``: the executor's failpoints and a kill inside the claim transaction, observed
-  as the next continuation plan's reasons (docs/reference/continuation.md#failpoints).
+  as the next continuation plan's reasons (docs/reference/continuation.md#continuation-failpoints).
 
 Each seed repeats every case on fresh files; the Phase 0 cases also take their ids from it.
 """
