@@ -1,1 +1,1 @@
-"""Command-line entry points (the ``maka-es`` command arrives with its own issue)."""
+"""The ``maka-es`` command line (docs/cli.md; ADR 0029) and ``make demo`` (``cli/demo.py``)."""

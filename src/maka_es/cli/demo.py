@@ -31,6 +31,10 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "two_tool_agent.py"
 #: The child wrapper that counts writes and blocks at a kill point (shipped test kit; spawned,
 #: never imported).
 CHILD = "maka_es.testing.example_child"
+#: Where the child can be killed (``maka_es.testing.example_child.POINTS``): after T1 before the
+#: file is replaced, right after it, and before / inside / after the result's commit (T2).
+KILL_POINTS = ("before_write", "after_write", "before_t2", "inside_t2", "after_t2")
+DEFAULT_POINT = "before_t2"
 
 
 def _child(root: Path, *point: str) -> subprocess.Popen[str]:
@@ -38,9 +42,9 @@ def _child(root: Path, *point: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _kill_inside_write(root: Path) -> int:
-    """Start the agent, wait until it is inside its Write (file replaced, no T2), SIGKILL it."""
-    child = _child(root, "before_t2")
+def _kill_inside_write(root: Path, point: str) -> int:
+    """Start the agent, wait until it reaches ``point`` inside its Write, SIGKILL it."""
+    child = _child(root, point)
     assert child.stdout is not None
     assert child.stderr is not None
     for line in iter(child.stdout.readline, ""):
@@ -53,7 +57,10 @@ def _kill_inside_write(root: Path) -> int:
     returncode = child.wait(timeout=60)
     child.stdout.close()
     child.stderr.close()
-    print(f"  killed pid {child.pid} inside its Write with SIGKILL (returncode {returncode})")
+    print(
+        f"  killed pid {child.pid} inside its Write with SIGKILL (returncode {returncode}) "
+        f"at kill point {point}"
+    )
     return returncode
 
 
@@ -111,9 +118,18 @@ def _restart(root: Path) -> bool:
     return done.returncode == 0
 
 
-def _check(root: Path, landed_inode: int) -> bool:
+def _check(root: Path, landed_inode: int | None) -> bool:
+    """Landed write: one write, same inode, every call answered once. Killed before the
+    write: nothing written, the Write stays unanswered and the continuation parks."""
     target = root / "workspace" / "port.txt"
-    writes = (root / "writes.log").read_text().splitlines()
+    log = root / "writes.log"
+    writes = log.read_text().splitlines() if log.exists() else []
+    if landed_inode is None:
+        print(f"\nport.txt exists: {target.exists()}; writes: {len(writes)}")
+        with _open(root) as app:
+            for header in app.list_runs("s1"):
+                _show_run(app, header.run_id)
+        return not target.exists() and writes == []
     same = target.stat().st_ino == landed_inode
     print(f"\nport.txt: {target.read_text()!r}; writes: {len(writes)}; same inode: {same}")
     with _open(root) as app:
@@ -127,25 +143,40 @@ def _check(root: Path, landed_inode: int) -> bool:
     return same and writes == ["port.txt"] and paired
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    root = (Path(args[0]) if args else Path("demo-data")).resolve()
+def run_demo(root: Path, point: str = DEFAULT_POINT) -> int:
+    """The whole story in ``root`` (replaced), killed at ``point``; 0 when every check held,
+    2 when the example is missing or the point unknown."""
+    if point not in KILL_POINTS:
+        print(f"unknown kill point {point!r}; one of {', '.join(KILL_POINTS)}")
+        return 2
     if not EXAMPLE.exists():
         print(f"the example agent is not at {EXAMPLE} (run from a source checkout)")
         return 2
+    root = root.resolve()
     shutil.rmtree(root, ignore_errors=True)
     (root / "workspace").mkdir(parents=True)
     (root / "workspace" / "config.json").write_text('{"port": 4000}\n')
     print(f"running {EXAMPLE.name} on {root} in a child process:")
-    if _kill_inside_write(root) != -signal.SIGKILL:
+    if _kill_inside_write(root, point) != -signal.SIGKILL:
         return 1
     landed = root / "workspace" / "port.txt"
-    print(f"  port.txt after the kill: {landed.read_text()!r} (landed; its result did not)")
+    if landed.exists():
+        print(f"  port.txt after the kill: {landed.read_text()!r} (landed; its result did not)")
+    else:
+        print("  port.txt after the kill: not written (killed before the write)")
     with _open(root) as app:
         _show_run(app, "r1")
+    inode = landed.stat().st_ino if landed.exists() else None
     if not _restart(root):
         return 1
-    return 0 if _check(root, landed.stat().st_ino) else 1
+    return 0 if _check(root, inode) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m maka_es.cli.demo [DIR [POINT]]`` (``make demo``)."""
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]) if args else Path("demo-data")
+    return run_demo(root, args[1] if len(args) > 1 else DEFAULT_POINT)
 
 
 if __name__ == "__main__":

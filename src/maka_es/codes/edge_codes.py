@@ -109,6 +109,12 @@ REPORT = (
 
 CONTINUATION = (
     error(
+        "usage",
+        "The maka-es command line asks for something that cannot be done as asked (exit 2).",
+        "Fix the command line as the error line says; see maka-es COMMAND --help.",
+        e.CommandLineUsageError,
+    ),
+    error(
         "continuation_revalidation_failed",
         "Default of ContinuationRevalidationError; a revalidation code replaces it.",
         "Catch the class and switch on its revalidation code.",

@@ -9,6 +9,9 @@ Refusals are raised *before* anything is written: catching one never means "mayb
 from __future__ import annotations
 
 from maka_es.errors.base import (
+    CommandLineUsageError as CommandLineUsageError,
+)
+from maka_es.errors.base import (
     MakaError as MakaError,
 )
 from maka_es.errors.continuation import (

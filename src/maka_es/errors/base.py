@@ -20,3 +20,14 @@ class MakaError(Exception):
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.args[0]}"
+
+
+class CommandLineUsageError(MakaError):
+    """The ``maka-es`` command line asks for something that cannot be done as asked: an
+    unsupported store URL, a provider that cannot be loaded, an unknown suite (exit 2, ADR 0029).
+    ``detail["action"]`` says what to do instead. Nothing was opened or written."""
+
+    default_code = "usage"
+
+    def __init__(self, message: str, action: str = "see maka-es --help") -> None:
+        super().__init__(message, detail={"action": action})

@@ -1,0 +1,120 @@
+"""Repair: ``recover``, ``attest RUN OP``, ``fork RUN --before OP`` (docs/cli.md#repair).
+
+Why thin: each is one public command of the application (startup recovery, ADR 0019; the
+operator actions, ADR 0022); the CLI adds the progress display, the report and the exit code.
+Progress goes to stderr so ``--json`` keeps stdout one document.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn
+
+from maka_es.cli.output import console, emit_json, err_console
+from maka_es.cli.root import JsonFlag, app, settings
+from maka_es.cli.store import open_store
+from maka_es.recovery.report import LEFT_KINDS
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in this environment (containers)
+        return "operator"
+
+
+@app.command()
+def recover(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Run startup recovery over every run that needs attention and print its report."""
+    with (
+        open_store(settings(ctx).store) as runtime,
+        Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), console=err_console, transient=True
+        ) as progress,
+    ):
+        step = progress.add_task("catching up the recovery-status read model", total=2)
+        attention = runtime.recovery_status.needing_attention()
+        progress.update(
+            step, advance=1, description=f"recovering {len(attention)} run(s) needing attention"
+        )
+        report = runtime.recover()
+        progress.update(step, advance=1, description="done")
+    repairs = [{"runId": r.run_id, "kind": r.kind, "detail": r.detail} for r in report.repairs]
+    if as_json:
+        emit_json({"repairs": repairs, "changedAnything": report.changed_anything})
+        return
+    if not repairs:
+        console.print("nothing to recover")
+    for repair in repairs:
+        style = "yellow" if repair["kind"] in LEFT_KINDS else "green"
+        console.print(f"[{style}]{repair['kind']}[/{style}] {repair['runId']}", highlight=False)
+    console.print(f"changed anything: {report.changed_anything}")
+
+
+def _result_value(text: str | None) -> Any:
+    """``--result`` is JSON when it parses as JSON, else the plain string."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@app.command()
+def attest(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    operation: Annotated[str, typer.Argument(help="Operation id (see `maka-es ops RUN`).")],
+    applied: Annotated[
+        bool,
+        typer.Option("--applied/--not-applied", help="Did the operation take effect?"),
+    ],
+    actor: Annotated[str, typer.Option("--actor", help="Who decides (recorded).")],
+    note: Annotated[str, typer.Option("--note", help="Why (recorded).")] = "",
+    result: Annotated[
+        str | None, typer.Option("--result", help="What the model sees (JSON or text).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record an operator's decision about an indeterminate operation (ADR 0022)."""
+    with open_store(settings(ctx).store) as runtime:
+        report = runtime.attest_operation(
+            run, operation, applied=applied, result=_result_value(result), actor=actor, note=note
+        )
+    document = report.to_dict()
+    if as_json:
+        emit_json(document)
+        return
+    verb = "recorded" if report.created else "already recorded"
+    console.print(f"{verb}: {operation} of {run} applied={applied}", highlight=False)
+
+
+@app.command()
+def fork(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    before: Annotated[str, typer.Option("--before", help="Operation id to fork before.")],
+    actor: Annotated[
+        str | None, typer.Option("--actor", help="Who decides (default: login name).")
+    ] = None,
+    note: Annotated[str, typer.Option("--note", help="Why (recorded).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Fork RUN before an uncertain operation (the source stays untouched; ADR 0022)."""
+    with open_store(settings(ctx).store) as runtime:
+        report = runtime.fork_run(
+            run, before_operation=before, actor=actor or _login_name(), note=note
+        )
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    verb = "forked" if report.created else "already forked"
+    console.print(
+        f"{verb}: {report.fork_run_id} continues {run} up to event {report.high_water}",
+        highlight=False,
+    )

@@ -1,0 +1,52 @@
+"""The installed ``maka-es`` script on a real PostgreSQL server (``--store postgresql://...``;
+docs/cli.md; ADR 0028, ADR 0029): the same commands, shapes and exit codes as on SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from tests.cli.stores import build_store, cli
+
+
+def test_inspect_plan_attest_and_recover_on_postgres(tmp_path: Path, pg_store_url: str) -> None:
+    _, operation = build_store(tmp_path, dies=True, store=pg_store_url)
+
+    sessions = cli("sessions", "--json", store=pg_store_url)
+    assert sessions.code == 0, sessions.err
+    assert [s["sessionId"] for s in sessions.json()] == ["s1"]
+    assert [r["runId"] for r in cli("runs", "s1", "--json", store=pg_store_url).json()] == ["r1"]
+
+    plan = cli("plan", "r1", "--json", store=pg_store_url)
+    assert plan.code == 3, plan.err  # a Send that may or may not have run blocks the replay
+    assert plan.json()["disposition"] == "blocked"
+    ops = cli("ops", "r1", "--json", store=pg_store_url).json()
+    assert [o["operationId"] for o in ops] == [operation]
+
+    attest = ("attest", "r1", operation, "--not-applied", "--actor", "alice", "--note", "unsent")
+    first = cli(*attest, "--json", store=pg_store_url)
+    assert first.code == 0, first.err
+    assert first.json()["created"] is True
+    assert cli(*attest, "--json", store=pg_store_url).json()["created"] is False
+
+    verify = cli("verify", store=pg_store_url)
+    assert verify.code == 0, verify.err
+
+
+def test_verify_exits_4_on_a_corrupted_row_on_postgres(
+    tmp_path: Path, pg_server_url: str, pg_store_url: str
+) -> None:
+    build_store(tmp_path, dies=False, store=pg_store_url)
+    assert cli("verify", store=pg_store_url).code == 0
+    schema = pg_store_url.rsplit("schema=", 1)[1]
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{schema}".maka_es_events SET state = %s WHERE notification_id = '
+            f'(SELECT max(notification_id) FROM "{schema}".maka_es_events)',
+            (b"{not json",),
+        )
+    broken = cli("verify", "--json", store=pg_store_url)
+    assert broken.code == 4, broken.err
+    assert broken.json()["storeIntegrity"] == "not_applicable"
+    assert len(broken.json()["corruptRows"]) == 1
