@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from maka_es.app import RuntimeApplication
 from tests.cli.stores import build_store, cli, rows
 
 
@@ -104,3 +105,24 @@ def test_continue_with_an_unknown_provider_is_a_usage_error_and_writes_nothing(
     assert bad.code == 2
     assert bad.err.startswith("error [usage]: --provider module 'no_such_module'")
     assert rows(db) == before
+
+
+def test_report_writes_the_run_page_and_the_session_page(tmp_path: Path) -> None:
+    db, _ = build_store(tmp_path, dies=True)
+    before = rows(db)
+    page = tmp_path / "run.html"
+    ran = cli("report", "r1", "-o", str(page), store=db)
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == str(page)
+    html = page.read_text()
+    with RuntimeApplication.open_sqlite(str(db)) as app:
+        event_ids = [event.id for event in app.read_run_events("r1")]
+    assert event_ids
+    assert all(f'data-event-id="{event_id}"' in html for event_id in event_ids)
+    session_page = tmp_path / "session.html"
+    assert cli("report", "--session", "s1", "-o", str(session_page), store=db).code == 0
+    assert 'data-event-id="' in session_page.read_text()
+    neither = cli("report", store=db)
+    assert neither.code == 2
+    assert neither.err.startswith("error [usage]: ")
+    assert rows(db) == before  # reporting never writes

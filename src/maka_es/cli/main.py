@@ -12,12 +12,21 @@ import traceback
 
 import typer
 
-from maka_es.cli import data, decide, demo_cmd, inspect_cmds, prove, repair, verify_cmd
+from maka_es.cli import (
+    data,
+    decide,
+    demo_cmd,
+    inspect_cmds,
+    prove,
+    repair,
+    report_cmd,
+    verify_cmd,
+)
 from maka_es.cli.output import EXIT_ERROR, EXIT_USAGE, err_console, failure_line, one_line
 from maka_es.cli.root import DEBUG, app
 
 #: The command modules, imported for their registration on ``app``.
-COMMAND_MODULES = (inspect_cmds, decide, repair, verify_cmd, prove, data, demo_cmd)
+COMMAND_MODULES = (inspect_cmds, decide, repair, verify_cmd, prove, data, demo_cmd, report_cmd)
 
 
 def run(argv: list[str] | None = None) -> int:
