@@ -6,8 +6,10 @@ rots silently. Here each page of docs/**/*.md and the README is executed:
 * ``python`` blocks run in order in one namespace per page, in a fresh temporary cwd (with
   ``examples/`` on ``sys.path``), preceded by any ``<!-- invisible-code-block: python ... -->``
   comment (setup the reader need not see, the convention of Sybil);
-* ``console``/``bash``/``sh`` blocks: each ``$ maka-es ...`` line runs against the installed
-  console script, skipped with a visible reason while that script does not exist;
+* ``bash`` blocks run whole, as a ``bash -euo pipefail`` script in the page's cwd with the
+  project's ``maka-es`` first on PATH (a session of commands, as docs/cli.md shows one);
+* ``console``/``sh`` blocks: each ``$ maka-es ...`` line runs against the installed console
+  script (the other lines are installation or ``make`` commands shown as text);
 * a block right after ``<!-- no-exec: reason -->`` is not run; their number per page is pinned
   in :data:`NO_EXEC` so it cannot grow silently.
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,13 +77,29 @@ def _run_python(page: Path, block: Block, namespace: dict[str, object]) -> None:
     exec(code, namespace)
 
 
+def _run_bash(page: Path, block: Block) -> None:
+    """Run a ``bash`` block as one script; a failure names the page, line and output."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"{_relative(page)}:{block.line}: bash block exited {done.returncode}\n"
+        f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    )
+
+
 def _run_shell(block: Block) -> None:
     for raw in block.code.splitlines():
         if not raw.startswith("$ maka-es"):
             continue
         command = shlex.split(raw[2:])
-        if shutil.which(command[0]) is None:
-            pytest.skip(f"`{command[0]}` is not installed yet: cannot run `{raw[2:]}`")
+        command[0] = str(Path(sys.executable).with_name("maka-es"))  # [project.scripts]
         subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
 
 
@@ -98,6 +115,8 @@ def test_every_code_block_of_the_page_runs(
             continue
         if block.lang == "python":
             _run_python(page, block, namespace)
+        elif block.lang == "bash":
+            _run_bash(page, block)
         elif block.lang in SHELLS:
             _run_shell(block)
 
