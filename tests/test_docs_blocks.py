@@ -38,7 +38,7 @@ TOKEN = re.compile(
     re.S | re.M,
 )
 #: Blocks deliberately not run, per page (relative path): raise only with a reason in the page.
-NO_EXEC = {"README.md": 2, "docs/configuration.md": 1}
+NO_EXEC = {"README.md": 3, "docs/configuration.md": 1}
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,13 @@ def _run_python(page: Path, block: Block, namespace: dict[str, object]) -> None:
     exec(code, namespace)
 
 
-def _run_bash(page: Path, block: Block) -> None:
-    """Run a ``bash`` block as one script; a failure names the page, line and output."""
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+def _run_bash(page: Path, block: Block, env: dict[str, str]) -> None:
+    """Run a ``bash`` block as one script in ``env``, then keep what it exported in ``env``, so
+    a page's blocks read as one shell session; a failure names the page, line and output."""
+    dump = Path(f".docs-env-{block.line}")
+    script = f'{block.code}\nenv -0 > "{dump}"\n'
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.code],
+        ["bash", "-euo", "pipefail", "-c", script],
         capture_output=True,
         text=True,
         timeout=600,
@@ -92,6 +94,10 @@ def _run_bash(page: Path, block: Block) -> None:
         f"{_relative(page)}:{block.line}: bash block exited {done.returncode}\n"
         f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     )
+    pairs = (item.partition("=") for item in dump.read_text().split("\0") if item)
+    env.clear()
+    env.update({key: value for key, _, value in pairs})
+    dump.unlink()
 
 
 def _run_shell(block: Block) -> None:
@@ -110,13 +116,16 @@ def test_every_code_block_of_the_page_runs(
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     namespace: dict[str, object] = {"__name__": f"docs_page_{page.stem}"}
+    shell_env = dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    )
     for block in blocks(page):
         if block.skipped is not None:
             continue
         if block.lang == "python":
             _run_python(page, block, namespace)
         elif block.lang == "bash":
-            _run_bash(page, block)
+            _run_bash(page, block, shell_env)
         elif block.lang in SHELLS:
             _run_shell(block)
 
