@@ -216,14 +216,24 @@ class OwnCommitWatch:
         self._heads: dict[UUID, int] = {}
 
     def note_write(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent]) -> None:
-        """Inside the write transaction: remember the connection, its data_version and heads."""
-        c.execute("PRAGMA data_version;")
+        """Inside the write transaction: remember the connection, its data_version and heads.
+        Reading the pragma never fails the write: if it cannot be read, nothing is proven."""
+        try:
+            c.execute("PRAGMA data_version;")
+            data_version = int(c.fetchone()[0])
+        except sqlite3.Error:
+            self._pending.write = None
+            return
         heads = {UUID(str(e.originator_id)): e.originator_version for e in stored_events}
-        self._pending.write = (c.sqlite_cursor.connection, int(c.fetchone()[0]), heads)
+        self._pending.write = (c.sqlite_cursor.connection, data_version, heads)
 
     def committed(self) -> None:
         """The write noted by :meth:`note_write` committed (same thread)."""
-        connection, data_version, heads = self._pending.__dict__.pop("write")
+        noted = self._pending.__dict__.pop("write", None)
+        if noted is None:
+            self.failed()
+            return
+        connection, data_version, heads = noted
         with self._lock:
             if connection is not self._connection or data_version != self._data_version:
                 self._connection, self._data_version = connection, data_version

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
@@ -23,6 +24,7 @@ from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 CHILD_APPEND = """
 import json, sys
+from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 app = RuntimeApplication.open_sqlite(sys.argv[1])
 app.append_events("r1", [json.loads(sys.argv[2])])
@@ -133,3 +135,23 @@ def test_a_row_corrupted_after_the_commit_is_still_refused(
         )
     with pytest.raises(StoreCorruptionError):
         sqlite_app.read_run_events("r1")
+
+
+def _raise_inside_save(name: str) -> None:
+    raise RuntimeError(f"simulated failure at {name}")
+
+
+def test_after_a_failed_write_the_next_load_reads_the_store(
+    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, reads: list[int]
+) -> None:
+    _step(sqlite_app, ledger, "c1")
+    failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
+    try:
+        ledger.model_text("never committed")
+        with pytest.raises(RuntimeError, match="simulated failure"):
+            sqlite_app.append_events("r1", ledger.events[-1:])
+    finally:
+        failpoints.disarm()
+    assert reads == []  # the failed command folded c1's T2 from memory before its write
+    assert "never committed" not in _texts(sqlite_app)
+    assert reads == [0]  # nothing is proven after a failed write: the store was asked

@@ -59,7 +59,8 @@ def test_equal_but_distinct_calls_are_each_hashed(hashes: list[str]) -> None:
     state = ResolverState()
     first = EV.call("call-1", "Bash", ARGS).function_call
     second = EV.call("call-1", "Bash", {"command": "rm"}).function_call
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert state.args_hash_of(first) != state.args_hash_of(second)
     assert hashes == ["Bash", "Bash"]
 
