@@ -19,9 +19,16 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
 
+from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.continuation.claim import ContinuationClaim, project_claim
 from maka_es.errors import RunNotFoundError, SessionNotFoundError, StoreUnavailableError
-from maka_es.ledger.facts import StoredFact, claim_stream_id, run_stream_id, session_stream_id
+from maka_es.ledger.facts import (
+    RuntimeEventRecorded,
+    StoredFact,
+    claim_stream_id,
+    run_stream_id,
+    session_stream_id,
+)
 from maka_es.ledger.run import Run, project_run
 from maka_es.ledger.session import Session, project_session
 
@@ -29,6 +36,10 @@ A = TypeVar("A")
 
 #: Notifications read per page by a topic scan.
 PAGE = 500
+
+#: Committed facts kept for a later load to fold from memory, at most per stream and streams.
+OWN_FACTS_PER_STREAM = 64
+OWN_FACTS_STREAMS = 256
 
 
 def epoch_ms(reading: float) -> int:
@@ -52,6 +63,9 @@ class EventSourcedRunStore:
         # Commands are pure until save; the lock keeps one process's read-validate-save
         # sequences from interleaving on the shared aggregate cache.
         self._lock = threading.RLock()
+        #: Facts this store committed that the cached aggregate has not folded yet (ADR 0026).
+        self._own_facts: dict[UUID, list[RuntimeEventRecorded]] = {}
+        self._own_facts_lock = threading.Lock()
 
     def now_ms(self) -> int:
         return epoch_ms(self._clock())
@@ -78,11 +92,79 @@ class EventSourcedRunStore:
     def load(
         self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
     ) -> A | None:
+        folded = self._fold_own_facts(stream_id, projector)
+        if folded is not None:
+            return folded
         try:
             aggregate = self._app.repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
         except AggregateNotFoundError:
             return None
         return cast(A, aggregate)
+
+    def _fold_own_facts(
+        self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
+    ) -> A | None:
+        """The cached aggregate brought up to date from the facts this store committed, when
+        the store proves nobody else has written since (ADR 0026); ``None``: read the store.
+
+        The proof: the facts directly follow the cached version, and the recorder's
+        :class:`~maka_es.adapters.sqlite.OwnCommitWatch` says they are the stream's head and
+        no other connection committed since. Only ``RuntimeEventRecorded`` facts are folded
+        this way; their fold reads the same payload text a store read would give.
+        """
+        with self._own_facts_lock:
+            facts = self._own_facts.pop(stream_id, None)
+        recorder = self._app.recorder
+        cache = self._app.repository.cache
+        if (
+            not facts
+            or cache is None
+            or not isinstance(recorder, FailpointSQLiteApplicationRecorder)
+        ):
+            return None
+        first = facts[0].originator_version
+        if any(f.originator_version != first + i for i, f in enumerate(facts)):
+            return None
+        if (
+            recorder.own_commits.quiet_head(recorder.datastore, stream_id)
+            != facts[-1].originator_version
+        ):
+            return None
+        repository = self._app.repository
+        lock = repository._use_fastforward_lock(stream_id)
+        try:
+            with lock:
+                try:
+                    aggregate = cache.get(stream_id)
+                except KeyError:
+                    return None
+                if getattr(aggregate, "version", None) != first - 1:
+                    return None
+                try:
+                    return projector(cast(A, aggregate), facts)
+                except BaseException:
+                    self._evict(stream_id)
+                    raise
+        finally:
+            repository._disuse_fastforward_lock(stream_id)
+
+    def _remember_own_facts(self, facts: Sequence[StoredFact]) -> None:
+        """Keep the committed ``RuntimeEventRecorded`` facts for :meth:`_fold_own_facts`."""
+        if not isinstance(self._app.recorder, FailpointSQLiteApplicationRecorder):
+            return
+        with self._own_facts_lock:
+            for fact in facts:
+                kept = self._own_facts.get(fact.originator_id)
+                if not isinstance(fact, RuntimeEventRecorded):
+                    self._own_facts.pop(fact.originator_id, None)
+                elif kept is None:
+                    self._own_facts[fact.originator_id] = [fact]
+                elif len(kept) < OWN_FACTS_PER_STREAM:
+                    kept.append(fact)
+                else:
+                    del self._own_facts[fact.originator_id]
+            while len(self._own_facts) > OWN_FACTS_STREAMS:
+                del self._own_facts[next(iter(self._own_facts))]
 
     def get_claim(self, claim_id: str) -> ContinuationClaim | None:
         return self.load(claim_stream_id(claim_id), project_claim)
@@ -114,8 +196,12 @@ class EventSourcedRunStore:
                 f"the store refused the write: {type(exc).__name__}: {exc}",
                 detail={"errorClass": type(exc).__name__},
             ) from exc
+        self._remember_own_facts(facts)
 
     def _evict(self, *stream_ids: UUID) -> None:
+        with self._own_facts_lock:
+            for stream_id in stream_ids:
+                self._own_facts.pop(stream_id, None)
         cache = self._app.repository.cache
         if cache is not None:
             for stream_id in stream_ids:

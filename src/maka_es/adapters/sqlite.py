@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
+from uuid import UUID
 
 from eventsourcing import sqlite as es_sqlite
 from eventsourcing.persistence import ConnectionPoolClosedError, StoredEvent
@@ -192,9 +194,95 @@ class DurableSQLiteDatastore(SQLiteDatastore):
             yield cursor
 
 
+class OwnCommitWatch:
+    """What this recorder alone wrote since anyone else last committed to the file (ADR 0026).
+
+    Why: after a command commits, the next load fast-forwards the cached aggregate with a
+    query. When provably nobody else committed since, the rows are exactly the facts this
+    process just saved, and the store can fold those from memory. The proof is SQLite's
+    ``PRAGMA data_version``: read on the writing connection inside the write transaction
+    (write lock held, so every earlier commit is in that snapshot), it stays the same on that
+    connection across its own commits and changes as soon as any other connection, in this
+    process or another, commits. Any doubt (another connection, a failed write, a changed
+    value, an error reading the pragma) answers "not quiet" and the query runs as before.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending = threading.local()
+        self._connection: sqlite3.Connection | None = None
+        self._data_version: int | None = None
+        #: Last version this recorder wrote to each stream since ``_data_version``.
+        self._heads: dict[UUID, int] = {}
+
+    def note_write(self, c: SQLiteCursor, stored_events: Sequence[StoredEvent]) -> None:
+        """Inside the write transaction: remember the connection, its data_version and heads.
+        Reading the pragma never fails the write: if it cannot be read, nothing is proven."""
+        try:
+            c.execute("PRAGMA data_version;")
+            data_version = int(c.fetchone()[0])
+        except sqlite3.Error:
+            self._pending.write = None
+            return
+        heads = {UUID(str(e.originator_id)): e.originator_version for e in stored_events}
+        self._pending.write = (c.sqlite_cursor.connection, data_version, heads)
+
+    def committed(self) -> None:
+        """The write noted by :meth:`note_write` committed (same thread)."""
+        noted = self._pending.__dict__.pop("write", None)
+        if noted is None:
+            self.failed()
+            return
+        connection, data_version, heads = noted
+        with self._lock:
+            if connection is not self._connection or data_version != self._data_version:
+                self._connection, self._data_version = connection, data_version
+                self._heads = {}
+            self._heads.update(heads)
+
+    def failed(self) -> None:
+        """The write did not commit (or may not have): nothing is known any more."""
+        self._pending.__dict__.pop("write", None)
+        with self._lock:
+            self._connection, self._data_version, self._heads = None, None, {}
+
+    def quiet_head(self, datastore: SQLiteDatastore, stream_id: UUID) -> int | None:
+        """The version this recorder last wrote to ``stream_id`` if no other connection has
+        committed to the file since; ``None`` when that is not proven."""
+        with self._lock:
+            connection, data_version = self._connection, self._data_version
+            head = self._heads.get(stream_id)
+        if head is None or connection is None:
+            return None
+        try:
+            with datastore.get_connection(commit=False) as conn:
+                raw: sqlite3.Connection = conn._sqlite_conn
+                if raw is not connection:
+                    return None
+                current = raw.execute("PRAGMA data_version;").fetchone()[0]
+        except Exception:  # any doubt means "read the store", which types its own faults
+            return None
+        return head if current == data_version else None
+
+
 class FailpointSQLiteApplicationRecorder(SQLiteApplicationRecorder):
     """The library's recorder plus, inside the write transaction after the inserts, a failpoint
-    and the store-file identity check (both before COMMIT)."""
+    and the store-file identity check (both before COMMIT), and the :class:`OwnCommitWatch`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.own_commits = OwnCommitWatch()
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        try:
+            ids = super().insert_events(stored_events, **kwargs)
+        except BaseException:
+            self.own_commits.failed()
+            raise
+        self.own_commits.committed()
+        return ids
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -203,6 +291,7 @@ class FailpointSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         failpoints.hit(failpoints.INSIDE_SAVE_BEFORE_COMMIT)
         if isinstance(self.datastore, DurableSQLiteDatastore):
             self.datastore.pool.verify_file_identity()
+        self.own_commits.note_write(c, stored_events)
         return ids
 
 

@@ -28,7 +28,6 @@ from maka_es.ledger.run_state import RunState
 from maka_es.tooljournal.resolution import ResolverIssue
 from maka_es.wire.codec import canonical_payload
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import ContinuationSourceV2
 
 __all__ = [
@@ -165,7 +164,7 @@ def refuse_issue(issue: ResolverIssue) -> ToolLedgerRejectionError:
 def check_tool_ledger(run: RunState, events: Sequence[RuntimeEvent]) -> None:
     """Fail-stop on a corrupt ledger; refuse a batch that would introduce an issue."""
     touches_tools = any(
-        classify_lane(e).is_tool_lane or e.protocol_marker is not None for e in events
+        run.resolver.lane_of(e).is_tool_lane or e.protocol_marker is not None for e in events
     )
     if not touches_tools:
         return

@@ -76,7 +76,8 @@ def decide_tool_prepared(
             detail={"eventId": call.id},
         )
     operation_id = operation_id_for(call.invocation_id, content.id)
-    dispatch = dispatch_fact(call, operation_id, recovery_mode)
+    args_hash = run.resolver.args_hash_of(content)
+    dispatch = dispatch_fact(call, operation_id, recovery_mode, args_hash=args_hash)
     require_healthy_tool_ledger(run)
     if run.tool_operation(operation_id) is not None:
         if _all_committed(run, (call, dispatch)):

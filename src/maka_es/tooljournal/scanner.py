@@ -18,13 +18,16 @@ from typing import TypeVar
 
 from maka_es.tooljournal.bundle import hash_or_none
 from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
-from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
-from maka_es.wire.lanes import classify_lane
+from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
+from maka_es.wire.lanes import LaneClassification, classify_lane
 
 __all__ = ["ScannedOperation", "ToolScanner", "same_execution"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+
+#: Recent events (and calls) whose lane (and args hash) the scanner keeps, at most each.
+MEMO_LIMIT = 64
 
 
 @dataclass(slots=True, eq=False)
@@ -51,13 +54,21 @@ def same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
     return first is not None and first.identity == second.identity
 
 
+def _remember(memo: dict[int, _V], key: int, value: _V) -> None:
+    memo[key] = value
+    if len(memo) > MEMO_LIMIT:
+        del memo[next(iter(memo))]
+
+
 class ToolScanner:
     """The scan state and its step (tool-journal.md#scanner); see the module docstring."""
 
     __slots__ = (
+        "_args_hashes",
         "_by_call",
         "_by_operation",
         "_count",
+        "_lanes",
         "_marker_issues",
         "_operations",
         "_positions",
@@ -82,6 +93,31 @@ class ToolScanner:
         self._by_call: dict[tuple[str, str], ScannedOperation] = {}
         self._by_operation: dict[str, ScannedOperation] = {}
         self._undo: list[Callable[[], None]] | None = None
+        # Pure results per frozen instance, kept with the instance so its id is not reused:
+        # a decision's prospective check and the fold after its commit see the very same
+        # event objects, so the lane and the args hash are computed once per step (ADR 0026).
+        # Not scan state: never journalled, and a rollback keeps them on purpose.
+        self._lanes: dict[int, tuple[RuntimeEvent, LaneClassification]] = {}
+        self._args_hashes: dict[int, tuple[FunctionCallContent, str | None]] = {}
+
+    def lane_of(self, event: RuntimeEvent) -> LaneClassification:
+        """``classify_lane(event)``, computed once per event instance while it is recent."""
+        kept = self._lanes.get(id(event))
+        if kept is not None and kept[0] is event:
+            return kept[1]
+        lane = classify_lane(event)
+        _remember(self._lanes, id(event), (event, lane))
+        return lane
+
+    def args_hash_of(self, call: FunctionCallContent) -> str | None:
+        """``hash_or_none(call.name, call.args)``, computed once per call instance while it
+        is recent (the model is frozen and its args were validated when it was built)."""
+        kept = self._args_hashes.get(id(call))
+        if kept is not None and kept[0] is call:
+            return kept[1]
+        digest = hash_or_none(call.name, call.args)
+        _remember(self._args_hashes, id(call), (call, digest))
+        return digest
 
     # -- journalled mutation helpers -----------------------------------------------------------
 
@@ -154,7 +190,7 @@ class ToolScanner:
         else:
             self._put(self._spines, event.invocation_id, spine)
 
-        lane = classify_lane(event)
+        lane = self.lane_of(event)
         if lane.is_conflict:
             self._issue(out, "semantic_lane_conflict", event.id)
             return
@@ -230,7 +266,7 @@ class ToolScanner:
             self._issue(out, "identity_conflict", event.id, operation)
 
         call = operation.call_event.function_call if operation.call_event is not None else None
-        if call is not None and hash_or_none(call.name, call.args) != dispatch.canonical_args_hash:
+        if call is not None and self.args_hash_of(call) != dispatch.canonical_args_hash:
             self._issue(out, "canonical_args_hash_conflict", event.id, operation)
 
         response = operation.response_event

@@ -70,12 +70,15 @@ def _call_content(call: RuntimeEvent) -> FunctionCallContent:
     return content
 
 
-def dispatch_fact(call: RuntimeEvent, operation_id: str, recovery_mode: str) -> RuntimeEvent:
+def dispatch_fact(
+    call: RuntimeEvent, operation_id: str, recovery_mode: str, *, args_hash: str | None = None
+) -> RuntimeEvent:
     """The T1 dispatch fact of ``call`` (tool-journal.md#t1, wire.md#tool-dispatch-payload).
 
     Id ``<operationId>_dispatch``, the call's spine, ``ts`` and ``origin``, refs binding the
     operation, and the args hash recomputed from the call's args: deterministic, so a T1
-    retry rebuilds byte-identical facts."""
+    retry rebuilds byte-identical facts. ``args_hash`` is that same hash when the caller
+    already computed it from this call (the run's scanner keeps it, ADR 0026)."""
     content = _call_content(call)
     wire = dispatch_wire(
         call.spine,
@@ -84,7 +87,7 @@ def dispatch_fact(call: RuntimeEvent, operation_id: str, recovery_mode: str) -> 
         call_id=content.id,
         tool_name=content.name,
         operation_id=operation_id,
-        args_hash=canonical_args_hash(content.name, content.args),
+        args_hash=args_hash or canonical_args_hash(content.name, content.args),
         recovery_mode=recovery_mode,
         protocol=TOOL_BOUNDARY_PROTOCOL_V1,
     )
