@@ -167,7 +167,10 @@ class RuntimeEventRecorded(StoredFact):
 
     @property
     def decided_event(self) -> RuntimeEvent | None:
-        return self._decided_event
+        # read the private slot directly: attribute access goes through pydantic's
+        # ``__getattr__``, a measurable cost when a reload asks it of every row
+        private = self.__pydantic_private__
+        return None if private is None else private.get("_decided_event")
 
 
 def payload_digest_of(payload: str) -> str:

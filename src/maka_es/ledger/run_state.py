@@ -27,7 +27,7 @@ from maka_es.ledger.facts import (
     ToolMetadataRecorded,
 )
 from maka_es.ledger.ownership import RunOwner
-from maka_es.ledger.stored_events import decode_recorded_event
+from maka_es.ledger.stored_events import read_recorded_event
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
@@ -175,13 +175,15 @@ class RunState:
             raise StoreCorruptionError(
                 f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
             )
-        # A fact this process decided carries its validated event (ADR 0026); one read from
-        # the store is parsed and validated from its payload.
-        event = fact.decided_event or decode_recorded_event(fact)
+        # A fact this process decided carries its validated event, which the write-time checks
+        # just judged (ADR 0026); one read from the store is parsed from its payload, and is
+        # verified when its bytes match their digest (ADR 0025).
+        decided = fact.decided_event
+        event, verified = (decided, True) if decided is not None else read_recorded_event(fact)
         self._event_index[event.id] = len(self._events)
         self._events.append(event)
         self._payloads.append(fact.payload)
-        self._resolver.feed(event)
+        self._resolver.feed(event, verified=verified)
         self._journal.apply(event)
         if event.is_terminal and self._terminal_seq is None:
             self._terminal_seq = fact.event_seq

@@ -25,7 +25,7 @@ from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of
 from maka_es.wire.base import TRUSTED_STORED, loads_js
 from maka_es.wire.events import RuntimeEvent
 
-__all__ = ["decode_recorded_event"]
+__all__ = ["decode_recorded_event", "read_recorded_event"]
 
 #: An integer literal of 16+ digits may lie beyond 2**53, where the reference's JavaScript
 #: number semantics read it as a double (``loads_js``); such payloads keep that decoder.
@@ -34,13 +34,21 @@ _LONG_NUMBER = re.compile(r"[0-9]{16}")
 
 def decode_recorded_event(fact: RuntimeEventRecorded) -> RuntimeEvent:
     """The committed event of ``fact``: trusted when its digest matches, strict otherwise."""
+    return read_recorded_event(fact)[0]
+
+
+def read_recorded_event(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]:
+    """The committed event of ``fact`` and whether its row was verified against its digest.
+
+    A verified row is the very text that passed the write-time checks, so the resolver may
+    skip re-deriving what those checks derived from it (the call's args hash, ADR 0025)."""
     digest = fact.payload_digest
     matches = digest is not None and payload_digest_of(fact.payload) == digest
     if matches:
         trusted = _decode_trusted(fact.payload)
         if trusted is not None:
-            return trusted
-    return RuntimeEvent.model_validate_json(fact.payload)  # exactly as before ADR 0025
+            return trusted, True
+    return RuntimeEvent.model_validate_json(fact.payload), False  # exactly as before ADR 0025
 
 
 def _decode_trusted(payload: str) -> RuntimeEvent | None:

@@ -108,12 +108,17 @@ class ResolverState(ToolScanner):
     def has_issues(self) -> bool:
         return bool(self._marker_issues or self._scanner_issues)
 
-    def feed(self, event: RuntimeEventInput) -> tuple[ResolverIssue, ...]:
-        """Fold one event into the state; return the issues it introduced (in report order)."""
+    def feed(
+        self, event: RuntimeEventInput, *, verified: bool = False
+    ) -> tuple[ResolverIssue, ...]:
+        """Fold one event into the state; return the issues it introduced (in report order).
+
+        ``verified``: the event is a committed row the store vouches for (ADR 0025), so a
+        dispatch and call that are both verified skip re-hashing the call's arguments."""
         (decoded,) = decode_events((event,))
         if self._undo is not None:
             raise RuntimeError("ResolverState is inside a prospective check")
-        return self._step(decoded)
+        return self._step(decoded, verified)
 
     def feed_all(self, events: Iterable[RuntimeEventInput]) -> tuple[ResolverIssue, ...]:
         """Fold several events; return every issue they introduced."""

@@ -47,6 +47,8 @@ class ScannedOperation:
     reconcile_events: list[RuntimeEvent] = field(default_factory=list)
     decision_events: list[RuntimeEvent] = field(default_factory=list)
     issue_codes: list[ResolverIssueCode] = field(default_factory=list)
+    #: ``call_event`` was read from a row the store verified (ADR 0025): see ``_scan_dispatch``.
+    call_verified: bool = False
 
 
 def same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
@@ -156,13 +158,13 @@ class ToolScanner:
 
     # -- the scanner step ----------------------------------------------------------------------
 
-    def _step(self, event: RuntimeEvent) -> tuple[ResolverIssue, ...]:
+    def _step(self, event: RuntimeEvent, verified: bool = False) -> tuple[ResolverIssue, ...]:
         index = self._count
         self._set(self, "_count", index + 1)
         self._put(self._positions, event.id, index)
         markers = self._marker_step(event, index)
         scanned: list[ResolverIssue] = []
-        self._scan(event, scanned)
+        self._scan(event, scanned, verified)
         return (*markers, *scanned)
 
     def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
@@ -177,7 +179,7 @@ class ToolScanner:
         self._append(self._marker_issues, issue)
         return [issue]
 
-    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
         if event.id in self._seen_ids:
             self._issue(out, "duplicate_event_id", event.id)
             return
@@ -197,9 +199,9 @@ class ToolScanner:
         if event.partial:
             return  # partial ordinary events never take part in tool analysis
         if lane.lane == "function_call":
-            self._scan_call(event, out)
+            self._scan_call(event, out, verified)
         elif lane.lane == "tool_dispatch":
-            self._scan_dispatch(event, out)
+            self._scan_dispatch(event, out, verified)
         elif lane.lane == "function_response":
             self._scan_response(event, out)
         elif lane.lane in ("reconcile_result", "recovery_decision"):
@@ -209,23 +211,26 @@ class ToolScanner:
         self._append(self._operations, operation)
         self._put(self._by_call, key, operation)
 
-    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
         call = event.function_call
         assert call is not None
         key = (event.invocation_id, call.id)
         existing = self._by_call.get(key)
         if existing is None:
-            self._register(key, ScannedOperation(call.id, call.name, call_event=event))
+            operation = ScannedOperation(call.id, call.name, call_event=event)
+            operation.call_verified = verified
+            self._register(key, operation)
             return
         if existing.call_event is not None:
             self._issue(out, "duplicate_call", event.id, existing)
             return
         # a dispatch or response arrived first; the call completes that operation
         self._set(existing, "call_event", event)
+        self._set(existing, "call_verified", verified)
         if existing.tool_name != call.name:
             self._issue(out, "identity_conflict", event.id, existing)
 
-    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
         assert event.actions is not None
         dispatch = event.actions.tool_dispatch
         assert dispatch is not None
@@ -265,8 +270,7 @@ class ToolScanner:
         ):
             self._issue(out, "identity_conflict", event.id, operation)
 
-        call = operation.call_event.function_call if operation.call_event is not None else None
-        if call is not None and self.args_hash_of(call) != dispatch.canonical_args_hash:
+        if self._args_hash_conflict(operation, dispatch.canonical_args_hash, verified):
             self._issue(out, "canonical_args_hash_conflict", event.id, operation)
 
         response = operation.response_event
@@ -282,6 +286,20 @@ class ToolScanner:
                 or not same_execution(event, response)
             ):
                 self._issue(out, "identity_conflict", response.id, operation)
+
+    def _args_hash_conflict(
+        self, operation: ScannedOperation, args_hash: str, verified: bool
+    ) -> bool:
+        """The dispatch's ``canonicalArgsHash`` differs from its call's arguments.
+
+        Why a verified pair skips the hash (ADR 0025): both rows still hash to the digest written
+        with them, and the write that committed this dispatch was refused had the same scan
+        found a conflict (every tool write is judged by the scanner before it is saved). A row
+        that does not match its digest, or an event fed from outside the store, is hashed."""
+        call = operation.call_event.function_call if operation.call_event is not None else None
+        if call is None or (verified and operation.call_verified):
+            return False
+        return self.args_hash_of(call) != args_hash
 
     def _scan_response(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
         response = event.function_response

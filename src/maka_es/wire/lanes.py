@@ -11,8 +11,10 @@ corruption by the resolver and refused by the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
+from maka_es.wire.base import WireModel
 from maka_es.wire.events import (
     RECONCILE_RESULT_KIND,
     FunctionCallContent,
@@ -85,20 +87,27 @@ def _common_envelope_problem(event: RuntimeEvent) -> str | None:
     return None
 
 
-def _set_keys(model: object) -> frozenset[str]:
-    """camelCase keys that were actually given on a wire model."""
-    dumped = model.to_wire()  # type: ignore[attr-defined]
-    return frozenset(dumped)
+def _set_keys(model: WireModel) -> frozenset[str]:
+    """camelCase keys that were actually given on a wire model: the keys of its ``to_wire()``
+    (which dumps exactly the set fields by alias), read from the fields without dumping, since
+    every reload classifies every event."""
+    aliases = _aliases(type(model))
+    return frozenset(aliases[name] for name in model.model_fields_set)
+
+
+@cache
+def _aliases(model_type: type[WireModel]) -> dict[str, str]:
+    """Field name -> wire key of one wire model class (fixed once the class exists)."""
+    return {name: info.alias or name for name, info in model_type.model_fields.items()}
 
 
 def _call_problem(event: RuntimeEvent) -> str | None:
     if event.role != "model" or event.author != "agent":
         return "function_call must be role=model author=agent"
     if event.actions is not None:
-        wire = event.actions.to_wire()
-        if set(wire) != {"stateDelta"}:
+        if _set_keys(event.actions) != {"stateDelta"}:
             return "function_call actions must be absent or exactly {stateDelta}"
-        delta = wire["stateDelta"]
+        delta = event.actions.state_delta
         # The reference scanner: a non-empty delta of activityKind/displayName/intent strings.
         if (
             not delta
@@ -115,10 +124,9 @@ def _response_problem(event: RuntimeEvent) -> str | None:
     if event.role != "tool" or event.author != "tool":
         return "function_response must be role=tool author=tool"
     if event.actions is not None:
-        wire = event.actions.to_wire()
-        delta = wire.get("stateDelta")
+        delta = event.actions.state_delta
         if (
-            set(wire) != {"stateDelta"}
+            _set_keys(event.actions) != {"stateDelta"}
             or not isinstance(delta, dict)
             or set(delta) != {"durationMs"}
             or isinstance(delta["durationMs"], bool)

@@ -47,16 +47,16 @@ def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
-    decodes a stored row with ``decode_recorded_event``, trusted or strict, ADR 0025)."""
+    decodes a stored row with ``read_recorded_event``, trusted or strict, ADR 0025)."""
     seen: list[str] = []
-    original = stored_events.decode_recorded_event
+    original = stored_events.read_recorded_event
 
-    def counting(fact: RuntimeEventRecorded) -> RuntimeEvent:
-        event = original(fact)
+    def counting(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]:
+        event, verified = original(fact)
         seen.append(event.id)
-        return event
+        return event, verified
 
-    monkeypatch.setattr(run_state, "decode_recorded_event", counting)
+    monkeypatch.setattr(run_state, "read_recorded_event", counting)
     return seen
 
 

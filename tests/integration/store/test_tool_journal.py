@@ -854,9 +854,11 @@ def counted_app(
     counters = _Counters()
     step = ResolverState._step
 
-    def counting_step(self: ResolverState, event: RuntimeEvent) -> tuple[ResolverIssue, ...]:
+    def counting_step(
+        self: ResolverState, event: RuntimeEvent, verified: bool = False
+    ) -> tuple[ResolverIssue, ...]:
         counters.steps += 1
-        return step(self, event)
+        return step(self, event, verified)
 
     monkeypatch.setattr(ResolverState, "_step", counting_step)
     select = store_app.recorder.select_events
