@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger import run_state
+from maka_es.ledger import run_state, stored_events
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
@@ -49,7 +49,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
     decodes a stored row with ``decode_recorded_event``, trusted or strict, ADR 0025)."""
     seen: list[str] = []
-    original = run_state.decode_recorded_event
+    original = stored_events.decode_recorded_event
 
     def counting(fact: RuntimeEventRecorded) -> RuntimeEvent:
         event = original(fact)
