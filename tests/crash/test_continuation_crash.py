@@ -3,8 +3,9 @@ docs/reference/continuation.md; reference runtime-continuation-crash.test.ts), a
 one-transaction claim.
 
 A real child commits a failed source run, plans the continuation and executes it, and is
-SIGKILLed at the failpoint. A fresh application then reopens the file and checks what planning
-and startup recovery make of what the dead process left behind.
+SIGKILLed at the failpoint. A fresh application then reopens the store and checks what planning
+and startup recovery make of what the dead process left behind. Every case runs on both stores
+(``store_url``: SQLite file, PostgreSQL schema; ADR 0028).
 
 In maka_es the claim, the source seal, the target run and its V2 continuation-start fact are
 ONE save, so ``after_continuation_claim_committed``, ``after_run_created`` and
@@ -78,7 +79,8 @@ def _source_steps() -> list[dict[str, Any]]:
     ]
 
 
-def _crash(tmp_path: Path, name: str, nth: int = 1) -> tuple[Path, Path, CrashOutcome]:
+def _crash(tmp_path: Path, store: str, name: str, nth: int = 1) -> tuple[str, Path, CrashOutcome]:
+    """SIGKILL the child at the ``nth`` hit of ``name``; the store setting it wrote to."""
     db = tmp_path / "runtime.sqlite"
     calls = tmp_path / "provider-calls.txt"
     steps = [
@@ -86,16 +88,16 @@ def _crash(tmp_path: Path, name: str, nth: int = 1) -> tuple[Path, Path, CrashOu
         {"op": "continue", "session_id": "s1", "calls_file": str(calls)},
     ]
     assert steps[CONTINUE_STEP]["op"] == "continue"
-    outcome = crash_child(db, steps, failpoint=(name, nth, CONTINUE_STEP))
+    outcome = crash_child(db, steps, failpoint=(name, nth, CONTINUE_STEP), store=store)
     assert outcome.said == "INSIDE", outcome.stderr
     assert outcome.returncode == -9
     assert not outcome.finally_marker_written
-    return db, calls, outcome
+    return store, calls, outcome
 
 
-def _fresh(db: Path) -> RuntimeApplication:
+def _fresh(store: str) -> RuntimeApplication:
     """A restarted host: same observation and flag, its own fresh ids."""
-    return open_app(str(db), {**CHILD_APP, "id_prefix": "parent-"})
+    return open_app(store, {**CHILD_APP, "id_prefix": "parent-"})
 
 
 def _provider_calls(calls: Path) -> list[str]:
@@ -115,8 +117,10 @@ def _reasons(app: RuntimeApplication) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("name", LIVE_START, ids=lambda n: n.split(".")[-1])
-def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(tmp_path: Path, name: str) -> None:
-    db, calls, _ = _crash(tmp_path, name)
+def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(
+    tmp_path: Path, store_url: str, name: str
+) -> None:
+    db, calls, _ = _crash(tmp_path, store_url, name)
 
     with _fresh(db) as app:
         claims = app.all_claims()
@@ -149,8 +153,8 @@ def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(tmp_path: Path,
     assert _provider_calls(calls) == []  # killed before the provider was asked
 
 
-def test_kill_after_terminal_event_repairs_the_header(tmp_path: Path) -> None:
-    db, calls, _ = _crash(tmp_path, AFTER_TERMINAL_EVENT)
+def test_kill_after_terminal_event_repairs_the_header(tmp_path: Path, store_url: str) -> None:
+    db, calls, _ = _crash(tmp_path, store_url, AFTER_TERMINAL_EVENT)
 
     with _fresh(db) as app:
         _assert_claimed_once(app)
@@ -175,8 +179,8 @@ def test_kill_after_terminal_event_repairs_the_header(tmp_path: Path) -> None:
     assert len(_provider_calls(calls)) == 1
 
 
-def test_kill_after_terminal_header_needs_no_repair(tmp_path: Path) -> None:
-    db, calls, _ = _crash(tmp_path, AFTER_TERMINAL_HEADER)
+def test_kill_after_terminal_header_needs_no_repair(tmp_path: Path, store_url: str) -> None:
+    db, calls, _ = _crash(tmp_path, store_url, AFTER_TERMINAL_HEADER)
 
     with _fresh(db) as app:
         _assert_claimed_once(app)
@@ -197,9 +201,9 @@ def test_kill_after_terminal_header_needs_no_repair(tmp_path: Path) -> None:
     assert len(_provider_calls(calls)) == 1
 
 
-def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path) -> None:
+def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path, store_url: str) -> None:
     # planning and revalidation never write: the first save of the step is the claim's
-    db, calls, _ = _crash(tmp_path, INSIDE_SAVE_BEFORE_COMMIT, nth=1)
+    db, calls, _ = _crash(tmp_path, store_url, INSIDE_SAVE_BEFORE_COMMIT, nth=1)
 
     with _fresh(db) as app:
         assert app.all_claims() == []

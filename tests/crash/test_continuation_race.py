@@ -1,8 +1,10 @@
 """Several real processes execute the SAME continuation plan at the same moment (claims:
 docs/reference/continuation.md#claims and #revalidation): the source boundary is claimed once.
 
-Per round (fresh SQLite file): the parent commits a failed source run, plans the continuation
-with deterministic ids and hands the plan's JSON to every worker
+Per round (a fresh SQLite file, or a fresh schema of the PostgreSQL test server: ADR 0028,
+where the server's primary key decides the claim across machines): the parent commits a failed
+source run, plans the continuation with deterministic ids and hands the plan's JSON to every
+worker
 (``maka_es.testing.race_child``). Each worker opens its own application, says READY and waits;
 the parent releases all of them at once by writing ``GO`` to every stdin (no sleeping). Each
 worker executes the plan with a provider that appends one fsync'd line to a shared calls file
@@ -22,6 +24,10 @@ store in several read transactions while the winner commits:
 
 ``continuation_already_exists`` (the planner's word for the same state) is accepted too. The
 provider was called once, and the store holds one claim, one seal and one target run.
+
+Sizes: SQLite races 4 workers over 20 rounds; PostgreSQL races 8 workers over
+``PG_ROUNDS`` rounds (5) in ``make test`` and the full 8 x 20 under the ``slow`` marker
+(``make test-deep``), to keep ``make test`` within its time on two cores.
 """
 
 from __future__ import annotations
@@ -32,12 +38,14 @@ import queue
 import subprocess
 import sys
 import threading
+import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import psycopg
 import pytest
 
 from maka_es.builders import LedgerBuilder, Spine, run_header
@@ -49,6 +57,9 @@ pytestmark = pytest.mark.crash
 WORKERS = 4
 #: ``MAKA_RACE_ROUNDS`` raises the count for a soak run (800 rounds passed while developing)
 ROUNDS = int(os.environ.get("MAKA_RACE_ROUNDS", "20"))
+#: PostgreSQL: the issue's 8 processes; 5 rounds in make test, 20 under ``slow``
+PG_WORKERS = 8
+PG_ROUNDS = 5
 TIMEOUT = 60.0
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 SPINE = Spine("s1", "i1", "r1", "t1")
@@ -103,7 +114,7 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Worker]]:
     logs = tmp_path_factory.mktemp("race-workers")
     started: list[tuple[Worker, IO[str]]] = []
     try:
-        for n in range(WORKERS):
+        for n in range(max(WORKERS, PG_WORKERS)):
             log = logs / f"worker-{n}.stderr"
             stderr = log.open("w")
             process = subprocess.Popen(
@@ -132,14 +143,14 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Worker]]:
             stream.close()
 
 
-def _prepare(db: Path, id_prefix: str) -> dict[str, Any]:
+def _prepare(db: str, id_prefix: str) -> dict[str, Any]:
     """Commit the failed source run and plan its continuation; returns the plan as JSON."""
     ledger = LedgerBuilder(SPINE, prefix="r1-")
     ledger.user("fix the port")
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    with open_app(str(db), {**APP, "id_prefix": id_prefix}) as app:
+    with open_app(db, {**APP, "id_prefix": id_prefix}) as app:
         app.open_session("s1", "/workspace")
         app.create_run(run_header(SPINE, workspaceIdentity=WORKSPACE))
         app.append_events("r1", ledger.events)
@@ -166,24 +177,23 @@ def _race(workers: list[Worker], scenario: dict[str, Any]) -> list[dict[str, Any
     return [json.loads(worker.receive()) for worker in workers]
 
 
-def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
-    tmp_path: Path, workers: list[Worker]
+def _race_rounds(
+    tmp_path: Path, workers: list[Worker], rounds: int, store_of: Callable[[Path], str]
 ) -> None:
+    """``rounds`` races of all ``workers``; ``store_of(round_root)`` gives each a fresh store."""
     loser_codes: Counter[str] = Counter()
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         where = f"round {round_}"
         root = tmp_path / f"round-{round_}"
         root.mkdir()
-        db = root / "runtime.sqlite"
+        db = store_of(root)
         calls = root / "provider-calls.txt"
         id_prefix = f"round{round_}-"
         plan = _prepare(db, id_prefix)
         target_run = plan["continuation"]["runId"]
         assert target_run == f"{id_prefix}2"
 
-        results = _race(
-            workers, {"db": str(db), "app": APP, "plan": plan, "calls_file": str(calls)}
-        )
+        results = _race(workers, {"db": db, "app": APP, "plan": plan, "calls_file": str(calls)})
 
         winners = [
             (worker, result)
@@ -202,7 +212,7 @@ def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
         winner_pid = winners[0][0].process.pid
         assert calls.read_text().splitlines() == [f"{winner_pid} {target_run}"], where
 
-        with open_app(str(db), {**APP, "id_prefix": "check-"}) as app:
+        with open_app(db, {**APP, "id_prefix": "check-"}) as app:
             claims = app.all_claims()
             assert len(claims) == 1, where
             assert claims[0].target_run_id == target_run
@@ -220,5 +230,45 @@ def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
                 f"{target_run}-terminal",
             ], where
             assert app.plan_continuation("s1").rejection_reasons == ("continuation_already_exists",)
-    assert sum(loser_codes.values()) == ROUNDS * (WORKERS - 1)
-    print(f"loser codes over {ROUNDS} rounds: {dict(loser_codes)}")
+    assert sum(loser_codes.values()) == rounds * (len(workers) - 1)
+    print(f"loser codes over {rounds} rounds: {dict(loser_codes)}")
+
+
+@pytest.fixture
+def pg_round_stores(pg_server_url: str) -> Iterator[Callable[[Path], str]]:
+    """Fresh schemas of the PostgreSQL test server, one per round, dropped afterwards."""
+    schemas: list[str] = []
+
+    def fresh(_: Path) -> str:
+        schema = f"t_{uuid.uuid4().hex[:20]}"
+        with psycopg.connect(pg_server_url, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        schemas.append(schema)
+        joiner = "&" if "?" in pg_server_url else "?"
+        return f"{pg_server_url}{joiner}schema={schema}"
+
+    yield fresh
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_concurrent_executions_of_one_plan_claim_the_boundary_once(
+    tmp_path: Path, workers: list[Worker]
+) -> None:
+    _race_rounds(tmp_path, workers[:WORKERS], ROUNDS, lambda root: str(root / "runtime.sqlite"))
+
+
+def test_eight_processes_claim_the_boundary_once_on_postgres(
+    tmp_path: Path, workers: list[Worker], pg_round_stores: Callable[[Path], str]
+) -> None:
+    """The same race on PostgreSQL: the server's uniqueness decides the claim (ADR 0028)."""
+    _race_rounds(tmp_path, workers[:PG_WORKERS], PG_ROUNDS, pg_round_stores)
+
+
+@pytest.mark.slow
+def test_eight_processes_twenty_rounds_on_postgres(
+    tmp_path: Path, workers: list[Worker], pg_round_stores: Callable[[Path], str]
+) -> None:
+    """The issue's full size: 8 processes x 20 rounds on PostgreSQL (make test-deep)."""
+    _race_rounds(tmp_path, workers[:PG_WORKERS], 20, pg_round_stores)

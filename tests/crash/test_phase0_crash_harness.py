@@ -1,7 +1,8 @@
 """Phase 0 SIGKILL harness (docs/reference/phase0.md#crash-harness): for each failpoint P0-P11 a
 real child process commits the failpoint's prefix through RuntimeApplication on a SQLite file, says
 READY after the append returned, and is SIGKILLed. A fresh application then reads the same prefix,
-plans twice (equal), gets the required decision, and the store is unchanged by planning."""
+plans twice (equal), gets the required decision, and the store is unchanged by planning. Every
+case runs on both stores (``store_url``: SQLite file, PostgreSQL schema; ADR 0028)."""
 
 from __future__ import annotations
 
@@ -53,20 +54,37 @@ def _ledger(prefix: str) -> list[dict[str, Any]]:
     return [event.to_wire() for event in harness_ledger(prefix, SPINE.session_id, SPINE.run_id)]
 
 
-@pytest.mark.parametrize("failpoint", RUNTIME_RESUME_FAILPOINTS, ids=lambda f: f.id)
+def _cases() -> list[Any]:
+    """Every failpoint on both stores. Failpoints sharing a committed prefix are the same
+    scenario for the store, so on PostgreSQL the first of each prefix runs in ``make test`` and
+    the others under ``slow`` (``make test-deep``), to keep ``make test`` short on two cores."""
+    cases: list[Any] = []
+    seen: set[str] = set()
+    for failpoint in RUNTIME_RESUME_FAILPOINTS:
+        cases.append(pytest.param("sqlite", failpoint, id=f"sqlite-{failpoint.id}"))
+        repeat = failpoint.committed_prefix in seen
+        seen.add(failpoint.committed_prefix)
+        marks = [pytest.mark.slow] if repeat else []
+        cases.append(
+            pytest.param("postgres", failpoint, id=f"postgres-{failpoint.id}", marks=marks)
+        )
+    return cases
+
+
+@pytest.mark.parametrize(("store_url", "failpoint"), _cases(), indirect=["store_url"])
 def test_sigkill_at_failpoint_leaves_the_committed_prefix(
-    tmp_path: Path, failpoint: Failpoint
+    tmp_path: Path, store_url: str, failpoint: Failpoint
 ) -> None:
     db = tmp_path / "runtime.sqlite"
     ledger = _ledger(failpoint.committed_prefix)
     steps = [*_setup_steps(), {"op": "append", "run_id": SPINE.run_id, "events": ledger}]
 
-    outcome = crash_child(db, steps)
+    outcome = crash_child(db, steps, store=store_url)
 
     assert outcome.said == "READY", outcome.stderr
     assert outcome.returncode == -9  # SIGKILL
     assert not outcome.finally_marker_written
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    with RuntimeApplication.open(store_url) as app:
         events = app.read_run_events(SPINE.run_id)
         assert [e.to_wire() for e in events] == ledger
         before = store_snapshot(app)
@@ -85,12 +103,16 @@ def test_sigkill_at_failpoint_leaves_the_committed_prefix(
         assert first.requires_verification == (statuses == ["indeterminate"])
         assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger
         assert store_snapshot(app) == before
-    with RuntimeApplication.open_sqlite(str(db), read_only=True) as reader:
+    # read-only opening is SQLite's (mode=ro); on PostgreSQL the snapshot check above guards it
+    read_only = {"read_only": True} if store_url == str(db) else {}
+    with RuntimeApplication.open(store_url, **read_only) as reader:
         assert reader.plan_resume(SPINE.run_id) == first
 
 
 @pytest.mark.parametrize("prefix", ["after_function_call", "after_terminal_event"])
-def test_sigkill_inside_the_transaction_leaves_nothing_of_it(tmp_path: Path, prefix: str) -> None:
+def test_sigkill_inside_the_transaction_leaves_nothing_of_it(
+    tmp_path: Path, store_url: str, prefix: str
+) -> None:
     """Rows inserted, COMMIT not reached, process killed: none of that save survives."""
     db = tmp_path / "runtime.sqlite"
     ledger = _ledger(prefix)
@@ -100,12 +122,12 @@ def test_sigkill_inside_the_transaction_leaves_nothing_of_it(tmp_path: Path, pre
         {"op": "append", "run_id": SPINE.run_id, "events": ledger[-1:]},
     ]
 
-    outcome = crash_child(db, steps, arm_inside_save=True)
+    outcome = crash_child(db, steps, arm_inside_save=True, store=store_url)
 
     assert outcome.said == "INSIDE", outcome.stderr
     assert outcome.returncode == -9
     assert not outcome.finally_marker_written
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    with RuntimeApplication.open(store_url) as app:
         assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger[:-1]
         # and the store is writable and consistent afterwards: the same append now commits
         app.append_events(SPINE.run_id, ledger[-1:])

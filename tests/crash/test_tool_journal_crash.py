@@ -3,8 +3,9 @@
 A real child process runs T1 / T2 / a recovery bundle through ``RuntimeApplication`` on a
 SQLite file and is SIGKILLed either *inside* the last transaction (rows inserted, COMMIT not
 reached: ``arm_inside_save``) or right *after* the command returned. A fresh application then
-reopens the file and must see all of the transaction or none of it, with the journal, the
-resolver and the Phase 0 plan agreeing; and the store must accept the next legal command.
+reopens the store and must see all of the transaction or none of it, with the journal, the
+resolver and the Phase 0 plan agreeing; and the store must accept the next legal command. Every
+case runs on both stores (``store_url``: SQLite file, PostgreSQL schema; ADR 0028).
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def bundle_step(kind: str) -> dict[str, Any]:
     return {"op": "bundle", "run_id": RUN, "operation_id": OP, **BUNDLES[kind]}
 
 
-def killed(db: Path, steps: list[dict[str, Any]], *, inside: bool) -> None:
-    """Run ``steps`` in a child and SIGKILL it inside / after the last one."""
-    outcome: CrashOutcome = crash_child(db, [*SETUP, *steps], arm_inside_save=inside)
+def killed(db: Path, store: str, steps: list[dict[str, Any]], *, inside: bool) -> None:
+    """Run ``steps`` in a child on ``store`` and SIGKILL it inside / after the last one."""
+    outcome: CrashOutcome = crash_child(db, [*SETUP, *steps], arm_inside_save=inside, store=store)
     assert outcome.said == ("INSIDE" if inside else "READY"), outcome.stderr
     assert outcome.returncode == -9  # SIGKILL
     assert not outcome.finally_marker_written
@@ -70,12 +71,12 @@ def states(app: RuntimeApplication) -> list[str]:
     return [operation.state for operation in app.tool_operations(RUN)]
 
 
-def test_kill_inside_t1_persists_nothing_of_it(tmp_path: Path) -> None:
+def test_kill_inside_t1_persists_nothing_of_it(tmp_path: Path, store_url: str) -> None:
     """Killed inside the T1 transaction: neither call, dispatch nor metadata survive, the
     earlier events are intact, and the same T1 then commits with ``created=True``."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP], inside=True)
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    killed(db, store_url, [T1_STEP], inside=True)
+    with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1"]
         assert app.tool_operations(RUN) == ()
         assert app.resolve_run(RUN).decisions == ()
@@ -85,14 +86,14 @@ def test_kill_inside_t1_persists_nothing_of_it(tmp_path: Path) -> None:
         assert states(app) == ["prepared"]
 
 
-def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path) -> None:
+def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path, store_url: str) -> None:
     """Killed after T1 returned: the operation is ``prepared`` with its metadata; the resolver
     says ``indeterminate`` and requires reconciliation; the plan is ``blocked`` with
     ``pending_tool_result`` / ``dangling_tool_state``; planning writes nothing; an exact T1
     retry is ``created=False`` (the tool must not run again) and T2 still commits."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP], inside=False)
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    killed(db, store_url, [T1_STEP], inside=False)
+    with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         (operation,) = app.tool_operations(RUN)
         assert (operation.state, operation.recovery_mode) == ("prepared", "reconcile")
@@ -115,12 +116,12 @@ def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path) -> None:
         assert app.commit_tool_outcome(RUN, RESPONSE).created is True
 
 
-def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path) -> None:
+def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path, store_url: str) -> None:
     """Killed inside the T2 transaction: T1 survives, the response does not; the operation is
     still ``prepared`` and the same T2 then commits with ``created=True``."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP, T2_STEP], inside=True)
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    killed(db, store_url, [T1_STEP, T2_STEP], inside=True)
+    with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         assert states(app) == ["prepared"]
         assert app.resolve_run(RUN).decisions[0].status == "indeterminate"
@@ -129,13 +130,13 @@ def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path) -> None:
         assert states(app) == ["outcome_committed"]
 
 
-def test_kill_after_t2_keeps_the_outcome(tmp_path: Path) -> None:
+def test_kill_after_t2_keeps_the_outcome(tmp_path: Path, store_url: str) -> None:
     """Killed after T2 returned: the outcome is durable (``outcome_committed``, resolver
     ``completed / normal_t2``), the plan is ``safe_replay``, and an exact T2 retry is
     ``created=False`` writing nothing."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP, T2_STEP], inside=False)
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    killed(db, store_url, [T1_STEP, T2_STEP], inside=False)
+    with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == [
             "user-1",
             "call-c1",
@@ -154,13 +155,15 @@ def test_kill_after_t2_keeps_the_outcome(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(BUNDLES))
-def test_kill_inside_a_bundle_persists_nothing_of_it(tmp_path: Path, kind: str) -> None:
+def test_kill_inside_a_bundle_persists_nothing_of_it(
+    tmp_path: Path, store_url: str, kind: str
+) -> None:
     """Killed inside the bundle transaction: none of reconcile / outcome / decision survives,
     the operation is still ``prepared`` (resolver ``indeterminate``), and the same bundle then
     commits with ``created=True``."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP, bundle_step(kind)], inside=True)
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    killed(db, store_url, [T1_STEP, bundle_step(kind)], inside=True)
+    with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         (operation,) = app.tool_operations(RUN)
         assert (operation.state, operation.observation) == ("prepared", None)
@@ -171,14 +174,14 @@ def test_kill_inside_a_bundle_persists_nothing_of_it(tmp_path: Path, kind: str) 
 
 
 @pytest.mark.parametrize("kind", sorted(BUNDLES))
-def test_kill_after_a_bundle_keeps_it(tmp_path: Path, kind: str) -> None:
+def test_kill_after_a_bundle_keeps_it(tmp_path: Path, store_url: str, kind: str) -> None:
     """Killed after the bundle committed: all of it is durable, the journal and the resolver
     agree (completed → ``recovery_completed`` / safe replay; parked → ``recovery_parked`` /
     blocked), and an exact bundle retry is ``created=False`` writing nothing."""
     db = tmp_path / "runtime.sqlite"
-    killed(db, [T1_STEP, bundle_step(kind)], inside=False)
+    killed(db, store_url, [T1_STEP, bundle_step(kind)], inside=False)
     parts = BUNDLES[kind]
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    with RuntimeApplication.open(store_url) as app:
         expected = ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         expected += [
             parts[slot]["id"] for slot in ("reconcile", "outcome", "decision") if slot in parts

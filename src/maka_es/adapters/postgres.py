@@ -24,7 +24,7 @@ Select it with ``PERSISTENCE_MODULE=maka_es.adapters.postgres`` and eventsourcin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -73,6 +73,28 @@ class DurablePostgresDatastore(PostgresDatastore):
 class FailpointPostgresApplicationRecorder(PostgresApplicationRecorder):
     """The library's recorder, written without its retries (see the module docstring), with
     the crash failpoint after the inserts and the COMMIT watched for an unknown outcome."""
+
+    def create_table(self) -> None:
+        """The library's schema statements, in one transaction under an advisory lock.
+
+        Why: several hosts open one store at the same moment (ADR 0028), and PostgreSQL's DDL
+        is not safe concurrently: ``CREATE OR REPLACE FUNCTION`` fails with "tuple
+        concurrently updated" and a racing ``CREATE TYPE`` / ``CREATE TABLE`` with a unique
+        violation in the catalogue. The lock serialises the opening hosts on the server."""
+        with (
+            self.datastore.get_connection() as conn,
+            conn.transaction(),
+            conn.cursor() as curs,
+        ):
+            curs.execute("SELECT pg_advisory_xact_lock(hashtext('maka_es_event_schema'))")
+            for statement in self.sql_create_statements:
+                if "CREATE TYPE" in statement.as_string():
+                    # no IF NOT EXISTS for types: a savepoint keeps the transaction usable
+                    with suppress(psycopg.errors.DuplicateObject), conn.transaction():
+                        curs.execute(statement, prepare=False)
+                else:
+                    curs.execute(statement, prepare=False)
+        self.datastore.register_type_adapters()
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any

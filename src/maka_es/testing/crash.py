@@ -37,15 +37,18 @@ def crash_child(
     arm_inside_save: bool = False,
     failpoint: tuple[str, int, int] | None = None,
     timeout: float = 60.0,
+    store: str | None = None,
 ) -> CrashOutcome:
     """Run ``steps`` in a child, SIGKILL it at the crash point, report what happened.
 
     ``failpoint=(name, nth, step)`` arms the named failpoint just before step index ``step``
-    and kills the child at its ``nth`` hit from there on."""
+    and kills the child at its ``nth`` hit from there on. ``store`` is the store setting the
+    child opens (a PostgreSQL URL, ADR 0028); by default the SQLite file ``db``, whose folder
+    also holds the ``finally`` marker in both cases."""
     marker = db.with_name(db.name + ".finally")
     marker.unlink(missing_ok=True)
     scenario = {
-        "db": str(db),
+        "db": str(db) if store is None else store,
         "marker": str(marker),
         "steps": steps,
         "arm_inside_save": arm_inside_save,

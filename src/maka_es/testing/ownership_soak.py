@@ -3,7 +3,8 @@
 Why a worker function rather than a module run with ``python -m``: the soak starts and kills
 dozens of processes on two cores, so it forks them from the test process (``fork`` context:
 the imports are already done) and SIGKILLs them at random. Each worker is one host: it opens
-its own :class:`RuntimeApplication` on the shared SQLite file with its host id and lease,
+its own :class:`RuntimeApplication` on the shared store (a SQLite file or a PostgreSQL URL,
+ADR 0028) with its host id and lease,
 recovers, then runs agent turns (user message, a tool call through T1 and T2, a model answer,
 the terminal) until the stop file exists, renewing its lease before every turn and recovering
 again every few turns. Everything it observes goes, one JSON line at a time, to its report
@@ -39,7 +40,7 @@ CREATE_ATTEMPTS = 200
 class WorkerSpec:
     """One worker process: which host it is, on which store, reporting where."""
 
-    db: str
+    db: str  # the store setting: a SQLite path or a PostgreSQL URL
     host_id: str
     lease_ms: int
     report: str
@@ -83,9 +84,7 @@ def work(spec: WorkerSpec) -> None:
     code = 0
     with Path(spec.report).open("a", encoding="utf-8") as out:
         try:
-            app = RuntimeApplication.open_sqlite(
-                spec.db, host_id=spec.host_id, lease_ms=spec.lease_ms
-            )
+            app = RuntimeApplication.open(spec.db, host_id=spec.host_id, lease_ms=spec.lease_ms)
             app.heartbeat()
             app.open_session(spec.session_id, "/workspace")
             _say(out, started=spec.host_id, pid=os.getpid())
