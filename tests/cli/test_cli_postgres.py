@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tests.cli.stores import build_store, cli
 
@@ -50,3 +51,27 @@ def test_verify_exits_4_on_a_corrupted_row_on_postgres(
     assert broken.code == 4, broken.err
     assert broken.json()["storeIntegrity"] == "not_applicable"
     assert len(broken.json()["corruptRows"]) == 1
+
+
+@pytest.mark.crash
+def test_crash_matrix_on_postgres_uses_scratch_schemas_and_matches(
+    pg_server_url: str, pg_store_url: str
+) -> None:
+    """The tool-journal suite on the chosen PostgreSQL server: every case SIGKILLed in its own
+    schema, decided by a fresh application, and the schema dropped afterwards."""
+
+    def schemas() -> set[str]:
+        with psycopg.connect(pg_server_url, autocommit=True) as conn:
+            found = conn.execute("SELECT nspname FROM pg_namespace").fetchall()
+        return {row[0] for row in found}
+
+    before = schemas()
+    ran = cli("crash-matrix", "--suite", "tooljournal", "--json", store=pg_store_url)
+    assert ran.code == 0, ran.err
+    report = ran.json()
+    assert report["mismatches"] == 0
+    cases = {case["case"]: case["observed"] for case in report["cases"]}
+    assert len(cases) == 8
+    assert cases["inside_t2"] == {"journal": ["prepared"], "disposition": "blocked"}
+    assert cases["after_t2"] == {"journal": ["outcome_committed"], "disposition": "safe_replay"}
+    assert schemas() == before  # scratch schemas dropped; the operator's schema untouched

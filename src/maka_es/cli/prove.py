@@ -4,7 +4,9 @@ Why a child process: the harness is the test kit (``maka_es.testing.crash_matrix
 library never imports (import-linter); the CLI spawns it with ``python -m``, as ``make demo``
 spawns the example child, and renders the JSON lines it prints: a progress bar while the cases
 run, then expected against observed, and exit 1 on any mismatch (ADR 0029). Every case runs on
-a fresh SQLite file in a scratch directory; the operator's store is never written.
+a fresh store of the chosen kind: a SQLite file in a scratch directory, or, for a PostgreSQL
+``--store``, a scratch schema on that server, dropped afterwards; the operator's own tables are
+never written.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ SUITES = ("phase0", "tooljournal", "continuation")
 HARNESS = "maka_es.testing.crash_matrix"
 
 
-def _stream(workdir: Path, seeds: int, suites: list[str]) -> list[dict[str, Any]]:
-    argv = [sys.executable, "-m", HARNESS, str(workdir), str(seeds), *suites]
+def _stream(
+    workdir: Path, seeds: int, suites: list[str], postgres: str | None
+) -> list[dict[str, Any]]:
+    on_server = ["--store", postgres] if postgres is not None else []
+    argv = [sys.executable, "-m", HARNESS, *on_server, str(workdir), str(seeds), *suites]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None
     results: list[dict[str, Any]] = []
@@ -85,10 +90,8 @@ def crash_matrix(
     as_json: JsonFlag = False,
 ) -> None:
     """Kill a real child at every failpoint and compare the decisions; exit 1 on a mismatch."""
-    if is_postgres(settings(ctx).store):
-        raise CommandLineUsageError(
-            "the crash matrix runs on SQLite files only", "pass a SQLite --store (or none)"
-        )
+    store = settings(ctx).store
+    postgres = store if is_postgres(store) else None
     chosen = list(dict.fromkeys(suite or SUITES))
     unknown = [name for name in chosen if name not in SUITES]
     if unknown:
@@ -97,7 +100,7 @@ def crash_matrix(
         )
     workdir = Path(tempfile.mkdtemp(prefix="maka-es-crash-matrix-"))
     try:
-        results = _stream(workdir, seeds, chosen)
+        results = _stream(workdir, seeds, chosen, postgres)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if as_json:

@@ -1,11 +1,14 @@
 """The crash matrix behind ``maka-es crash-matrix``: every failpoint, SIGKILLed, checked.
 
-Run as ``python -m maka_es.testing.crash_matrix WORKDIR SEEDS SUITE...``; it prints one JSON line
+Run as ``python -m maka_es.testing.crash_matrix [--store URL] WORKDIR SEEDS SUITE...``; it prints
+one JSON line
 ``{"total": n}`` and then one line per case (``suite``, ``case``, ``seed``, ``expected``,
 ``observed``, ``ok``). Why a child module of the test kit and not CLI code: the library never
 imports its test kit (import-linter), so the CLI spawns this module, exactly as ``make demo``
 spawns the example child, and renders its lines (ADR 0029). Each case is a real child process
-killed with SIGKILL on a fresh SQLite file under WORKDIR, then a fresh application decides:
+killed with SIGKILL on a fresh store, then a fresh application decides. The store is a fresh
+SQLite file under WORKDIR, or, with ``--store postgresql://...``, a fresh schema on that server,
+dropped afterwards (ADR 0028):
 
 * ``phase0``: the failpoints P0-P11 (docs/reference/phase0.md#failpoints), observed as the
   resume plan's disposition and reasons;
@@ -19,12 +22,15 @@ Each seed repeats every case on fresh files; the Phase 0 cases also take their i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, LedgerBuilder, Spine, run_header
@@ -36,7 +42,7 @@ from maka_es.testing.crash_child import open_app
 
 SUITES = ("phase0", "tooljournal", "continuation")
 #: A case: its name, the expected observation, and how to produce the observed one.
-Case = tuple[str, str, Any, Callable[[Path], Any]]
+Case = tuple[str, str, Any, Callable[[Path, "str | None"], Any]]
 
 PHASE0_REQUIRED: dict[str, dict[str, Any]] = {
     "before_function_call": {"disposition": "safe_replay", "reasons": []},
@@ -46,8 +52,15 @@ PHASE0_REQUIRED: dict[str, dict[str, Any]] = {
 }
 
 
-def _plan_of(db: Path, run_id: str) -> dict[str, Any]:
-    with RuntimeApplication.open_sqlite(str(db), read_only=True) as app:
+def _reopen(db: Path, store: str | None) -> RuntimeApplication:
+    """A fresh application on the case's store: read-only on SQLite, the schema on PostgreSQL."""
+    if store is None:
+        return RuntimeApplication.open_sqlite(str(db), read_only=True)
+    return RuntimeApplication.open(store)
+
+
+def _plan_of(db: Path, store: str | None, run_id: str) -> dict[str, Any]:
+    with _reopen(db, store) as app:
         plan = app.plan_resume(run_id)
     return {"disposition": plan.disposition, "reasons": list(plan.rejection_reasons)}
 
@@ -65,16 +78,16 @@ def _phase0_cases(seed: int) -> Iterator[Case]:
             {"op": "append", "run_id": spine.run_id, "events": ledger},
         ]
 
-        def observe(db: Path, steps: list[dict[str, Any]] = steps) -> Any:
-            _killed(db, steps)
-            return _plan_of(db, spine.run_id)
+        def observe(db: Path, store: str | None, steps: list[dict[str, Any]] = steps) -> Any:
+            _killed(db, store, steps)
+            return _plan_of(db, store, spine.run_id)
 
         expected = PHASE0_REQUIRED[failpoint.committed_prefix]
         yield "phase0", failpoint.id, expected, observe
 
 
-def _killed(db: Path, steps: list[dict[str, Any]], **options: Any) -> None:
-    outcome = crash_child(db, steps, **options)
+def _killed(db: Path, store: str | None, steps: list[dict[str, Any]], **options: Any) -> None:
+    outcome = crash_child(db, steps, store=store, **options)
     if outcome.returncode != -9:
         raise RuntimeError(f"the child was not killed: {outcome.returncode} {outcome.stderr}")
 
@@ -116,9 +129,11 @@ def _tool_cases() -> Iterator[Case]:
     )
     for name, steps, inside, states, disposition in table:
 
-        def observe(db: Path, steps: list[dict[str, Any]] = steps, inside: bool = inside) -> Any:
-            _killed(db, [*setup, *steps], arm_inside_save=inside)
-            with RuntimeApplication.open_sqlite(str(db), read_only=True) as app:
+        def observe(
+            db: Path, store: str | None, steps: list[dict[str, Any]] = steps, inside: bool = inside
+        ) -> Any:
+            _killed(db, store, [*setup, *steps], arm_inside_save=inside)
+            with _reopen(db, store) as app:
                 journal = [operation.state for operation in app.tool_operations(run)]
                 plan = app.plan_resume(run)
             return {"journal": journal, "disposition": plan.disposition}
@@ -182,10 +197,11 @@ def _continuation_cases() -> Iterator[Case]:
     )
     for name, failpoint, expected in table:
 
-        def observe(db: Path, failpoint: str = failpoint) -> Any:
+        def observe(db: Path, store: str | None, failpoint: str = failpoint) -> Any:
             steps = _continuation_steps(db.with_suffix(".calls"))
-            _killed(db, steps, failpoint=(failpoint, 1, len(steps) - 1))
-            with open_app(str(db), {**CONTINUATION_APP, "id_prefix": "parent-"}) as app:
+            _killed(db, store, steps, failpoint=(failpoint, 1, len(steps) - 1))
+            parent = {**CONTINUATION_APP, "id_prefix": "parent-"}
+            with open_app(store or str(db), parent) as app:
                 plan = app.plan_continuation("s1")
             return {"disposition": plan.disposition, "reasons": list(plan.rejection_reasons)}
 
@@ -204,19 +220,50 @@ def cases(suites: tuple[str, ...], seeds: int) -> list[tuple[int, Case]]:
     return found
 
 
-def _run_one(workdir: Path, seed: int, case: Case) -> dict[str, Any]:
+def _run_one(workdir: Path, seed: int, case: Case, base_store: str | None) -> dict[str, Any]:
     suite, name, expected, observe = case
     db = workdir / f"{suite}-{name}-{seed}" / "runtime.sqlite"
     db.parent.mkdir(parents=True)
     try:
-        observed = observe(db)
+        with _fresh_store(base_store, f"{suite}_{name}_{seed}") as store:
+            observed = observe(db, store)
     except Exception as exc:  # a harness failure is a mismatch, reported with its cause
         observed = {"error": f"{type(exc).__name__}: {exc}"}
     result = {"suite": suite, "case": name, "seed": seed, "expected": expected}
     return result | {"observed": observed, "ok": observed == expected}
 
 
+@contextlib.contextmanager
+def _fresh_store(base_store: str | None, label: str) -> Iterator[str | None]:
+    """``None`` (the case's own SQLite file), or a fresh schema on the PostgreSQL server of
+    ``base_store``, dropped afterwards so the operator's own tables are never touched."""
+    if base_store is None:
+        yield None
+        return
+    import psycopg  # the postgres extra; imported only when a PostgreSQL store is chosen
+
+    schema = f"crash_matrix_{label}_{uuid.uuid4().hex[:8]}".lower()
+    server = _server_url(base_store)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"{server}{'&' if '?' in server else '?'}schema={schema}"
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _server_url(store: str) -> str:
+    """``store`` without maka_es's own query settings (``schema`` and the like), which the
+    driver would not accept."""
+    parts = urlsplit(store)
+    return urlunsplit(parts._replace(query=""))
+
+
 def main(argv: list[str]) -> int:
+    base_store: str | None = None
+    if argv[:1] == ["--store"]:
+        base_store, argv = argv[1], argv[2:]
     workdir, seeds, suites = Path(argv[0]), int(argv[1]), tuple(argv[2:]) or SUITES
     unknown = sorted(set(suites) - set(SUITES))
     if unknown:
@@ -224,7 +271,7 @@ def main(argv: list[str]) -> int:
     todo = cases(suites, seeds)
     print(json.dumps({"total": len(todo)}), flush=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for result in pool.map(lambda item: _run_one(workdir, *item), todo):
+        for result in pool.map(lambda item: _run_one(workdir, item[0], item[1], base_store), todo):
             print(json.dumps(result, sort_keys=True), flush=True)
     return 0
 
