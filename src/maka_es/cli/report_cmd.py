@@ -21,9 +21,9 @@ from maka_es.report import write_run_report, write_session_report
 def report(
     ctx: typer.Context,
     run: Annotated[str | None, typer.Argument(help="The run to report.")] = None,
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="The HTML file to write.")
-    ] = Path("report.html"),
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
     session: Annotated[
         str | None, typer.Option("--session", help="Report every run of this session instead.")
     ] = None,
