@@ -100,26 +100,16 @@ def run(cfg: Config) -> list[Figure]:
     for small, big in itertools.pairwise(sizes):
         k = min(len(plan[small]), len(plan[big]))
         growth = f"{big // small}x the events ({small:,} -> {big:,})"
-        figures.append(
-            Figure(
-                GROUP,
-                f"plan time growth, {growth}",
-                ratios(plan[big][:k], plan[small][:k]),
-                "x",
-                "same run",
-                Target("<=", 1.1 * big / small),
-                _profile(corpora[big]),
+        for what, times in (("plan", plan), ("parse + plan", both)):
+            figures.append(
+                Figure(
+                    GROUP,
+                    f"{what} time growth, {growth}",
+                    ratios(times[big][:k], times[small][:k]),
+                    "x",
+                    "same run",
+                    Target("<=", 1.1 * big / small),
+                    _profile(corpora[big]),
+                )
             )
-        )
-        figures.append(
-            Figure(
-                GROUP,
-                f"parse + plan time growth, {growth}",
-                ratios(both[big][:k], both[small][:k]),
-                "x",
-                "same run",
-                Target("<=", 1.1 * big / small),
-                _profile(corpora[big]),
-            )
-        )
     return figures

@@ -13,34 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from maka_es.adapters.workspace_marker import resolve_workspace_identity
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.tooljournal.runtime import Tool, ToolContext
+from tests.support.send_tool import Killed, send_tool
 
 #: The console script ``make install`` put next to this interpreter ([project.scripts]).
 MAKA_ES = Path(sys.executable).with_name("maka-es")
 SPINE = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
-RESULT = {"kind": "text", "text": "sent 1 message"}
-
-
-class Killed(BaseException):
-    """Stands for the process dying inside the tool: no T2 is written."""
-
-
-class Send(BaseModel):
-    to: str
-
-
-def _send_tool(dies: bool) -> Tool[Send]:
-    def run(args: Send, context: ToolContext) -> dict[str, Any]:
-        if dies:
-            raise Killed
-        return RESULT
-
-    return Tool("Send", Send, run, recovery_mode="never_auto_retry")
 
 
 def build_store(root: Path, *, dies: bool, store: str | None = None) -> tuple[Path, str]:
@@ -51,7 +31,7 @@ def build_store(root: Path, *, dies: bool, store: str | None = None) -> tuple[Pa
     workspace.mkdir(parents=True)
     identity = resolve_workspace_identity(workspace).identity
     db = root / "runtime.sqlite"
-    with RuntimeApplication.open(store or str(db), tools=[_send_tool(dies)]) as app:
+    with RuntimeApplication.open(store or str(db), tools=[send_tool(dies)]) as app:
         app.open_session("s1", str(workspace), identity)
         app.create_run(run_header(SPINE, workspaceIdentity=identity, cwd=str(workspace)))
         ledger = LedgerBuilder(SPINE)

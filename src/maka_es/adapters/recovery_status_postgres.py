@@ -14,7 +14,6 @@ the second one's stale position is refused by ``check_position`` (ADR 0028).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,30 +25,17 @@ from psycopg import sql
 
 from maka_es import failpoints
 from maka_es.adapters.postgres_faults import typed_pg_faults
-from maka_es.adapters.recovery_status_sqlite import SCHEMA_VERSION
-from maka_es.recovery.status_store import (
-    INSIDE_COMMIT_FAILPOINT,
-    RunRecoveryStatus,
-    check_position,
+from maka_es.adapters.recovery_status_rows import (
+    SCHEMA_VERSION,
+    STATUS_COLUMNS,
+    check_fetched_position,
+    row_from_values,
+    row_values,
+    stream_link_values,
 )
+from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RunRecoveryStatus
 
 __all__ = ["PostgresRecoveryStatusStore"]
-
-_STATUS_COLUMNS = (
-    "run_id",
-    "session_id",
-    "header_status",
-    "terminal_event",
-    "header_matches_terminal",
-    "resume_disposition",
-    "resume_reasons",
-    "unsettled_operations",
-    "claim_state",
-    "claim_id",
-    "sealed_by",
-    "high_water",
-    "needs_attention",
-)
 
 _TABLES = ("recovery_status", "recovery_streams", "recovery_claims", "recovery_tracking")
 
@@ -73,30 +59,6 @@ _SCHEMA = (
     " id integer PRIMARY KEY CHECK (id = 1), schema_version integer NOT NULL,"
     " position bigint NOT NULL)",
 )
-
-
-def _row_values(row: RunRecoveryStatus) -> tuple[Any, ...]:
-    return (
-        row.run_id,
-        row.session_id,
-        row.header_status,
-        row.terminal_event,
-        row.header_matches_terminal,
-        row.resume_disposition,
-        json.dumps(list(row.resume_reasons), separators=(",", ":")),
-        row.unsettled_operations,
-        row.claim_state,
-        row.claim_id,
-        row.sealed_by,
-        row.high_water,
-        row.needs_attention,
-    )
-
-
-def _row_from_db(values: Sequence[Any]) -> RunRecoveryStatus:
-    data = dict(zip(_STATUS_COLUMNS, values, strict=True))
-    data["resume_reasons"] = json.loads(data["resume_reasons"])
-    return RunRecoveryStatus.from_json(data)
 
 
 class PostgresRecoveryStatusStore:
@@ -205,9 +167,9 @@ class PostgresRecoveryStatusStore:
         claim_targets: Mapping[str, str] | None = None,
         expected_position: int | None = None,
     ) -> None:
-        columns = ", ".join(_STATUS_COLUMNS)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in _STATUS_COLUMNS[1:])
-        marks = ", ".join("%s" for _ in _STATUS_COLUMNS)
+        columns = ", ".join(STATUS_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in STATUS_COLUMNS[1:])
+        marks = ", ".join("%s" for _ in STATUS_COLUMNS)
         with self._transaction() as cur:
             cur.execute(
                 self._q(
@@ -215,20 +177,20 @@ class PostgresRecoveryStatusStore:
                 )
             )
             found = cur.fetchone()
-            check_position(0 if found is None else int(found[0]), position, expected_position)
+            check_fetched_position(found, position, expected_position)
             cur.executemany(
                 self._q(
                     f"INSERT INTO {{s}}.maka_es_recovery_status ({columns}) VALUES ({marks}) "
                     f"ON CONFLICT (run_id) DO UPDATE SET {updates}"
                 ),
-                [_row_values(row) for row in rows],
+                [row_values(row) for row in rows],
             )
             cur.executemany(
                 self._q(
                     "INSERT INTO {s}.maka_es_recovery_streams (stream_id, run_id) "
                     "VALUES (%s, %s) ON CONFLICT DO NOTHING"
                 ),
-                [(str(stream_id), run_id) for stream_id, run_id in stream_map_additions.items()],
+                stream_link_values(stream_map_additions),
             )
             cur.executemany(
                 self._q(
@@ -244,13 +206,13 @@ class PostgresRecoveryStatusStore:
             failpoints.hit(INSIDE_COMMIT_FAILPOINT)
 
     def _select_rows(self, where: str = "") -> list[RunRecoveryStatus]:
-        text = f"SELECT {', '.join(_STATUS_COLUMNS)} FROM {{s}}.maka_es_recovery_status {where}"
-        return [_row_from_db(values) for values in self._query(f"{text} ORDER BY seq")]
+        text = f"SELECT {', '.join(STATUS_COLUMNS)} FROM {{s}}.maka_es_recovery_status {where}"
+        return [row_from_values(values) for values in self._query(f"{text} ORDER BY seq")]
 
     def get(self, run_id: str) -> RunRecoveryStatus | None:
-        text = f"SELECT {', '.join(_STATUS_COLUMNS)} FROM {{s}}.maka_es_recovery_status"
+        text = f"SELECT {', '.join(STATUS_COLUMNS)} FROM {{s}}.maka_es_recovery_status"
         found = self._query(f"{text} WHERE run_id = %s", (run_id,))
-        return _row_from_db(found[0]) if found else None
+        return row_from_values(found[0]) if found else None
 
     def all(self) -> list[RunRecoveryStatus]:
         return self._select_rows()

@@ -14,7 +14,6 @@ tables instead of migrating them.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,34 +22,18 @@ from typing import Any
 from uuid import UUID
 
 from maka_es import failpoints
-from maka_es.adapters.sqlite_faults import typed_store_faults
-from maka_es.recovery.status_store import (
-    INSIDE_COMMIT_FAILPOINT,
-    RunRecoveryStatus,
-    check_position,
+from maka_es.adapters.recovery_status_rows import (
+    SCHEMA_VERSION,
+    STATUS_COLUMNS,
+    check_fetched_position,
+    row_from_values,
+    row_values,
+    stream_link_values,
 )
+from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RunRecoveryStatus
 
 __all__ = ["SCHEMA_VERSION", "SqliteRecoveryStatusStore"]
-
-#: Bump when the tables change shape or a row's meaning changes: the read model is then dropped
-#: and rebuilt from scratch. 2: a terminal header without a terminal event needs attention.
-SCHEMA_VERSION = 2
-
-_STATUS_COLUMNS = (
-    "run_id",
-    "session_id",
-    "header_status",
-    "terminal_event",
-    "header_matches_terminal",
-    "resume_disposition",
-    "resume_reasons",
-    "unsettled_operations",
-    "claim_state",
-    "claim_id",
-    "sealed_by",
-    "high_water",
-    "needs_attention",
-)
 
 _TABLES = (
     "maka_es_recovery_status",
@@ -95,40 +78,16 @@ CREATE TABLE IF NOT EXISTS maka_es_recovery_tracking (
 """
 
 _UPSERT_ROW = (
-    f"INSERT INTO maka_es_recovery_status ({', '.join(_STATUS_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _STATUS_COLUMNS)}) "
+    f"INSERT INTO maka_es_recovery_status ({', '.join(STATUS_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in STATUS_COLUMNS)}) "
     "ON CONFLICT (run_id) DO UPDATE SET "
-    + ", ".join(f"{column} = excluded.{column}" for column in _STATUS_COLUMNS[1:])
+    + ", ".join(f"{column} = excluded.{column}" for column in STATUS_COLUMNS[1:])
 )
 
-_SELECT_ROWS = f"SELECT {', '.join(_STATUS_COLUMNS)} FROM maka_es_recovery_status"
+_SELECT_ROWS = f"SELECT {', '.join(STATUS_COLUMNS)} FROM maka_es_recovery_status"
 
 #: SQLite's default limit on host parameters is 999 on old builds: chunk ``IN (...)`` lists.
 _IN_CHUNK = 500
-
-
-def _row_values(row: RunRecoveryStatus) -> tuple[Any, ...]:
-    return (
-        row.run_id,
-        row.session_id,
-        row.header_status,
-        int(row.terminal_event),
-        int(row.header_matches_terminal),
-        row.resume_disposition,
-        json.dumps(list(row.resume_reasons), separators=(",", ":")),
-        row.unsettled_operations,
-        row.claim_state,
-        row.claim_id,
-        row.sealed_by,
-        row.high_water,
-        int(row.needs_attention),
-    )
-
-
-def _row_from_db(values: Sequence[Any]) -> RunRecoveryStatus:
-    data = dict(zip(_STATUS_COLUMNS, values, strict=True))
-    data["resume_reasons"] = json.loads(data["resume_reasons"])
-    return RunRecoveryStatus.from_json(data)
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -259,11 +218,11 @@ class SqliteRecoveryStatusStore:
         with self._transaction() as cur:
             cur.execute("SELECT position FROM maka_es_recovery_tracking WHERE id = 1")
             found = cur.fetchone()
-            check_position(0 if found is None else int(found[0]), position, expected_position)
-            cur.executemany(_UPSERT_ROW, [_row_values(row) for row in rows])
+            check_fetched_position(found, position, expected_position)
+            cur.executemany(_UPSERT_ROW, [row_values(row) for row in rows])
             cur.executemany(
                 "INSERT OR IGNORE INTO maka_es_recovery_streams (stream_id, run_id) VALUES (?, ?)",
-                [(str(stream_id), run_id) for stream_id, run_id in stream_map_additions.items()],
+                stream_link_values(stream_map_additions),
             )
             cur.executemany(
                 "INSERT OR IGNORE INTO maka_es_recovery_claims (claim_id, target_run_id) "
@@ -277,14 +236,14 @@ class SqliteRecoveryStatusStore:
 
     def get(self, run_id: str) -> RunRecoveryStatus | None:
         found = self._query(f"{_SELECT_ROWS} WHERE run_id = ?", (run_id,))
-        return _row_from_db(found[0]) if found else None
+        return row_from_values(found[0]) if found else None
 
     def all(self) -> list[RunRecoveryStatus]:
-        return [_row_from_db(values) for values in self._query(f"{_SELECT_ROWS} ORDER BY rowid")]
+        return [row_from_values(values) for values in self._query(f"{_SELECT_ROWS} ORDER BY rowid")]
 
     def needing_attention(self) -> list[RunRecoveryStatus]:
         return [
-            _row_from_db(values)
+            row_from_values(values)
             for values in self._query(f"{_SELECT_ROWS} WHERE needs_attention = 1 ORDER BY rowid")
         ]
 

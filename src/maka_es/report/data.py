@@ -12,29 +12,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.recovery.fork import ForkReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["ForkEdge", "PlanFailure", "ReportData", "ReportKind", "RunData"]
+__all__ = ["PlanFailure", "ReportData", "ReportKind", "RunData"]
 
 ReportKind = Literal["run", "session"]
-
-
-@dataclass(frozen=True, slots=True)
-class ForkEdge:
-    """The provenance an operator fork recorded (ADR 0022): who abandoned which call, and why."""
-
-    source_run_id: str
-    fork_run_id: str
-    claim_id: str
-    high_water: int
-    abandoned_operation_id: str
-    actor: str
-    note: str
-    forked_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +42,8 @@ class RunData:
     resolution: Resolution
     resume_plan: ResumePlan | PlanFailure
     continuation_plan: ContinuationPlan | PlanFailure
-    fork: ForkEdge | None = None
+    #: The provenance an operator fork recorded (ADR 0022), as the fork service reports it.
+    fork: ForkReport | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ from typing import TypeVar
 from maka_es.app_api import RuntimeApi
 from maka_es.errors import MakaError
 from maka_es.ledger.faults import STORE_FAULTS
-from maka_es.report.data import ForkEdge, PlanFailure, ReportData, RunData
+from maka_es.recovery.fork import ForkReport
+from maka_es.report.data import PlanFailure, ReportData, RunData
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["read_run_report", "read_session_report"]
@@ -80,20 +81,9 @@ def _plan(planner: Callable[[], _Plan]) -> _Plan | PlanFailure:
         return PlanFailure(exc.code, str(exc))
 
 
-def _fork(app: RuntimeApi, header: RunHeader) -> ForkEdge | None:
+def _fork(app: RuntimeApi, header: RunHeader) -> ForkReport | None:
+    """Only a V2 edge can name a fork claim; an ordinary continuation has no provenance."""
     edge = header.continuation_source
     if not isinstance(edge, ContinuationSourceV2):
         return None
-    report = app.run_forks.provenance(edge.claim_id)
-    if report is None:
-        return None
-    return ForkEdge(
-        source_run_id=report.source_run_id,
-        fork_run_id=report.fork_run_id,
-        claim_id=report.claim_id,
-        high_water=report.high_water,
-        abandoned_operation_id=report.abandoned_operation_id,
-        actor=report.actor,
-        note=report.note,
-        forked_at=report.forked_at,
-    )
+    return app.run_forks.provenance(edge.claim_id)

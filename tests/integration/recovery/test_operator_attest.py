@@ -11,7 +11,6 @@ import threading
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
@@ -31,28 +30,10 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.testing.store_probe import store_snapshot
-from maka_es.tooljournal.runtime import Tool, ToolContext
+from tests.support.send_tool import RESULT, Killed, send_tool
 
 NOW = 1_700_000_000_000
 IDENTITY = "workspace:v1:3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99"
-RESULT = {"kind": "text", "text": "sent 1 message"}
-
-
-class Killed(BaseException):
-    """Stands for the process dying inside the tool: no T2 is written."""
-
-
-class Send(BaseModel):
-    to: str
-
-
-def _send_tool(dies: bool) -> Tool[Send]:
-    def run(args: Send, context: ToolContext) -> dict[str, Any]:
-        if dies:
-            raise Killed
-        return RESULT
-
-    return Tool("Send", Send, run, recovery_mode="never_auto_retry")
 
 
 def _open(db: str, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
@@ -62,7 +43,7 @@ def _open(db: str, clock_ms: int = NOW, **kwargs: Any) -> RuntimeApplication:
 def _interrupted(db: str) -> str:
     """A run whose ``never_auto_retry`` Send died after T1; its operation id."""
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
-    with _open(db, tools=[_send_tool(dies=True)]) as app:
+    with _open(db, tools=[send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
@@ -177,7 +158,7 @@ def test_refusals_are_typed_and_leave_the_store_unchanged(
 
 def test_only_an_indeterminate_operation_is_attestable(store_url: str) -> None:
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
-    with _open(store_url, tools=[_send_tool(dies=False)]) as app:
+    with _open(store_url, tools=[send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)

@@ -12,7 +12,6 @@ import threading
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
@@ -21,35 +20,17 @@ from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.telemetry import RecordingTelemetrySink, RunForkedEvent, Telemetry
 from maka_es.errors import CodecInputError, MakaError, RunForkRefusedError
 from maka_es.testing.store_probe import store_snapshot
-from maka_es.tooljournal.runtime import Tool, ToolContext
+from tests.support.send_tool import Killed, send_tool
 
 NOW = 1_700_000_000_000
 LATER = NOW + 60_000  # the operator forks after the restart
 IDENTITY = "workspace:v1:3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a99"
-RESULT = {"kind": "text", "text": "sent 1 message"}
 SPINE = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
 OBSERVATION = HostObservation(
     workspace_identity=IDENTITY,
     background_operations_settled=True,
     available_tool_names=("Send",),
 )
-
-
-class Killed(BaseException):
-    """Stands for the process dying inside the tool: no T2 is written."""
-
-
-class Send(BaseModel):
-    to: str
-
-
-def _send_tool(dies: bool) -> Tool[Send]:
-    def run(args: Send, context: ToolContext) -> dict[str, Any]:
-        if dies:
-            raise Killed
-        return RESULT
-
-    return Tool("Send", Send, run, recovery_mode="never_auto_retry")
 
 
 def _ids() -> Any:
@@ -73,7 +54,7 @@ def _continuing(db: str, **kwargs: Any) -> RuntimeApplication:
 
 def _parked(db: str) -> str:
     """A run whose ``never_auto_retry`` Send died after T1, sealed by recovery; its op id."""
-    with _open(db, tools=[_send_tool(dies=True)]) as app:
+    with _open(db, tools=[send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)
@@ -90,7 +71,7 @@ def _parked(db: str) -> str:
 
 def _completed(db: str) -> str:
     """A run whose Send completed, then ended: both a fork and a continuation are possible."""
-    with _open(db, tools=[_send_tool(dies=False)]) as app:
+    with _open(db, tools=[send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)

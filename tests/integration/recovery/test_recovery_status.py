@@ -40,13 +40,13 @@ from maka_es.continuation.claim import (
     continuation_start_event,
 )
 from maka_es.errors import MakaError
-from maka_es.ledger.run import Run
 from maka_es.recovery.status import (
     RecoveryStatusConflictError,
     RecoveryStatusProjector,
     RecoveryStatusStore,
     RunRecoveryStatus,
 )
+from tests.support.run_loads import count_loads
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
@@ -117,19 +117,6 @@ def projector(app: RuntimeApplication, store: RecoveryStatusStore) -> RecoverySt
 def _disarm_failpoints() -> Iterator[None]:
     yield
     failpoints.disarm()
-
-
-def count_loads(app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every run the application loads from now on (the projector's recompute)."""
-    loaded: list[str] = []
-    original: Callable[[str], Run] = app._store.load_run
-
-    def load(run_id: str) -> Run:
-        loaded.append(run_id)
-        return original(run_id)
-
-    monkeypatch.setattr(app._store, "load_run", load)
-    return loaded
 
 
 def row(projector: RecoveryStatusProjector, run_id: str) -> RunRecoveryStatus:

@@ -9,7 +9,7 @@ wait for the next batch instead of stretching the transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from eventsourcing.persistence import Notification
 from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.ledger.run import Run
+from tests.support.run_loads import count_loads
 
 
 def spine(run_id: str) -> Spine:
@@ -30,19 +30,6 @@ def start_run(app: RuntimeApplication, run_id: str) -> LedgerBuilder:
     ledger = LedgerBuilder(spine(run_id), prefix=f"{run_id}-e")
     app.append_events(run_id, [ledger.user(marker=True)])
     return ledger
-
-
-def count_loads(app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The probe: every run the application loads from now on."""
-    loaded: list[str] = []
-    original: Callable[[str], Run] = app._store.load_run
-
-    def load(run_id: str) -> Run:
-        loaded.append(run_id)
-        return original(run_id)
-
-    monkeypatch.setattr(app._store, "load_run", load)
-    return loaded
 
 
 def last_id(app: RuntimeApplication) -> int:

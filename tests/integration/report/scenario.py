@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
-from maka_es.tooljournal.runtime import Tool, ToolContext
+from tests.support.send_tool import Killed, send_tool
 
 NOW = 1_700_000_000_000
 LATER = NOW + 60_000
@@ -28,29 +27,14 @@ HOSTILE = (
     "</pre></details><script>window.__pwned = 1</script>"
     '<img src=x onerror="window.__pwned = 2"> "quoted" & done'
 )
+#: What the fork's Send (to ops) returns.
+SENT_TO_OPS = {"kind": "text", "text": "sent to ops"}
 SPINE = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
 OBSERVATION = HostObservation(
     workspace_identity=IDENTITY,
     background_operations_settled=True,
     available_tool_names=("Send",),
 )
-
-
-class Killed(BaseException):
-    """Stands for the process dying inside the tool: no T2 is written."""
-
-
-class Send(BaseModel):
-    to: str
-
-
-def send_tool(*, dies: bool) -> Tool[Send]:
-    def run(args: Send, context: ToolContext) -> dict[str, Any]:
-        if dies:
-            raise Killed
-        return {"kind": "text", "text": f"sent to {args.to}"}
-
-    return Tool("Send", Send, run, recovery_mode="never_auto_retry")
 
 
 def _ids() -> Any:
@@ -99,7 +83,7 @@ def _crash(db: Path) -> str:
 def build_store(db: Path) -> Store:
     """Crash, recover, fork, run the fork (one tool call), continue the fork."""
     operation = _crash(db)
-    with open_app(db, tools=[send_tool(dies=False)]) as app:
+    with open_app(db, tools=[send_tool(dies=False, result=SENT_TO_OPS)]) as app:
         fork = app.fork_run("r1", before_operation=operation, actor="alice", note="not sent?")
         call = {"kind": "function_call", "id": "c2", "name": "Send", "args": {"to": "ops"}}
         provider = ScriptedProvider(
