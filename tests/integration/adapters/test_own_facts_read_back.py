@@ -49,7 +49,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
     decodes a stored row with ``decode_recorded_event``, trusted or strict, ADR 0025)."""
     seen: list[str] = []
-    original = run_state.decode_recorded_event
+    original = run_state.decode_recorded_event  # type: ignore[attr-defined]  # patched below
 
     def counting(fact: RuntimeEventRecorded) -> RuntimeEvent:
         event = original(fact)
