@@ -1,11 +1,20 @@
 """Phase 1a stateful suite: continuation eligibility is deterministic and read-only over
-generated prefixes and host facts (see ``maka_es.testing.continuation_machine``)."""
+generated prefixes and host facts, on each real store (a SQLite file, a PostgreSQL schema); see
+``maka_es.testing.continuation_machine``."""
 
 from __future__ import annotations
 
 from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
 
 from maka_es.testing.continuation_machine import ContinuationEligibilityMachine
+from maka_es.testing.store_probe import FreshStore
 
-ContinuationEligibilityMachine.TestCase.settings = settings(stateful_step_count=20)
-TestContinuationEligibilityOnSqlite = ContinuationEligibilityMachine.TestCase
+
+def test_continuation_eligibility_machine(
+    fresh_store: FreshStore, machine_settings: settings
+) -> None:
+    run_state_machine_as_test(
+        ContinuationEligibilityMachine.on_store(fresh_store),
+        settings=settings(machine_settings, stateful_step_count=20),
+    )

@@ -1,11 +1,18 @@
 """ToolRuntime stateful suite: calls, simulated crashes (drop the application mid-call and
-reopen the SQLite file) and recoveries interleaved; see ``maka_es.testing.tool_machine``."""
+reopen the store) and recoveries interleaved, on each real store (a SQLite file, a PostgreSQL
+schema); see ``maka_es.testing.tool_machine``."""
 
 from __future__ import annotations
 
 from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
 
+from maka_es.testing.store_probe import FreshStore
 from maka_es.testing.tool_machine import ToolRecoveryMachine
 
-ToolRecoveryMachine.TestCase.settings = settings(stateful_step_count=20)
-TestToolRecoveryOnSqlite = ToolRecoveryMachine.TestCase
+
+def test_tool_recovery_machine(fresh_store: FreshStore, machine_settings: settings) -> None:
+    run_state_machine_as_test(
+        ToolRecoveryMachine.on_store(fresh_store),
+        settings=settings(machine_settings, stateful_step_count=20),
+    )

@@ -28,7 +28,7 @@ from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostObservation
 from maka_es.errors import MakaError
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
 
 WORKSPACES = (
     "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69",
@@ -56,6 +56,14 @@ class _MutableInspector:
 class ContinuationEligibilityMachine(RuleBasedStateMachine):
     #: The host's tool names; ``for_tools`` gives a machine class over your own.
     tool_names: ClassVar[tuple[str, ...]] = ("Bash", "Read")
+    #: Where each example's store lives (``on_store`` changes it); default a SQLite file.
+    fresh_store: ClassVar[FreshStore] = staticmethod(sqlite_store_in)
+
+    @classmethod
+    def on_store(cls, fresh_store: FreshStore) -> type[ContinuationEligibilityMachine]:
+        """A machine class whose examples each run on ``fresh_store(workdir)`` (an empty store,
+        e.g. a PostgreSQL schema whose tables were cleared; ADR 0028)."""
+        return type(f"{cls.__name__}OnStore", (cls,), {"fresh_store": staticmethod(fresh_store)})
 
     @classmethod
     def for_tools(cls, tool_names: tuple[str, ...]) -> type[ContinuationEligibilityMachine]:
@@ -68,6 +76,7 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-continuation-"))
+        self.store = type(self).fresh_store(self.workdir)
         self.inspector = _MutableInspector(self.tool_names)
         self.app = self.make_app(self.workdir)
         self.app.open_session("s1", "/workspace")
@@ -78,7 +87,7 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
     def make_app(self, workdir: Path) -> RuntimeApplication:
         self._ids = itertools.count()
         return RuntimeApplication.open(
-            str(workdir / "runtime.sqlite"),
+            self.store,
             env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
             id_factory=lambda: f"fresh-{next(self._ids)}",
             host_inspector=self.inspector,

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -37,7 +37,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import Spine, run_header
 from maka_es.errors import MakaError
 from maka_es.resume.plan import build_resume_plan
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -53,10 +53,19 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
     """Drives one run of a real application; see the module docstring."""
 
     spine = Spine()
+    #: Where each example's store lives (``on_store`` changes it); default a SQLite file.
+    fresh_store: ClassVar[FreshStore] = staticmethod(sqlite_store_in)
+
+    @classmethod
+    def on_store(cls, fresh_store: FreshStore) -> type[ResumeLedgerMachine]:
+        """A machine class whose examples each run on ``fresh_store(workdir)`` (an empty store,
+        e.g. a PostgreSQL schema whose tables were cleared; ADR 0028)."""
+        return type(f"{cls.__name__}OnStore", (cls,), {"fresh_store": staticmethod(fresh_store)})
 
     def __init__(self) -> None:
         super().__init__()
         self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-stateful-"))
+        self.store = type(self).fresh_store(self.workdir)
         self.app = self.make_app(self.workdir)
         self.app.open_session(self.spine.session_id, "/workspace")
         self.app.create_run(self.header())
@@ -70,8 +79,8 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
     # -- extension points -----------------------------------------------------------------------
 
     def make_app(self, workdir: Path) -> RuntimeApplication:
-        """The application under test; default: a real SQLite file in ``workdir``."""
-        return RuntimeApplication.open_sqlite(str(workdir / "runtime.sqlite"))
+        """The application under test: on ``self.store`` (default a SQLite file in ``workdir``)."""
+        return RuntimeApplication.open(self.store)
 
     def header(self) -> dict[str, Any]:
         return run_header(self.spine)

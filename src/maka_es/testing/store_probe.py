@@ -8,10 +8,20 @@ SQLite file, the bytes of the database and its WAL. Compare snapshots before and
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from maka_es.app import RuntimeApplication
+
+#: Gives the store setting (``RuntimeApplication.open``) of an empty store for one example of a
+#: state machine; the machines' ``on_store`` takes one (a PostgreSQL schema, say).
+FreshStore = Callable[[Path], str]
+
+
+def sqlite_store_in(workdir: Path) -> str:
+    """The machines' default fresh store: a new SQLite file in the example's ``workdir``."""
+    return str(workdir / "runtime.sqlite")
 
 
 @dataclass(frozen=True)

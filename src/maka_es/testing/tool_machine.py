@@ -36,6 +36,7 @@ from maka_es.adapters.file_write import file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.store_probe import FreshStore, sqlite_store_in
 from maka_es.tooljournal.runtime import BEFORE_T2, Tool, ToolContext, ToolResult, ToolRuntime
 
 
@@ -90,6 +91,14 @@ def default_catalogue(workdir: Path) -> list[ToolUnderTest]:
 class ToolRecoveryMachine(RuleBasedStateMachine):
     #: The tools under test; ``for_tools`` gives a machine class over your own.
     catalogue: ClassVar[ToolCatalogue] = staticmethod(default_catalogue)
+    #: Where each example's store lives (``on_store`` changes it); default a SQLite file.
+    fresh_store: ClassVar[FreshStore] = staticmethod(sqlite_store_in)
+
+    @classmethod
+    def on_store(cls, fresh_store: FreshStore) -> type[ToolRecoveryMachine]:
+        """A machine class whose examples each run on ``fresh_store(workdir)`` (an empty store,
+        e.g. a PostgreSQL schema whose tables were cleared; ADR 0028)."""
+        return type(f"{cls.__name__}OnStore", (cls,), {"fresh_store": staticmethod(fresh_store)})
 
     @classmethod
     def for_tools(cls, catalogue: ToolCatalogue) -> type[ToolRecoveryMachine]:
@@ -99,6 +108,7 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.workdir = Path(tempfile.mkdtemp(prefix="maka-es-tools-"))
+        self.store = type(self).fresh_store(self.workdir)
         self.tools: Mapping[str, ToolUnderTest] = {
             entry.tool.name: entry for entry in type(self).catalogue(self.workdir)
         }
@@ -115,7 +125,7 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
         self.sealed = False
 
     def make_app(self, workdir: Path) -> RuntimeApplication:
-        return RuntimeApplication.open_sqlite(str(workdir / "runtime.sqlite"))
+        return RuntimeApplication.open(self.store)
 
     def teardown(self) -> None:
         failpoints.disarm(BEFORE_T2)
