@@ -1,9 +1,9 @@
 """docs/benchmarks.md: every figure against its target, the environment, and for each missed
 target the top of a pyinstrument profile of that workload.
 
-Why the "what would fix it" line is a marked placeholder: a generator can say where the time
-goes (the top frames by self time) but not what to change; that sentence is for a person who
-reads the profile, and it must not be invented here (ADR 0027).
+Why two lines per missed target: a generator can say where the time goes (the top frames by
+self time) but not what to change; that sentence comes from the engineers who read the
+profiles (``bench/analysis.py``), and is never invented here (ADR 0027).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from bench.analysis import fix_for
 from bench.core import Figure, Stats
 
 if TYPE_CHECKING:  # the profiler is in the bench extra; rendering a table needs no profiler
@@ -63,7 +64,7 @@ def _self_times(frame: Frame, into: dict[str, float]) -> None:
 
 
 def profile_of(prepare: Callable[[], Callable[[], object]]) -> tuple[str, str]:
-    """(the top of the call tree as text, the placeholder naming the top frames)."""
+    """(the top of the call tree as text, a line naming the top frames by self time)."""
     from pyinstrument import Profiler
 
     action = prepare()
@@ -82,11 +83,10 @@ def profile_of(prepare: Callable[[], Callable[[], object]]) -> tuple[str, str]:
         f"{name} {seconds / total:.0%}" if total else name
         for name, seconds in sorted(counts.items(), key=lambda kv: -kv[1])[:TOP_FRAMES]
     )
-    fix = (
-        "**What would fix it** (placeholder, generated: to be replaced by a person reading "
-        f"this profile): most self time is in {top or 'no sampled frame'}."
+    where = (
+        f"**Where the time goes** (generated): most self time is in {top or 'no sampled frame'}."
     )
-    return "\n".join(lines), fix
+    return "\n".join(lines), where
 
 
 def missed_sections(figures: Sequence[Figure]) -> list[str]:
@@ -97,8 +97,20 @@ def missed_sections(figures: Sequence[Figure]) -> list[str]:
         if f.met is not False or f.profile is None or f.group in seen:
             continue
         seen.add(f.group)
-        text, fix = profile_of(f.profile)
-        out += [f"### Missed: {f.group} — {f.label}", "", fix, "", "```text", text, "```", ""]
+        text, where = profile_of(f.profile)
+        fix = f"**What would fix it:** {fix_for(f.group)}"
+        out += [
+            f"### Missed: {f.group} — {f.label}",
+            "",
+            where,
+            "",
+            fix,
+            "",
+            "```text",
+            text,
+            "```",
+            "",
+        ]
     return out
 
 
