@@ -8,14 +8,20 @@ own schema (ADR 0028)."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import psycopg
+from hypothesis import settings
 
 from maka_es.adapters.store_url import is_postgres_url
+from maka_es.testing.store_probe import FreshStore, sqlite_store_in
 
 __all__ = [
+    "PG_MAX_EXAMPLES",
+    "fresh_store_for",
+    "hypothesis_settings_for",
     "all_rows",
     "drop_events_table",
     "event_rows",
@@ -104,3 +110,39 @@ def all_rows(store: str) -> dict[str, list[str]]:
         }
     finally:
         connection.close()
+
+
+#: Examples per PostgreSQL test, at most: each example clears the schema and opens a pool, so
+#: the second store keeps the suite's added time small; SQLite keeps the profile's count.
+PG_MAX_EXAMPLES = 8
+
+
+def _emptied_schema(store_url: str) -> FreshStore:
+    """Clears every table of the test's schema (kept, not recreated: cheaper per example)."""
+    server, schema = pg_server_and_schema(store_url)
+
+    def fresh(workdir: Path) -> str:
+        with psycopg.connect(server, autocommit=True) as conn:
+            tables = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+            ).fetchall()
+            if tables:
+                names = ", ".join(f'"{schema}"."{name}"' for (name,) in tables)
+                conn.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        return store_url
+
+    return fresh
+
+
+def fresh_store_for(store_url: str) -> FreshStore:
+    """Per Hypothesis example: a new SQLite file in the example's workdir, or the test's
+    PostgreSQL schema emptied."""
+    return _emptied_schema(store_url) if is_postgres_url(store_url) else sqlite_store_in
+
+
+def hypothesis_settings_for(store_url: str) -> settings:
+    """The active profile, with fewer examples on PostgreSQL (see ``PG_MAX_EXAMPLES``)."""
+    current = settings()
+    if not is_postgres_url(store_url):
+        return current
+    return settings(current, max_examples=min(current.max_examples, PG_MAX_EXAMPLES))
