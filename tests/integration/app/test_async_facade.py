@@ -1,14 +1,13 @@
 """The asyncio facade (issue 11 §7): concurrent turns on different runs under asyncio on a
-real SQLite file, the event loop kept free during store I/O, an async provider and an async
-tool driving a continuation end to end. Driven with ``asyncio.run`` in plain tests (no
-pytest plugin)."""
+real store (a SQLite file and a PostgreSQL schema), the event loop kept free during store
+I/O, an async provider and an async tool driving a continuation end to end. Driven with
+``asyncio.run`` in plain tests (no pytest plugin)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import threading
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -42,16 +41,16 @@ async def one_agent(facade: AsyncRuntimeApplication, n: int) -> list[int]:
     return high_waters
 
 
-def test_concurrent_turns_on_different_runs_all_land(db_path: Path) -> None:
+def test_concurrent_turns_on_different_runs_all_land(store_url: str) -> None:
     async def main() -> list[list[int]]:
-        async with AsyncRuntimeApplication(RuntimeApplication.open_sqlite(str(db_path))) as aio:
+        async with AsyncRuntimeApplication(RuntimeApplication.open(store_url)) as aio:
             await aio.open_session("s1", "/workspace")
             return await asyncio.gather(*(one_agent(aio, n) for n in range(RUNS)))
 
     results = asyncio.run(main())
 
     assert results == [list(range(1, TURNS + 1))] * RUNS
-    reopened = RuntimeApplication.open_sqlite(str(db_path))
+    reopened = RuntimeApplication.open(store_url)
     try:
         for n in range(RUNS):
             events = reopened.read_run_events(f"r{n}")
@@ -63,7 +62,7 @@ def test_concurrent_turns_on_different_runs_all_land(db_path: Path) -> None:
         reopened.close()
 
 
-def test_the_event_loop_keeps_ticking_during_a_long_append_batch(db_path: Path) -> None:
+def test_the_event_loop_keeps_ticking_during_a_long_append_batch(store_url: str) -> None:
     loop_thread: list[int] = []
     store_threads: set[int] = set()
 
@@ -82,7 +81,7 @@ def test_the_event_loop_keeps_ticking_during_a_long_append_batch(db_path: Path) 
                 ticks += 1
                 await asyncio.sleep(0)
 
-        async with AsyncRuntimeApplication(Observed.open_sqlite(str(db_path))) as aio:
+        async with AsyncRuntimeApplication(Observed.open(store_url)) as aio:
             await aio.open_session("s1", "/workspace")
             await aio.create_run(run_header(spine(0)))
             ledger = LedgerBuilder(spine(0), prefix="r0-")
@@ -128,7 +127,7 @@ class AsyncScripted:
         return self.turns.pop(0)
 
 
-def source_app(db: Path, tool_threads: list[int]) -> RuntimeApplication:
+def source_app(store: str, tool_threads: list[int]) -> RuntimeApplication:
     async def note(args: NoteArgs, context: ToolContext) -> dict[str, Any]:
         await asyncio.sleep(0)
         tool_threads.append(threading.get_ident())
@@ -141,8 +140,8 @@ def source_app(db: Path, tool_threads: list[int]) -> RuntimeApplication:
         background_operations_settled=True,
         available_tool_names=("Bash", "Note"),
     )
-    app = RuntimeApplication.open_sqlite(
-        str(db),
+    app = RuntimeApplication.open(
+        store,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         id_factory=lambda: f"new-{next(counter)}",
         host_inspector=StaticHostInspector(observation),
@@ -158,7 +157,7 @@ def source_app(db: Path, tool_threads: list[int]) -> RuntimeApplication:
     return app
 
 
-def test_an_async_provider_and_tool_drive_a_continuation_end_to_end(db_path: Path) -> None:
+def test_an_async_provider_and_tool_drive_a_continuation_end_to_end(store_url: str) -> None:
     tool_threads: list[int] = []
     provider = AsyncScripted(
         [
@@ -172,7 +171,7 @@ def test_an_async_provider_and_tool_drive_a_continuation_end_to_end(db_path: Pat
     )
 
     async def main() -> tuple[Any, int, list[str]]:
-        async with AsyncRuntimeApplication(source_app(db_path, tool_threads)) as aio:
+        async with AsyncRuntimeApplication(source_app(store_url, tool_threads)) as aio:
             plan = await aio.plan_continuation("s1")
             assert plan.disposition == "continue", plan.rejection_reasons
             outcome = await aio.execute_continuation(plan, provider)
@@ -196,14 +195,14 @@ def test_an_async_provider_and_tool_drive_a_continuation_end_to_end(db_path: Pat
     assert sum(1 for i in ids if i.endswith("_response")) == 1
 
 
-def test_an_async_provider_error_is_committed_as_the_runs_failure(db_path: Path) -> None:
+def test_an_async_provider_error_is_committed_as_the_runs_failure(store_url: str) -> None:
     class Failing:
         async def complete(self, request: ProviderRequest) -> ProviderTurn:
             await asyncio.sleep(0)
             raise ConnectionError("upstream went away")
 
     async def main() -> Any:
-        async with AsyncRuntimeApplication(source_app(db_path, [])) as aio:
+        async with AsyncRuntimeApplication(source_app(store_url, [])) as aio:
             plan = await aio.plan_continuation("s1")
             outcome = await aio.execute_continuation(plan, Failing())
             header = await aio.get_run_header(outcome.target_run_id)
@@ -216,9 +215,9 @@ def test_an_async_provider_error_is_committed_as_the_runs_failure(db_path: Path)
     assert outcome.error_class == "ConnectionError"
 
 
-def test_an_async_tool_outside_the_facade_runs_in_a_private_loop(db_path: Path) -> None:
+def test_an_async_tool_outside_the_facade_runs_in_a_private_loop(store_url: str) -> None:
     threads: list[int] = []
-    app = source_app(db_path, threads)
+    app = source_app(store_url, threads)
     try:
         app.create_run(run_header(spine(2)))
         call = LedgerBuilder(spine(2), prefix="r2-").call("c1", "Note", {"text": "sync"})

@@ -1,7 +1,8 @@
 """Store faults during continuation planning park, they never raise (issue 9 item 5).
 
-Real SQLite faults on a real file: another connection holding an exclusive lock, a table
-dropped under the planner's feet at the moment a given read happens. A fault that is not a
+Real store faults on both stores (a SQLite file and a PostgreSQL schema): a table dropped
+under the planner's feet at the moment a given read happens, and on SQLite another connection
+holding an exclusive lock on the file. A fault that is not a
 claim read parks ``source_run_unreadable`` (step 1); a claim read parks
 ``continuation_authority_unavailable`` (step 5). Neither is ever turned into a verdict about
 the data (``runtime_lineage_missing``, ``continuation_claim_repair_required``)."""
@@ -25,6 +26,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.planner import ContinuationPlanner
 from maka_es.errors import RunNotFoundError, StoreUnavailableError
 from maka_es.ledger.faults import is_store_fault, store_fault_class
+from tests.support.store_sql import drop_events_table
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 INSPECTOR = StaticHostInspector(
@@ -38,10 +40,10 @@ INSPECTOR = StaticHostInspector(
 T = TypeVar("T")
 
 
-def open_app(db: Path, **env: str) -> RuntimeApplication:
+def open_app(store: str | Path, **env: str) -> RuntimeApplication:
     counter = itertools.count(1)
-    return RuntimeApplication.open_sqlite(
-        str(db),
+    return RuntimeApplication.open(
+        str(store),
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1", "SQLITE_LOCK_TIMEOUT": "1", **env},
         id_factory=lambda: f"new-{next(counter)}",
         host_inspector=INSPECTOR,
@@ -61,10 +63,9 @@ def failed_run(app: RuntimeApplication, spine: Spine, header: dict[str, Any] | N
     return len(ledger.events)
 
 
-@pytest.fixture
-def populated(db_path: Path) -> Path:
+def populated_store(store: str) -> str:
     """A store with a failed root run r1 and its failed continuation r2 (V1 edge)."""
-    with open_app(db_path) as app:
+    with open_app(store) as app:
         app.open_session("s1", "/workspace")
         high_water = failed_run(app, Spine())
         source = {
@@ -80,23 +81,20 @@ def populated(db_path: Path) -> Path:
         )
         plan = app.plan_continuation("s1")
         assert plan.disposition == "continue", plan.diagnostics
-    return db_path
+    return store
 
 
-def drop_store_table(db: Path) -> None:
-    """Another process drops the event table (a damaged or half-migrated file)."""
-    connection = sqlite3.connect(str(db))
-    connection.execute("DROP TABLE stored_events")
-    connection.commit()
-    connection.close()
+@pytest.fixture
+def populated(store_url: str) -> str:
+    return populated_store(store_url)
 
 
-def then_drop(db: Path, read: Callable[[str], T], when: str) -> Callable[[str], T]:
+def then_drop(store: str, read: Callable[[str], T], when: str) -> Callable[[str], T]:
     """``read``, but the table disappears just before it reads ``when``."""
 
     def reading(key: str) -> T:
         if key == when:
-            drop_store_table(db)
+            drop_events_table(store)
         return read(key)
 
     return reading
@@ -125,12 +123,14 @@ def assert_parked(plan: ContinuationPlan, reason: str, error_class: str) -> None
     assert detail["errorClass"] == error_class
 
 
-def test_a_locked_database_is_a_typed_fault_and_planning_recovers_after(populated: Path) -> None:
+# SQLite only: the lock is SQLite's own file lock (PostgreSQL's lock faults: test_postgres_store).
+def test_a_locked_database_is_a_typed_fault_and_planning_recovers_after(db_path: Path) -> None:
     """Another process holds an exclusive lock: in WAL mode that lock can only be taken while
     no application has the file open, so the planner meets it when its application opens. The
     open refuses with the typed ``store_unavailable`` (never a raw sqlite3 error); once the lock
     is released the same store plans ``continue``."""
-    lock = ExclusiveLock(populated)
+    populated = populated_store(str(db_path))
+    lock = ExclusiveLock(db_path)
     try:
         with pytest.raises(StoreUnavailableError) as refused:
             open_app(populated)
@@ -143,9 +143,9 @@ def test_a_locked_database_is_a_typed_fault_and_planning_recovers_after(populate
     assert plan.disposition == "continue", plan.diagnostics
 
 
-def test_a_dropped_table_parks(populated: Path) -> None:
+def test_a_dropped_table_parks(populated: str) -> None:
     with open_app(populated) as app:
-        drop_store_table(populated)
+        drop_events_table(populated)
         assert_parked(app.plan_continuation("s1"), "source_run_unreadable", "store_schema_missing")
 
 
@@ -153,7 +153,7 @@ def _planner(app: RuntimeApplication, reader: RunReader) -> ContinuationPlanner:
     return ContinuationPlanner(reader, INSPECTOR, app.id_factory, feature_enabled=True)
 
 
-def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: Path) -> None:
+def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: str) -> None:
     with open_app(populated) as app:
         reader = RunReader(
             then_drop(populated, app.get_run_header, when="r1"),
@@ -165,7 +165,7 @@ def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: P
     assert_parked(plan, "source_run_unreadable", "store_schema_missing")
 
 
-def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: Path) -> None:
+def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: str) -> None:
     with open_app(populated) as app:
         reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs, app.get_claim)
         claim_id = _planner(app, reader).plan("s1", "/workspace", "r2").continuation
@@ -175,7 +175,7 @@ def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: Pat
     assert_parked(plan, "continuation_authority_unavailable", "store_schema_missing")
 
 
-def test_a_typed_store_error_parks_the_same_way(populated: Path) -> None:
+def test_a_typed_store_error_parks_the_same_way(populated: str) -> None:
     """The store layer may raise the library's typed ``StoreUnavailableError``: a fault, not
     "the run does not exist" and not "the ancestor is missing"."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,15 +65,15 @@ def _times(value: Any, keys: tuple[str, ...]) -> list[Any]:
 
 
 @pytest.fixture
-def app(db_path: Path) -> Any:
+def app(store_url: str) -> Any:
     observation = HostObservation(
         workspace_identity=WORKSPACE,
         workspace_path="/workspace",
         background_operations_settled=True,
         available_tool_names=("Echo",),
     )
-    application = RuntimeApplication.open_sqlite(
-        str(db_path),
+    application = RuntimeApplication.open(
+        store_url,
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         clock=FractionalClock(),
         host_inspector=StaticHostInspector(observation),

@@ -1,17 +1,16 @@
 """The claim boundary is a typed model, stored exactly as before (issue 10, item "store the
 claim boundary as a typed model").
 
-Why through the real SQLite recorder: the promise is that files written by earlier versions
-still load. So the rows here are the literal bytes earlier versions wrote (compact, key-sorted
-JSON; the boundary a camelCase object), inserted with the recorder itself, and read back through
-the application on a fresh connection.
+Why through the real recorder of each store (a SQLite file, a PostgreSQL schema): the promise is
+that stores written by earlier versions still load. So the rows here are the literal bytes
+earlier versions wrote (compact, key-sorted JSON; the boundary a camelCase object), inserted with
+the recorder itself, and read back through the application on a fresh connection; the bytes a
+claim is stored as are read from the store's own event table.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
 from eventsourcing.persistence import StoredEvent
@@ -21,6 +20,7 @@ from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, So
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import claim_stream_id
 from maka_es.testing.store_probe import store_snapshot
+from tests.support.store_sql import event_states_with_topic
 
 DIGEST_P = "sha256:" + "1" * 64
 DIGEST_M = "sha256:" + "2" * 64
@@ -55,8 +55,8 @@ def stored_state(**boundary_changes: object) -> bytes:
     return json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
 
 
-def insert_claim_row(db: Path, state: bytes) -> None:
-    app = RuntimeApplication.open_sqlite(str(db))
+def insert_claim_row(store: str, state: bytes) -> None:
+    app = RuntimeApplication.open(store)
     try:
         app.recorder.insert_events(
             [
@@ -72,9 +72,9 @@ def insert_claim_row(db: Path, state: bytes) -> None:
         app.close()
 
 
-def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(db_path: Path) -> None:
-    insert_claim_row(db_path, stored_state())
-    app = RuntimeApplication.open_sqlite(str(db_path))
+def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(store_url: str) -> None:
+    insert_claim_row(store_url, stored_state())
+    app = RuntimeApplication.open(store_url)
     try:
         claim = app.get_claim(BOUNDARY.claim_id)
     finally:
@@ -86,20 +86,13 @@ def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(db_path: 
     assert (claim.boundary.run_id, claim.boundary.high_water) == ("r1", 4)
 
 
-def test_a_claim_written_now_stores_the_same_bytes_as_before(db_path: Path) -> None:
-    app = RuntimeApplication.open_sqlite(str(db_path))
+def test_a_claim_written_now_stores_the_same_bytes_as_before(store_url: str) -> None:
+    app = RuntimeApplication.open(store_url)
     try:
         app.save(ContinuationClaim.create(BOUNDARY, TARGET, "r2-start", 2000))
     finally:
         app.close()
-    connection = sqlite3.connect(str(db_path))
-    try:
-        [(state,)] = connection.execute(
-            "SELECT state FROM stored_events WHERE topic = ?", (TOPIC,)
-        ).fetchall()
-    finally:
-        connection.close()
-    assert bytes(state) == stored_state()
+    assert event_states_with_topic(store_url, TOPIC) == [stored_state()]
 
 
 @pytest.mark.parametrize(
@@ -108,10 +101,10 @@ def test_a_claim_written_now_stores_the_same_bytes_as_before(db_path: Path) -> N
     ids=["high_water_as_text", "missing_run_id", "unknown_key"],
 )
 def test_a_malformed_stored_boundary_is_a_typed_corruption_and_nothing_is_written(
-    db_path: Path, changes: dict[str, object]
+    store_url: str, changes: dict[str, object]
 ) -> None:
-    insert_claim_row(db_path, stored_state(**changes))
-    app = RuntimeApplication.open_sqlite(str(db_path))
+    insert_claim_row(store_url, stored_state(**changes))
+    app = RuntimeApplication.open(store_url)
     try:
         before = store_snapshot(app)
         with pytest.raises(StoreCorruptionError):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.wire.events import RuntimeEvent
@@ -23,8 +24,9 @@ class HostApplication(RuntimeApplication):
         self.seen.append((run_id, [event.id for event in events]))
 
 
-def test_host_subclass_hooks_clock_and_ids(tmp_path: Path) -> None:
-    env = {"SQLITE_DBNAME": str(tmp_path / "host.sqlite")}
+def test_host_subclass_hooks_clock_and_ids(store_url: str) -> None:
+    pg = is_postgres_url(store_url)
+    env = postgres_env_from_url(store_url) if pg else {"SQLITE_DBNAME": store_url}
     with HostApplication(env) as app:
         assert app.id_factory() == "host-0"
         app.open_session("s1", "/workspace")
@@ -35,7 +37,8 @@ def test_host_subclass_hooks_clock_and_ids(tmp_path: Path) -> None:
         app.append_events("r1", ledger.events)  # exact retry: no commit, no callback
         assert app.seen == [("r1", ["e1"])]
         assert app.get_session("s1").opened_at == 42.0
-    assert (tmp_path / "host.sqlite").exists()  # SQLite is the default persistence
+    if not pg:
+        assert Path(store_url).exists()  # SQLite is the default persistence
 
 
 class KeywordOnlyHost(RuntimeApplication):
@@ -46,14 +49,18 @@ class KeywordOnlyHost(RuntimeApplication):
         super().__init__(**kwargs)
 
 
-def test_constructors_pass_env_by_keyword(tmp_path: Path) -> None:
-    db = tmp_path / "host.sqlite"
-    with KeywordOnlyHost.open_sqlite(str(db), clock=lambda: 7.0) as app:
+def test_constructors_pass_env_by_keyword(store_url: str) -> None:
+    with KeywordOnlyHost.open(store_url, clock=lambda: 7.0) as app:
         assert isinstance(app, KeywordOnlyHost)
         assert app.constructed_with == ["clock", "env"]
         assert app.open_session("s1", "/workspace").opened_at == 7.0
-    with KeywordOnlyHost.open_sqlite(str(db), read_only=True) as reader:
-        assert reader.list_sessions() == ["s1"]
+    with KeywordOnlyHost.open(store_url) as again:
+        assert isinstance(again, KeywordOnlyHost)
+        assert again.constructed_with == ["env"]
+        assert again.list_sessions() == ["s1"]
+    if not is_postgres_url(store_url):  # read_only= is SQLite's mode=ro
+        with KeywordOnlyHost.open_sqlite(store_url, read_only=True) as reader:
+            assert reader.list_sessions() == ["s1"]
     with KeywordOnlyHost.in_memory(env={"AGGREGATE_CACHE_MAXSIZE": "8"}) as memory:
         assert memory.env.get("PERSISTENCE_MODULE") == "eventsourcing.popo"
         assert memory.env.get("AGGREGATE_CACHE_MAXSIZE") == "8"

@@ -1,5 +1,5 @@
-"""JSONL import into the event store (idempotent, atomic per run) and export back; a symlink
-under either root is refused before anything is imported or exported."""
+"""JSONL import into the event store (idempotent, atomic per run) and export back, on both
+stores; a symlink under either root is refused before anything is imported or exported."""
 
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ def _legacy(root: Path) -> tuple[JsonlLedger, LedgerBuilder]:
     return ledger, builder
 
 
-def test_import_is_idempotent_and_keeps_terminal_headers(tmp_path: Path, db_path: Path) -> None:
+def test_import_is_idempotent_and_keeps_terminal_headers(tmp_path: Path, store_url: str) -> None:
     ledger, builder = _legacy(tmp_path / "legacy")
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         first = import_jsonl_ledgers(app, ledger)
         assert (first.runs, first.appended, first.retried) == (2, 5, 0)
         before = store_snapshot(app)
@@ -54,10 +54,10 @@ def test_import_is_idempotent_and_keeps_terminal_headers(tmp_path: Path, db_path
         assert app.plan_resume("r1").disposition == "safe_replay"
 
 
-def test_export_round_trips_byte_identically(tmp_path: Path, db_path: Path) -> None:
+def test_export_round_trips_byte_identically(tmp_path: Path, store_url: str) -> None:
     ledger, _ = _legacy(tmp_path / "legacy")
     out = JsonlLedger(tmp_path / "export")
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         import_jsonl_ledgers(app, ledger)
         export_jsonl_run(app, out, "r1")
         rows = (tmp_path / "export/sessions/s1/runs/r1/runtime-events.jsonl").read_text()
@@ -66,7 +66,7 @@ def test_export_round_trips_byte_identically(tmp_path: Path, db_path: Path) -> N
 
 
 def test_a_run_whose_header_contradicts_its_terminal_is_refused_whole(
-    tmp_path: Path, db_path: Path
+    tmp_path: Path, store_url: str
 ) -> None:
     ledger = JsonlLedger(tmp_path / "legacy")
     builder = LedgerBuilder()
@@ -75,7 +75,7 @@ def test_a_run_whose_header_contradicts_its_terminal_is_refused_whole(
     ledger.write_header(RunHeader.model_validate(run_header(status="completed")))
     for event in builder.events:
         ledger.append(RuntimeEvent.model_validate(event))
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(MakaError) as info:
             import_jsonl_ledgers(app, ledger)
@@ -99,14 +99,14 @@ def _outside_ledger(tmp_path_factory: pytest.TempPathFactory, spine: Spine) -> O
 
 
 def test_import_refuses_a_symlinked_session_before_importing_anything(
-    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory
+    tmp_path: Path, store_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     ledger, _ = _legacy(tmp_path / "legacy")
     spine = Spine(session_id="s2", run_id="r9", invocation_id="i9", turn_id="t9")
     outside = _outside_ledger(tmp_path_factory, spine)
     (tmp_path / "legacy/sessions/s2").symlink_to(outside.path / "sessions/s2")
     before_outside, links = outside.snapshot(), symlinks_under(ledger.root)
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:
             import_jsonl_ledgers(app, ledger)
@@ -122,7 +122,7 @@ def test_import_refuses_a_symlinked_session_before_importing_anything(
 
 @pytest.mark.parametrize("name", ["run.json", "runtime-events.jsonl"])
 def test_import_refuses_a_symlinked_ledger_file_before_importing_anything(
-    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory, name: str
+    tmp_path: Path, store_url: str, tmp_path_factory: pytest.TempPathFactory, name: str
 ) -> None:
     ledger, _ = _legacy(tmp_path / "legacy")
     spine = Spine(run_id="r2", invocation_id="i2", turn_id="t2")
@@ -131,7 +131,7 @@ def test_import_refuses_a_symlinked_ledger_file_before_importing_anything(
     planted.unlink()
     planted.symlink_to(outside.path / "sessions/s1/runs/r2" / name)
     before_outside, links = outside.snapshot(), symlinks_under(ledger.root)
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:
             import_jsonl_ledgers(app, ledger)
@@ -146,7 +146,7 @@ def test_import_refuses_a_symlinked_ledger_file_before_importing_anything(
 
 @pytest.mark.parametrize("component", ["sessions/s1", "sessions/s1/runs/r1/runtime-events.jsonl"])
 def test_export_refuses_a_symlink_under_its_root(
-    tmp_path: Path, db_path: Path, tmp_path_factory: pytest.TempPathFactory, component: str
+    tmp_path: Path, store_url: str, tmp_path_factory: pytest.TempPathFactory, component: str
 ) -> None:
     ledger, _ = _legacy(tmp_path / "legacy")
     outside = _outside_ledger(tmp_path_factory, Spine())
@@ -154,7 +154,7 @@ def test_export_refuses_a_symlink_under_its_root(
     (out.root / component).parent.mkdir(parents=True)
     (out.root / component).symlink_to(outside.path / component)
     before_outside, links = outside.snapshot(), symlinks_under(out.root)
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+    with RuntimeApplication.open(store_url) as app:
         import_jsonl_ledgers(app, ledger)
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:

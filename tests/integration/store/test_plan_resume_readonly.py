@@ -1,5 +1,6 @@
 """Planning never writes: proved on a real SQLite file opened read-only (any write fails inside
-SQLite) and by comparing rows, max notification id and file bytes before and after."""
+SQLite) and, on both stores, by comparing every row of every table, the max notification id
+and (SQLite) the file bytes before and after."""
 
 from __future__ import annotations
 
@@ -7,23 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from maka_es.adapters.store_url import is_postgres_url
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.store_probe import store_snapshot
+from tests.support.store_sql import all_rows
 
 
-def _seed(db: Path) -> LedgerBuilder:
+def _seed(db: Path | str) -> LedgerBuilder:
     ledger = LedgerBuilder()
     ledger.user()
     ledger.call()
-    with RuntimeApplication.open_sqlite(str(db)) as app:
+    with RuntimeApplication.open(str(db)) as app:
         app.open_session("s1", "/workspace")
         app.create_run(run_header())
         app.append_events("r1", ledger.events)
     return ledger
 
 
+# SQLite only: the guard is SQLite's own read-only file mode (``mode=ro``).
 def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
     ledger = _seed(db_path)
     with RuntimeApplication.open_sqlite(str(db_path), read_only=True) as reader:
@@ -38,14 +42,18 @@ def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
         assert store_snapshot(reader) == before
 
 
-def test_planning_leaves_rows_and_file_bytes_unchanged(db_path: Path) -> None:
-    _seed(db_path)
-    with RuntimeApplication.open_sqlite(str(db_path)) as app:
+def test_planning_leaves_rows_and_file_bytes_unchanged(store_url: str) -> None:
+    _seed(store_url)
+    with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
-        assert before.file_digests  # the SQLite file (and WAL) are part of the evidence
+        dump = all_rows(store_url)
+        # the event rows, and on SQLite the file (and WAL) bytes, are part of the evidence
+        assert len(dump["maka_es_events" if is_postgres_url(store_url) else "stored_events"]) > 2
+        assert bool(before.file_digests) is not is_postgres_url(store_url)
         for expected in (None, 2, 3):
             app.plan_resume("r1", expected_high_water=expected)
         assert store_snapshot(app) == before
+        assert all_rows(store_url) == dump
         mismatch = app.plan_resume("r1", expected_high_water=3)
         assert list(mismatch.rejection_reasons) == [
             "runtime_offset_mismatch",

@@ -6,7 +6,8 @@ Hypothesis generates random *valid* command sequences (T1 in several recovery mo
 without metadata; a call committed during a permission wait and claimed by T1 later; T2 success
 and error; completed and parked recovery bundles; pre-T1 synthetic call/response pairs; ordinary
 text; exact retries of earlier commands; an optional terminal) and runs them through the real
-application on a SQLite file in a temporary directory created inside the test. After every
+application on each real store: a new SQLite file in a temporary directory per example, or
+the test's PostgreSQL schema emptied per example (fewer examples there). After every
 command, and again from a freshly opened application at the end, the journal state of every
 operation must agree four ways:
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maka_es.app import RuntimeApplication
@@ -41,6 +42,7 @@ from maka_es.tooljournal.operation import (
 )
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
+from tests.support.store_sql import fresh_store_for, hypothesis_settings_for
 
 SPINE = Spine()
 RUN = SPINE.run_id
@@ -246,33 +248,42 @@ def _check_equivalence(app: RuntimeApplication, model: Model) -> None:
         assert dict(operation.metadata) == model.metadata.get(operation.operation_id, {})
 
 
-@given(steps=STEPS, marker=st.booleans(), end_with_terminal=st.booleans())
-def test_online_reopen_rebuild_and_resolver_agree(
-    steps: list[tuple[str, int, bool]], marker: bool, end_with_terminal: bool
-) -> None:
+def test_online_reopen_rebuild_and_resolver_agree(store_url: str) -> None:
     """For random valid command sequences, every operation's journal state is the same online,
     after reopening, rebuilt from the events, and as implied by the resolver decision, and
     equals the modelled state; metadata round-trips; exact retries write nothing."""
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "runtime.sqlite"
-        model = Model()
-        with RuntimeApplication.open_sqlite(str(db), clock=lambda: 1_000.0) as app:
-            open_run(app, marker=T1_PROTOCOL if marker else None)
-            for kind, choice, flag in steps:
-                _run_step(app, model, kind, choice, flag)
-                _check_equivalence(app, model)
-            if end_with_terminal:
-                app.append_event(RUN, EV.terminal(status="failed"))
-                _check_equivalence(app, model)
-            online = app.tool_operations(RUN)
-            resolution = app.resolve_run(RUN)
-            snapshot = store_snapshot(app)
+    fresh_store = fresh_store_for(store_url)
 
-        with RuntimeApplication.open_sqlite(str(db)) as reopened:
-            assert reopened.tool_operations(RUN) == online
-            assert reopened.resolve_run(RUN) == resolution
-            _check_equivalence(reopened, model)
-            assert _by_operation(reopened.tool_operations(RUN)).keys() == {
-                SPINE.operation_id(call_id) for call_id in model.states
-            }
-            assert store_snapshot(reopened).rows == snapshot.rows
+    @settings(hypothesis_settings_for(store_url))
+    @given(steps=STEPS, marker=st.booleans(), end_with_terminal=st.booleans())
+    def agree(steps: list[tuple[str, int, bool]], marker: bool, end_with_terminal: bool) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            _one_sequence(fresh_store(Path(tmp)), steps, marker, end_with_terminal)
+
+    agree()
+
+
+def _one_sequence(
+    store: str, steps: list[tuple[str, int, bool]], marker: bool, end_with_terminal: bool
+) -> None:
+    model = Model()
+    with RuntimeApplication.open(store, clock=lambda: 1_000.0) as app:
+        open_run(app, marker=T1_PROTOCOL if marker else None)
+        for kind, choice, flag in steps:
+            _run_step(app, model, kind, choice, flag)
+            _check_equivalence(app, model)
+        if end_with_terminal:
+            app.append_event(RUN, EV.terminal(status="failed"))
+            _check_equivalence(app, model)
+        online = app.tool_operations(RUN)
+        resolution = app.resolve_run(RUN)
+        snapshot = store_snapshot(app)
+
+    with RuntimeApplication.open(store) as reopened:
+        assert reopened.tool_operations(RUN) == online
+        assert reopened.resolve_run(RUN) == resolution
+        _check_equivalence(reopened, model)
+        assert _by_operation(reopened.tool_operations(RUN)).keys() == {
+            SPINE.operation_id(call_id) for call_id in model.states
+        }
+        assert store_snapshot(reopened).rows == snapshot.rows
