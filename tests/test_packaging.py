@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -44,3 +46,24 @@ def test_the_testing_extra_declares_what_maka_es_testing_imports() -> None:
     assert any(requirement.startswith("hypothesis") for requirement in testing)
     installed = importlib.metadata.metadata("maka_es").get_all("Requires-Dist") or []
     assert any(r.startswith("hypothesis") and 'extra == "testing"' in r for r in installed)
+
+
+def test_the_library_imports_and_runs_on_sqlite_without_the_postgres_extra(tmp_path: Path) -> None:
+    """psycopg is the ``postgres`` extra: a host on SQLite must import and use maka_es without
+    it (the PostgreSQL read model and adapter load only when a PostgreSQL store is chosen)."""
+    script = (
+        "import sys\n"
+        "for name in ('psycopg', 'psycopg_pool', 'psycopg_binary'):\n"
+        "    sys.modules[name] = None  # any import of it now raises ImportError\n"
+        "from maka_es import RuntimeApplication\n"
+        f"app = RuntimeApplication.open({str(tmp_path / 'runtime.sqlite')!r})\n"
+        "app.open_session('s1', '/workspace')\n"
+        "app.recover()\n"
+        "app.close()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('maka_es.adapters.postgres')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
 from maka_es.adapters.recovery_status_store import (
     InMemoryRecoveryStatusStore,
     RecoveryStatusStore,
@@ -39,6 +38,10 @@ def recovery_status_store_for(env: Mapping[str, str]) -> RecoveryStatusStore:
     if module in _POPO_MODULES:
         return InMemoryRecoveryStatusStore()
     if module in _POSTGRES_MODULES:
+        # Imported here: psycopg is the ``postgres`` extra, so a SQLite host never needs it
+        # (and ``import maka_es`` does not pay for loading it).
+        from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
+
         return PostgresRecoveryStatusStore.from_env(env)
     if module in _SQLITE_MODULES:
         path = sqlite_path_from_dbname(env.get("SQLITE_DBNAME") or "")
