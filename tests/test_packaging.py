@@ -67,3 +67,24 @@ def test_the_library_imports_and_runs_on_sqlite_without_the_postgres_extra(tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_postgresql_store_without_the_extra_is_a_typed_refusal() -> None:
+    """Without psycopg a PostgreSQL URL says what to install (``store_unavailable``,
+    ``driver_missing``), never an ImportError from deep inside eventsourcing."""
+    script = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "from maka_es import RuntimeApplication\n"
+        "from maka_es.errors import StoreUnavailableError\n"
+        "try:\n"
+        "    RuntimeApplication.open('postgresql://maka:secret@127.0.0.1:1/agents')\n"
+        "except StoreUnavailableError as exc:\n"
+        "    text = str(exc)\n"
+        "    print(exc.code, exc.detail['reason'], 'secret' in text, 'maka_es[postgres]' in text)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["store_unavailable", "driver_missing", "False", "True"]

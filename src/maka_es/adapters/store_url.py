@@ -68,7 +68,22 @@ def postgres_env_from_url(store: str) -> dict[str, str]:
         if key not in _QUERY_KEYS:
             raise _bad_url(store, f"unknown parameter {key!r}")
         env[_QUERY_KEYS[key]] = value
+    _require_driver(store)
     return env
+
+
+def _require_driver(store: str) -> None:
+    """psycopg 3 and its pool are the ``postgres`` extra: without them a PostgreSQL store is a
+    typed refusal that says what to install, not an ImportError from deep in eventsourcing."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise StoreUnavailableError(
+            f"cannot open the store {redact_store_url(store)!r}: the PostgreSQL driver is not "
+            f"installed ({exc.name}); install maka_es[postgres]",
+            detail={"reason": "driver_missing", "store": redact_store_url(store)},
+        ) from exc
 
 
 def _bad_url(store: str, why: str) -> StoreUnavailableError:
