@@ -176,7 +176,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
     def open(cls, store: str, **kwargs: Any) -> RuntimeApplication:
         """An application on the store named by one setting (ADR 0028): a PostgreSQL URL
         (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.store_url``) or else a
-        SQLite path (``open_sqlite``; ``read_only=`` applies to SQLite only)."""
+        SQLite path (``open_sqlite``). ``read_only=`` is SQLite's ``mode=ro`` and is not a
+        keyword of a PostgreSQL store."""
         if not is_postgres_url(store):
             return cls.open_sqlite(store, **kwargs)
         env = postgres_env_from_url(store)
