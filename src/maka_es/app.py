@@ -62,9 +62,15 @@ from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
-from maka_es.adapters.store_url import POSTGRES_MODULE, is_postgres_url, postgres_env_from_url
+from maka_es.adapters.store_url import (
+    POSTGRES_MODULE,
+    READ_ONLY_ENV,
+    is_postgres_url,
+    postgres_env_from_url,
+)
 from maka_es.adapters.workspace_marker import workspace_identity_of
 from maka_es.app_api import RuntimeApi
+from maka_es.errors import StorePathError
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
@@ -176,11 +182,14 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
     def open(cls, store: str, **kwargs: Any) -> RuntimeApplication:
         """An application on the store named by one setting (ADR 0028): a PostgreSQL URL
         (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.store_url``) or else a
-        SQLite path (``open_sqlite``). ``read_only=`` is SQLite's ``mode=ro`` and is not a
-        keyword of a PostgreSQL store."""
+        SQLite path (``open_sqlite``). ``read_only=True`` makes every write fail in the store
+        itself: SQLite's ``mode=ro``, or PostgreSQL's ``default_transaction_read_only`` on every
+        connection (a write is then a typed ``store_unavailable``)."""
         if not is_postgres_url(store):
             return cls.open_sqlite(store, **kwargs)
         env = postgres_env_from_url(store)
+        if kwargs.pop("read_only", False):
+            env.update({READ_ONLY_ENV: "y", "CREATE_TABLE": "n"})
         env.update(kwargs.pop("env", None) or {})
         return cls(env=env, **kwargs)
 
@@ -193,6 +202,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         ``read_only=True`` opens the file with SQLite's ``mode=ro``: every write fails in SQLite
         itself, which makes it the guard for "planning never writes".
         """
+        if not str(path).strip():
+            # eventsourcing would read an empty name as "no setting" and raise a bare OSError.
+            raise StorePathError(
+                "cannot open or create a SQLite store at '': the store path is empty",
+                detail={"path": str(path), "reason": "path_empty"},
+            )
         env = {"PERSISTENCE_MODULE": "maka_es.adapters.sqlite", "SQLITE_DBNAME": str(path)}
         if read_only:
             env["SQLITE_DBNAME"] = f"file:{path}?mode=ro"

@@ -36,6 +36,7 @@ from psycopg.rows import DictRow
 
 from maka_es import failpoints
 from maka_es.adapters.postgres_faults import typed_pg_faults
+from maka_es.adapters.store_url import READ_ONLY_ENV
 from maka_es.errors import StoreOutcomeUnknownError
 
 #: Statement timeout for every connection of the store, in milliseconds (0: none).
@@ -46,6 +47,7 @@ class DurablePostgresDatastore(PostgresDatastore):
     """eventsourcing's datastore: every connection durable, every fault typed."""
 
     statement_timeout_ms = 0
+    read_only = False
 
     @property
     def where(self) -> str:
@@ -61,6 +63,8 @@ class DurablePostgresDatastore(PostgresDatastore):
             base(conn)
             conn.execute("SET synchronous_commit = on")
             conn.execute(f"SET statement_timeout = {int(datastore.statement_timeout_ms)}")
+            if datastore.read_only:
+                conn.execute("SET default_transaction_read_only = on")
 
         return after_connect
 
@@ -171,6 +175,7 @@ class Factory(es_postgres.PostgresFactory):
             enable_db_functions=False,
         )
         self.datastore.statement_timeout_ms = int(self.env.get(STATEMENT_TIMEOUT_ENV) or 0)
+        self.datastore.read_only = str(self.env.get(READ_ONLY_ENV) or "").lower() in {"y", "yes"}
         old.close()
         # Connect now, not on first use: an unreachable server refuses at open, typed.
         with self.datastore.transaction(commit=False):

@@ -18,6 +18,10 @@ from maka_es.errors import StoreUnavailableError
 __all__ = ["POSTGRES_MODULE", "is_postgres_url", "postgres_env_from_url", "redact_store_url"]
 
 POSTGRES_MODULE: Final = "maka_es.adapters.postgres"
+
+#: ``y``: every connection's transactions are read-only in the server itself, the PostgreSQL
+#: counterpart of SQLite's ``mode=ro`` (``RuntimeApplication.open(url, read_only=True)``).
+READ_ONLY_ENV: Final = "MAKA_PG_READ_ONLY"
 _SCHEMES: Final = ("postgresql", "postgres")
 
 _QUERY_KEYS: Final = {

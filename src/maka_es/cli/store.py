@@ -31,9 +31,8 @@ def open_store(store: str, *, read_only: bool = False, **kwargs: Any) -> Runtime
     store itself (``store_path_unusable``) and nothing is created.
     """
     if is_postgres(store):
-        # A PostgreSQL store has no read-only file handle; read commands still never write
-        # (they call only planning and read methods, which never save).
-        return RuntimeApplication.open(store, **kwargs)
+        # Read commands run in read-only transactions: the server itself refuses any write.
+        return RuntimeApplication.open(store, read_only=read_only, **kwargs)
     if not read_only:
         Path(store).parent.mkdir(parents=True, exist_ok=True)
     return RuntimeApplication.open_sqlite(str(Path(store)), read_only=read_only, **kwargs)

@@ -42,6 +42,25 @@ def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
         assert store_snapshot(reader) == before
 
 
+def test_read_only_open_on_each_store_plans_and_refuses_every_write(store_url: str) -> None:
+    """``open(..., read_only=True)`` on both stores: SQLite's ``mode=ro``, PostgreSQL's
+    ``default_transaction_read_only``. A write is a typed refusal inside the store itself and
+    leaves every row as it was."""
+    ledger = _seed(store_url)
+    dump = all_rows(store_url)
+    with RuntimeApplication.open(store_url, read_only=True) as reader:
+        before = store_snapshot(reader)
+        plan = reader.plan_resume("r1")
+        assert list(plan.rejection_reasons) == ["dangling_tool_state"]
+        with pytest.raises(StoreUnavailableError) as info:
+            reader.append_event("r1", ledger.model_text())
+        assert info.value.code == "store_unavailable"
+        with pytest.raises(StoreUnavailableError):
+            reader.open_session("s2", "/workspace")
+        assert store_snapshot(reader) == before
+    assert all_rows(store_url) == dump
+
+
 def test_planning_leaves_rows_and_file_bytes_unchanged(store_url: str) -> None:
     _seed(store_url)
     with RuntimeApplication.open(store_url) as app:

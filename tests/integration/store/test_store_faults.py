@@ -405,6 +405,21 @@ def test_open_sqlite_where_no_store_can_be_names_the_path(
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
 
 
+@pytest.mark.parametrize("setting", ["", "   "])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_an_empty_store_setting_is_a_typed_refusal_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, read_only: bool
+) -> None:
+    """``open("")`` (an unset variable spliced into a setting) is ``store_path_unusable``, not
+    eventsourcing's bare ``OSError`` about a missing environment key."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StorePathError) as info:
+        RuntimeApplication.open(setting, read_only=read_only)
+    assert info.value.code == "store_path_unusable"
+    assert info.value.detail == {"path": setting, "reason": "path_empty"}
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_recovery_status_store_where_no_store_can_be_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "missing-dir" / "store.sqlite"
     with pytest.raises(StorePathError) as info:
