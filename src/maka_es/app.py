@@ -70,12 +70,12 @@ from maka_es.adapters.store_url import (
 )
 from maka_es.adapters.workspace_marker import workspace_identity_of
 from maka_es.app_api import RuntimeApi
-from maka_es.errors import StorePathError
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
+from maka_es.errors import StorePathError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
