@@ -9,9 +9,9 @@ library changes, and a store written by older code is not the store today's code
 The key of an entry is a digest of: its kind and parameters; the text of every ``*.py`` file of
 the installed ``maka_es`` package (the whole library, since any module may change what is
 stored: models, codec, mapper, recorder); the bench modules that drive the writing
-(``WRITERS``); and the versions of Python, SQLite, eventsourcing and pydantic. Any change to
-one of them names a different entry, so a stale fixture is never reused; an older entry of the
-same kind and parameters is removed when the new one is stored.
+(``WRITERS``, plus the kind's own builder); and the versions of Python, SQLite, eventsourcing
+and pydantic. Any change to one of them names a different entry, so a stale fixture is never
+reused; an older entry of the same kind and parameters is removed when the new one is stored.
 """
 
 from __future__ import annotations
@@ -30,22 +30,26 @@ from typing import Any
 import maka_es
 
 BENCH = Path(__file__).resolve().parent
-#: The bench modules whose code decides what a fixture holds.
-WRITERS = ("cache.py", "fixtures.py", "stores.py", "recovery_store.py")
+#: The bench modules whose code decides what a fixture holds (a kind may name more).
+WRITERS = ("cache.py", "fixtures.py", "stores.py")
 MANIFEST = "manifest.json"
 
 
-def source_files(package: Path, bench: Path = BENCH) -> list[Path]:
-    """The files whose text is hashed into every key, in a stable order."""
+def source_files(
+    package: Path, bench: Path = BENCH, writers: tuple[str, ...] = WRITERS
+) -> list[Path]:
+    """The files whose text is hashed into a key, in a stable order."""
     library = sorted(package.rglob("*.py"))
-    return [*library, *(bench / name for name in WRITERS)]
+    return [*library, *(bench / name for name in sorted(writers))]
 
 
-def code_digest(package: Path | None = None, bench: Path = BENCH) -> str:
+def code_digest(
+    package: Path | None = None, bench: Path = BENCH, writers: tuple[str, ...] = WRITERS
+) -> str:
     """sha256 over the library's and the fixture writers' source text, with their paths."""
     root = package or Path(maka_es.__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in source_files(root, bench):
+    for path in source_files(root, bench, writers):
         name = path.relative_to(root) if path.is_relative_to(root) else Path("bench", path.name)
         digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -82,6 +86,7 @@ def cached(
     params: Mapping[str, Any],
     build: Callable[[Path], None],
     *,
+    writers: tuple[str, ...] = WRITERS,
     digest: str | None = None,
 ) -> tuple[Path, float | None]:
     """The folder of the entry for ``(kind, params)``, built by ``build(folder)`` if missing.
@@ -90,20 +95,22 @@ def cached(
     The folder appears only once complete (built under a temporary name, then renamed), so an
     interrupted build is never taken for a fixture.
     """
-    name = entry_name(kind, params, digest)
+    name = entry_name(kind, params, digest or code_digest(writers=writers))
     folder = cache / name
     if (folder / MANIFEST).is_file():
         return folder, None
     cache.mkdir(parents=True, exist_ok=True)
+    same_params = name.rsplit("-", 1)[0] + "-*"
+    for left in cache.glob(f".partial-{same_params}"):  # an interrupted build's leftovers
+        shutil.rmtree(left, ignore_errors=True)
     partial = cache / f".partial-{name}"
-    shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     began = time.perf_counter()
     build(partial)
     seconds = time.perf_counter() - began
     manifest = {"kind": kind, "params": dict(params), "build_s": round(seconds, 1)}
     (partial / MANIFEST).write_text(json.dumps({**manifest, "versions": versions()}, indent=1))
-    for stale in cache.glob(name.rsplit("-", 1)[0] + "-*"):
+    for stale in cache.glob(same_params):
         shutil.rmtree(stale, ignore_errors=True)
     partial.rename(folder)
     return folder, seconds

@@ -8,7 +8,8 @@ Why it is built this way (docs/adr/0027-benchmark-method.md, "Fixtures"):
 * runs are grouped into sessions of ``RUNS_PER_SESSION`` (a host has many sessions; a
   session per group also lets writers in several processes never contend on one session);
 * the groups are written by a pool of child processes into the one SQLite file (each
-  import's validation and decision is CPU; SQLite serialises the saves themselves);
+  import's validation and decision is CPU; SQLite serialises the saves themselves); a write
+  that lost a race on the shared host lease is retried, as the library asks;
 * the result is kept in the bench cache (``bench/cache.py``), keyed by the shape and the code.
 
 The layout is fixed by the shape alone (run ``r<n>`` is in session ``s<n // 100>``; the last
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from itertools import repeat
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from bench.fixtures import import_run
 from bench.stores import open_app
+from maka_es.errors import ConcurrentWriteError
 
 RUNS_PER_SESSION = 100
 STORE = "maka.sqlite"
@@ -62,17 +64,35 @@ def write_group(path: str, shape: Shape, numbers: range) -> int:
         session = f"s{numbers.start // RUNS_PER_SESSION}"
         for n in numbers:
             broken = shape.interrupted(n)
-            import_run(
-                app,
-                f"r{n}",
-                shape.events_per_run,
-                interrupted=broken,
-                terminal=not broken,
-                session=session,
+            retrying(
+                lambda n=n, broken=broken: import_run(  # type: ignore[misc]
+                    app,
+                    f"r{n}",
+                    shape.events_per_run,
+                    interrupted=broken,
+                    terminal=not broken,
+                    session=session,
+                )
             )
     finally:
         app.close()
     return len(numbers)
+
+
+def retrying(write: Callable[[], None], attempts: int = 5) -> None:
+    """``write`` again when it lost a race (``ConcurrentWriteError``: nothing was saved).
+
+    The writers share this host's lease stream (one host id, as the processes of one host
+    do), so two renewals that fall due together conflict; the library's answer is "retry".
+    A retried import is idempotent: a run already saved gains no event.
+    """
+    for attempt in range(attempts):
+        try:
+            write()
+            return
+        except ConcurrentWriteError:
+            if attempt == attempts - 1:
+                raise
 
 
 def build(folder: Path, shape: Shape, *, scratch: Path, workers: int) -> None:

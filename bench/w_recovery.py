@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.cache import MANIFEST, cached
+from bench.cache import MANIFEST, WRITERS, cached
 from bench.core import Config, Figure, Stats, Target, timed
 from bench.fixtures import import_run
 from bench.recovery_store import STORE, Shape
@@ -41,6 +41,7 @@ def build(cfg: Config, folder: Path) -> tuple[Path, Shape, str]:
         "recovery",
         shape.params(),
         lambda into: build_store(into, shape, scratch=scratch, workers=cfg.fixture_workers),
+        writers=(*WRITERS, "recovery_store.py"),
     )
     manifest = json.loads((cached_at / MANIFEST).read_text())
     how = f"built in {manifest['build_s']:.0f} s by {cfg.fixture_workers} processes" + (

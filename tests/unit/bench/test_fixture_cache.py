@@ -33,7 +33,13 @@ def test_the_digest_changes_with_any_library_module_or_fixture_writer(
     assert code_digest(package, bench) == before  # stable while nothing changes
     (package / "ledger" / "run.py").write_text("def apply(): return 1\n")
     after_library = code_digest(package, bench)
+    writers = (*WRITERS, "recovery_store.py")
+    (bench / "recovery_store.py").write_text("# its own builder\n")
+    assert code_digest(package, bench) == after_library  # not a writer of every kind
+    with_builder = code_digest(package, bench, writers)
     (bench / "recovery_store.py").write_text("# changed\n")
+    assert code_digest(package, bench, writers) != with_builder
+    (bench / "fixtures.py").write_text("# changed\n")
     after_writer = code_digest(package, bench)
     (package / "ledger" / "snapshot.py").write_text("\n")  # a new module counts too
     after_new_module = code_digest(package, bench)
@@ -99,7 +105,8 @@ def test_a_build_that_failed_leaves_no_entry(tmp_path: Path) -> None:
         cached(tmp_path, "recovery", {"runs": 10}, broken, digest="v1")
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".partial")] == []
     calls: list[Path] = []
-    folder, built = cached(tmp_path, "recovery", {"runs": 10}, _builder(calls), digest="v1")
+    folder, built = cached(tmp_path, "recovery", {"runs": 10}, _builder(calls), digest="v2")
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # the leftovers are gone
     assert built is not None
     assert len(calls) == 1
     assert (folder / "maka.sqlite").read_text() == "store"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.recovery_store import RUNS_PER_SESSION, STORE, Shape, build
+from bench.recovery_store import RUNS_PER_SESSION, STORE, Shape, build, retrying
 from bench.stores import open_app
+from maka_es.errors import ConcurrentWriteError
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +63,24 @@ def test_the_layout_depends_on_the_shape_alone() -> None:
     assert shape.interrupted_count() == 100  # 1% of 10k
     assert Shape(runs=20, events_per_run=10).interrupted_count() == 1  # a small store has one
     assert shape.params() == {"runs": 10_000, "events_per_run": 100, "runs_per_session": 100}
+
+
+def test_a_write_that_lost_a_race_is_retried_then_the_error_stands() -> None:
+    tries: list[int] = []
+
+    def loses_twice() -> None:
+        tries.append(1)
+        if len(tries) < 3:
+            raise ConcurrentWriteError("session s1 changed concurrently; retry")
+
+    retrying(loses_twice)
+    assert len(tries) == 3
+
+    def always_loses() -> None:
+        tries.append(1)
+        raise ConcurrentWriteError("session s1 changed concurrently; retry")
+
+    tries.clear()
+    with pytest.raises(ConcurrentWriteError):
+        retrying(always_loses, attempts=4)
+    assert len(tries) == 4
