@@ -44,8 +44,10 @@ def build(cfg: Config, folder: Path) -> tuple[Path, Shape, str]:
         writers=(*WRITERS, "recovery_store.py"),
     )
     manifest = json.loads((cached_at / MANIFEST).read_text())
-    how = f"built in {manifest['build_s']:.0f} s by {cfg.fixture_workers} processes" + (
-        "" if built_s is not None else ", reused from build/bench-cache"
+    how = f"built in {manifest['build_s']:.0f} s" + (
+        f" by {cfg.fixture_workers} processes"
+        if built_s is not None
+        else " (an earlier run), reused from build/bench-cache"
     )
     print(f"fixture: recovery store {how}", flush=True)
     folder.mkdir(parents=True, exist_ok=True)
