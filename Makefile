@@ -58,7 +58,7 @@ docs: $(STAMP) ## Build the documentation site into site/ (strict: a broken link
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	@echo "open site/index.html"
 
-bench: $(BENCH_STAMP) ## Measure against the raw floor, LangGraph and DBOS; writes docs/benchmarks.md (ADR 0027)
+bench: $(BENCH_STAMP) ## Measure against the raw floor, LangGraph and DBOS at the issue's sizes; writes docs/benchmarks.md; fixtures cached in build/bench-cache (ADR 0027)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 bench-quick: $(BENCH_STAMP) ## About a minute of the same workloads, small sizes; writes a temp file

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shutil
 import sys
 import tempfile
@@ -39,6 +40,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "reps": 5,
         "heavy_reps": 2,
         "budget_s": 120.0,
+        "size_cap_s": 600.0,
         "step_batch": 20,
         "history_sizes": (100, 100_000),
         "plan_sizes": (1_000, 10_000, 100_000, 1_000_000),
@@ -51,6 +53,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "reps": 3,
         "heavy_reps": 2,
         "budget_s": 30.0,
+        "size_cap_s": 60.0,
         "step_batch": 10,
         "history_sizes": (100, 2_000),
         "plan_sizes": (1_000, 10_000),
@@ -63,6 +66,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "reps": 2,
         "heavy_reps": 1,
         "budget_s": 10.0,
+        "size_cap_s": 20.0,
         "step_batch": 3,
         "history_sizes": (20, 200),
         "plan_sizes": (100, 1_000),
@@ -83,6 +87,7 @@ def config(size: str, scratch: Path) -> Config:
         workdir=scratch / "disk",
         tmpfs=tmpfs,
         cache=ROOT / "build" / "bench-cache",
+        fixture_workers=max(1, min(2, os.cpu_count() or 1)),
         **SIZES[size],
     )
 
@@ -121,6 +126,10 @@ def main(argv: list[str]) -> int:
                 f"; **partial: not run yet: {', '.join(left)}**" if left else "; complete"
             )
             out.write_text(render(figures, env, note, cfg.notes, profiles))
+        total = time.perf_counter() - started
+        print(f"total wall time: {total:.0f} s", flush=True)
+        env += f"; total wall time of this run {total:.0f} s"
+        out.write_text(render(figures, env, note, cfg.notes, profiles))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if cfg.tmpfs is not None:

@@ -89,6 +89,11 @@ class Config:
     resume_steps: int
     #: seconds a workload may spend before it stops adding repetitions or sizes
     budget_s: float = 600.0
+    #: seconds one pass of one size may be projected to take before that size is not run
+    #: (and named in the notes): what bounds the 1M-event plan and the long recovery run
+    size_cap_s: float = 600.0
+    #: child processes that write the recovery store (bench/recovery_store.py)
+    fixture_workers: int = 2
     #: what was measured smaller or fewer times than asked, and why (printed in the report)
     notes: list[str] = field(default_factory=list)
 

@@ -4,22 +4,26 @@ Why builders and ``import_run``: a run of 100k events written one tool step at a
 spend minutes in fsyncs before the first figure. ``import_run`` takes a whole run in ONE
 save through the same gates as live writes, so the stored facts are the ones a host's steps
 would have left. The event JSON for the plan-scaling workload is cached on disk under
-``build/bench-cache/<maka_es version>/`` (it depends only on the builders).
+``build/bench-cache/`` (bench/cache.py: keyed by the size and the code that writes it).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import maka_es
+from bench.cache import cached
 from bench.stores import SESSION, spine, tool_call
 from maka_es import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.builders import Spine as SpineT
 
 Wire = dict[str, Any]
+T = TypeVar("T")
 
 
 def ledger(run: SpineT, size: int, *, journaled: bool, terminal: bool = False) -> list[Wire]:
@@ -55,12 +59,14 @@ def import_run(
     *,
     interrupted: bool = False,
     terminal: bool = False,
+    session: str = SESSION,
 ) -> None:
     """One run of ``size`` events: imported in one save, then, when ``interrupted``, a T1
-    with no T2 (its call and dispatch are the last two events)."""
-    if SESSION not in app.list_sessions():
-        app.open_session(SESSION, "/workspace")
-    run = spine(run_id)
+    with no T2 (its call and dispatch are the last two events).
+
+    The import registers the run in ``session`` and opens the session if it is new; asking
+    the store for its sessions first would scan every stored fact once per run."""
+    run = spine(run_id, session)
     overrides: dict[str, Any] = {}
     if terminal:
         overrides = {"status": "completed", "completedAt": 2000, "updatedAt": 2000}
@@ -70,16 +76,41 @@ def import_run(
         app.commit_tool_prepared(run_id, tool_call(run, size), recovery_mode="never_auto_retry")
 
 
+LEDGER = "ledger.jsonl"
+
+
+def write_ledger(folder: Path, size: int) -> None:
+    """``size`` events of one journaled run, one JSON object a line, into ``folder``."""
+    events = ledger(spine("scale"), size, journaled=True)
+    with (folder / LEDGER).open("w") as out:
+        for event in events:
+            out.write(json.dumps(event, separators=(",", ":")) + "\n")
+
+
+def ledger_path(cache: Path, size: int, *, child: bool = False) -> Path:
+    """The cached JSONL corpus of ``size`` events (bench/cache.py), written if missing; in a
+    child process when ``child`` (a 1M-event builder holds gigabytes the bench should not
+    keep)."""
+
+    def build(folder: Path) -> None:
+        if child:
+            in_child(write_ledger, folder, size)
+        else:
+            write_ledger(folder, size)
+
+    folder, built_s = cached(cache, f"ledger-{size}", {"size": size}, build)
+    if built_s is not None:
+        print(f"fixture: {size:,}-event corpus written in {built_s:.1f} s", flush=True)
+    return folder / LEDGER
+
+
 def ledger_lines(cache: Path, size: int) -> list[str]:
-    """``size`` events of one run as JSON lines, cached by maka_es version."""
-    path = cache / maka_es.__version__ / f"ledger-{size}.jsonl"
-    if path.exists():
-        return path.read_text().splitlines()
-    lines = [
-        json.dumps(e, separators=(",", ":")) for e in ledger(spine("scale"), size, journaled=True)
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(path)
-    return lines
+    """``size`` events of one run as JSON lines (cached, keyed by the code that writes them)."""
+    return ledger_path(cache, size).read_text().splitlines()
+
+
+def in_child(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a fresh interpreter (spawn): its memory is returned when it ends."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(func, *args).result()

@@ -37,8 +37,8 @@ def open_app(path: Path, **kwargs: Any) -> RuntimeApplication:
     return RuntimeApplication.open_sqlite(str(path), tools=[ECHO], **kwargs)
 
 
-def spine(run_id: str) -> Spine:
-    return Spine(session_id=SESSION, invocation_id=f"inv-{run_id}", run_id=run_id, turn_id="t1")
+def spine(run_id: str, session: str = SESSION) -> Spine:
+    return Spine(session_id=session, invocation_id=f"inv-{run_id}", run_id=run_id, turn_id="t1")
 
 
 def start_run(app: RuntimeApplication, run_id: str, *, marker: bool = True) -> Spine:

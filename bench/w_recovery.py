@@ -9,61 +9,51 @@
    own, brought current first); a fresh application recovers it (target: at most 1 s), against
    one short run written since on the big store.
 
-The big store is built once on tmpfs (no fsync wait) and copied to disk for the measurement.
+The big store is written by the library on tmpfs (no fsync wait) by a pool of processes and
+kept in the bench cache, keyed by its shape and the code (bench/recovery_store.py,
+bench/cache.py); each run measures a fresh copy of it on disk.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.cache import MANIFEST, WRITERS, cached
 from bench.core import Config, Figure, Stats, Target, timed
 from bench.fixtures import import_run
+from bench.recovery_store import STORE, Shape
+from bench.recovery_store import build as build_store
 from bench.stores import open_app
 
 GROUP = "5. startup recovery"
 
 
-def build(cfg: Config, folder: Path) -> tuple[Path, int]:
-    """The big store, built where it is fast and copied into ``folder``."""
+def build(cfg: Config, folder: Path) -> tuple[Path, Shape, str]:
+    """A copy in ``folder`` of the cached big store (built first if the cache has none for
+    this shape and code); what it holds, and how long building it took."""
+    shape = Shape(cfg.recovery_runs, cfg.recovery_events_per_run)
     scratch = (cfg.tmpfs or cfg.workdir) / "recovery-build"
-    scratch.mkdir(parents=True, exist_ok=True)
-    app = open_app(scratch / "maka.sqlite")
-    runs, n, began = cfg.recovery_runs, 0, time.perf_counter()
-    while n < runs:
-        interrupted = n % 100 == 99 or (runs < 100 and n == 0)
-        import_run(
-            app,
-            f"r{n}",
-            cfg.recovery_events_per_run,
-            interrupted=interrupted,
-            terminal=not interrupted,
-        )
-        n += 1
-        if n == 100 and runs > 100:
-            runs = affordable_runs(cfg, (time.perf_counter() - began) / 100)
-    app.close()
-    folder.mkdir(parents=True, exist_ok=True)
-    for item in scratch.iterdir():
-        shutil.copy(item, folder / item.name)
-    shutil.rmtree(scratch)
-    return folder / "maka.sqlite", runs
-
-
-def affordable_runs(cfg: Config, per_run_s: float) -> int:
-    """All the runs asked for, unless building them (projected from the first 100) would take
-    over a third of the budget: then as many hundreds as fit, named in the report's notes."""
-    fit = max(100, int(cfg.budget_s / 3 / per_run_s) // 100 * 100)
-    if fit >= cfg.recovery_runs:
-        return cfg.recovery_runs
-    cfg.notes.append(
-        f"recovery store built with {fit:,} runs, not {cfg.recovery_runs:,}: "
-        f"building all of them was projected at {per_run_s * cfg.recovery_runs:.0f} s "
-        f"({per_run_s * 1e3:.0f} ms per run), over a third of the workload budget"
+    cached_at, built_s = cached(
+        cfg.cache,
+        "recovery",
+        shape.params(),
+        lambda into: build_store(into, shape, scratch=scratch, workers=cfg.fixture_workers),
+        writers=(*WRITERS, "recovery_store.py"),
     )
-    return fit
+    manifest = json.loads((cached_at / MANIFEST).read_text())
+    how = f"built in {manifest['build_s']:.0f} s" + (
+        f" by {cfg.fixture_workers} processes"
+        if built_s is not None
+        else " (an earlier run), reused from build/bench-cache"
+    )
+    print(f"fixture: recovery store {how}", flush=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in cached_at.glob(f"{STORE}*"):
+        shutil.copy(item, folder / item.name)
+    return folder / STORE, shape, how
 
 
 def recover(path: Path) -> float:
@@ -82,8 +72,8 @@ def write_runs(path: Path, prefix: str, runs: int, size: int) -> None:
 
 
 def run(cfg: Config) -> list[Figure]:
-    path, runs = build(cfg, cfg.workdir / "recovery")
-    per_run = cfg.recovery_events_per_run
+    path, shape, how = build(cfg, cfg.workdir / "recovery")
+    runs, per_run = shape.runs, shape.events_per_run
     first = recover(path)
     late = max(1, runs // 100)
     write_runs(path, "late", late, per_run)
@@ -97,7 +87,7 @@ def run(cfg: Config) -> list[Figure]:
             f"recovery, status table never brought up to date: {size}",
             Stats.of([first]),
             "s",
-            "fresh application",
+            f"fresh application; store {how}",
         ),
         Figure(
             GROUP,
@@ -108,11 +98,11 @@ def run(cfg: Config) -> list[Figure]:
         ),
     ]
     projected = short * cfg.long_run_events / per_run
-    if projected > cfg.budget_s:
+    if projected > cfg.size_cap_s:
         cfg.notes.append(
             f"recovery of one {cfg.long_run_events:,}-event run not run: projected "
             f"at least {projected:.0f} s (linearly from one {per_run}-event run), "
-            f"over the workload budget ({cfg.budget_s:.0f} s): its target is not measured"
+            f"over the size cap ({cfg.size_cap_s:.0f} s): its target is not measured"
         )
         return figures
     long = [recover_long(path, cfg)]

@@ -83,6 +83,7 @@ def test_every_size_names_every_config_field_and_only_postgres_may_be_empty() ->
         "reps",
         "heavy_reps",
         "budget_s",
+        "size_cap_s",
         "step_batch",
         "history_sizes",
         "plan_sizes",
