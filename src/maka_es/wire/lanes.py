@@ -151,6 +151,8 @@ def _system_fact_problem(
     return None
 
 
+_TOOL_CONTENT = (FunctionCallContent, FunctionResponseContent)
+
 #: The classification of an event in a lane without conflict: one frozen instance per lane
 #: (most events of a run are ordinary; the fold classifies every one).
 _CLEAN: dict[str, LaneClassification] = {lane: LaneClassification(lane) for lane in get_args(Lane)}
@@ -158,6 +160,8 @@ _CLEAN: dict[str, LaneClassification] = {lane: LaneClassification(lane) for lane
 
 def classify_lane(event: RuntimeEvent) -> LaneClassification:
     """Classify ``event`` into exactly one lane, or report a ``semantic_lane_conflict``."""
+    if event.actions is None and not isinstance(event.content, _TOOL_CONTENT):
+        return _CLEAN["ordinary"]  # no trigger can fire: most events of a run
     lanes = _triggers(event)
     if not lanes:
         return _CLEAN["ordinary"]
