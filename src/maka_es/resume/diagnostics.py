@@ -21,7 +21,7 @@ from maka_es.resume.models import (
     ToolOperation,
 )
 from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import FunctionResponseContent, RuntimeEvent
 
 __all__ = [
     "HiddenPendingCall",
@@ -173,8 +173,12 @@ def _unmatched_results(
     """Step 6: committed visible results with no matching call, or naming another tool."""
     by_call_id = {operation.tool_call_id: operation for operation in operations}
     for event in events:
-        response = event.function_response
-        if event.partial or event.is_hidden or response is None:
+        response = event.content
+        if (
+            not isinstance(response, FunctionResponseContent)
+            or event.partial
+            or event.model_visibility == "hidden"
+        ):
             continue
         matched = by_call_id.get(response.id)
         if matched is None:

@@ -13,7 +13,6 @@ imply, are built in ``maka_es.resume.diagnostics``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 from maka_es.resume.diagnostics import (
@@ -74,9 +73,9 @@ def _operation_status(
 def _visible_calls_by_event_id(events: Sequence[RuntimeEvent]) -> dict[str, FunctionCallContent]:
     calls: dict[str, FunctionCallContent] = {}
     for event in events:
-        call = event.function_call
-        if call is not None and not event.is_hidden:
-            calls[event.id] = call
+        content = event.content
+        if isinstance(content, FunctionCallContent) and event.model_visibility != "hidden":
+            calls[event.id] = content
     return calls
 
 
@@ -96,7 +95,7 @@ def _operations(
             ToolOperation(
                 tool_call_id=decision.tool_call_id,
                 tool_name=call.name,
-                args=copy.deepcopy(call.args),
+                args=call.args,  # validation copies JSON containers: never the event's own
                 status=status,
                 call_runtime_event_id=decision.call_runtime_event_id,
                 response_runtime_event_id=decision.response_runtime_event_id,
@@ -117,16 +116,20 @@ def _hidden_indeterminate_call_ids(
     events: Sequence[RuntimeEvent], resolution: Resolution
 ) -> list[HiddenPendingCall]:
     """``(callEventId, toolCallId, toolName)`` of indeterminate decisions whose call is hidden."""
+    indeterminate = [
+        (call_id, decision)
+        for decision in resolution.decisions
+        if decision.status == "indeterminate"
+        and (call_id := decision.call_runtime_event_id) is not None
+    ]
+    if not indeterminate:
+        return []  # the common case: no index of every event to build
     by_id = {event.id: event for event in events}
     pending: list[HiddenPendingCall] = []
-    for decision in resolution.decisions:
-        if decision.status != "indeterminate" or decision.call_runtime_event_id is None:
-            continue
-        call_event = by_id.get(decision.call_runtime_event_id)
+    for call_id, decision in indeterminate:
+        call_event = by_id.get(call_id)
         if call_event is not None and call_event.is_hidden:
-            pending.append(
-                (decision.call_runtime_event_id, decision.tool_call_id, decision.tool_name)
-            )
+            pending.append((call_id, decision.tool_call_id, decision.tool_name))
     return pending
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from maka_es.resume.models import RuntimeEventInput, decode_events
-from maka_es.wire.events import FunctionCallContent, RuntimeEvent
+from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
 
 __all__ = ["paired_call_ids", "provider_replay_subset"]
 
@@ -29,15 +29,13 @@ def paired_call_ids(events: Sequence[RuntimeEvent]) -> frozenset[str]:
     for event in events:
         if event.partial:
             continue
-        call = event.function_call
-        if call is not None:
-            calls[call.id] = call
-            continue
-        response = event.function_response
-        if response is not None:
-            earlier = calls.get(response.id)
-            if earlier is not None and earlier.name == response.name:
-                paired.add(response.id)
+        content = event.content
+        if isinstance(content, FunctionCallContent):
+            calls[content.id] = content
+        elif isinstance(content, FunctionResponseContent):
+            earlier = calls.get(content.id)
+            if earlier is not None and earlier.name == content.name:
+                paired.add(content.id)
     return frozenset(paired)
 
 
@@ -51,14 +49,11 @@ def provider_replay_subset(events: Sequence[RuntimeEventInput]) -> list[RuntimeE
     paired = paired_call_ids(decoded)
     subset: list[RuntimeEvent] = []
     for event in decoded:
-        if event.partial or event.is_hidden:
+        if event.partial or event.model_visibility == "hidden":
             continue
-        call, response = event.function_call, event.function_response
-        if call is not None:
-            if call.id in paired:
-                subset.append(event)
-        elif response is not None:
-            if response.id in paired:
+        content = event.content
+        if isinstance(content, FunctionCallContent | FunctionResponseContent):
+            if content.id in paired:
                 subset.append(event)
         else:
             subset.append(event)

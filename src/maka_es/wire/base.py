@@ -59,6 +59,13 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _unique_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``_unique_keys`` at C speed for the common case: one ``dict`` call, and only an object
+    that lost a key to a duplicate goes through ``_unique_keys`` (which names it)."""
+    result = dict(pairs)
+    return result if len(result) == len(pairs) else _unique_keys(pairs)
+
+
 def loads_js(text: str | bytes | bytearray) -> Any:
     """Parse strict JSON with the reference runtime's number semantics.
 
@@ -67,14 +74,43 @@ def loads_js(text: str | bytes | bytearray) -> Any:
     int would change the value and make the ledger fail its own re-encoding, so integers beyond
     the safe range become doubles. Refused: ``NaN``/``Infinity``, numbers that overflow a double
     (``1e400``) and duplicate object keys (the canonical writer never produces them).
+
+    Each object is built by one C ``dict`` call; only one that lost a key to a duplicate goes
+    through ``_unique_keys``, which refuses it with the same message (ADR 0034).
     """
     return json.loads(
         text,
         parse_constant=_refuse_constant,
         parse_float=_finite_float,
         parse_int=_js_int,
-        object_pairs_hook=_unique_keys,
+        object_pairs_hook=_unique_dict,
     )
+
+
+#: The shared ``fields_set`` of each shape seen (``_share_fields_set``), and their ids; bounded,
+#: so hostile input with ever new shapes cannot grow them without limit. Never evicted, so an
+#: id stays that of its set.
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+_SHARED_SET_IDS: set[int] = set()
+_FIELDS_SETS_MAX = 4096
+
+
+def _share_fields_set(model: BaseModel) -> None:
+    """Hold one ``fields_set`` per shape instead of one per instance (ADR 0034).
+
+    Why: the set pydantic builds per instance was about half of a parsed event's memory, and a
+    run holds every event. Wire models are frozen, so nothing adds to the set in place
+    (``model_copy`` copies it before it updates it).
+    """
+    own = model.__pydantic_fields_set__
+    key = frozenset(own)
+    shared = _FIELDS_SETS.get(key)
+    if shared is None:
+        if len(_FIELDS_SETS) >= _FIELDS_SETS_MAX:
+            return  # an unusual shape keeps its own set
+        shared = _FIELDS_SETS[key] = set(own)
+        _SHARED_SET_IDS.add(id(shared))
+    object.__setattr__(model, "__pydantic_fields_set__", shared)
 
 
 def _segment(key: str) -> str:
@@ -148,7 +184,7 @@ class WireModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _refuse_explicit_null(cls, data: Any) -> Any:
-        if isinstance(data, dict):
+        if isinstance(data, dict) and None in data.values():
             for key, value in data.items():
                 if value is None and key not in cls.nullable_keys:
                     field = cls.model_fields.get(key)
@@ -162,12 +198,35 @@ class WireModel(BaseModel):
                     )
         return data
 
+    #: ``(wire key, attribute)`` of each ``json_payload_keys`` entry, resolved once per class.
+    _payload_attrs: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Resolve the payload keys' attributes when the class is built, not per instance
+        (the after-validator runs for every event parsed, ADR 0034)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        by_alias = {f.alias: n for n, f in cls.model_fields.items()}
+        cls._payload_attrs = tuple((key, by_alias[key]) for key in cls.json_payload_keys)
+
     @model_validator(mode="after")
     def _strict_json_payloads(self, info: ValidationInfo) -> Self:
-        if info.context is TRUSTED_STORED:
-            return self  # canonical bytes whose digest matched (ADR 0025)
-        for key in self.json_payload_keys:
-            attr = next(n for n, f in type(self).model_fields.items() if f.alias == key)
+        """Refuse non-strict free-form JSON, then keep the instance compact (ADR 0034).
+
+        An instance whose ``fields_set`` is already a shared one passed this validator when it
+        was built (pydantic runs after-validators again on instances passed as field values,
+        e.g. every event of a ``ResumePlan``); nothing of it has changed since: it is frozen.
+        """
+        if id(self.__pydantic_fields_set__) in _SHARED_SET_IDS:
+            return self
+        if info.context is not TRUSTED_STORED:  # else canonical bytes whose digest matched
+            self._check_strict_json()
+        self._compact()
+        _share_fields_set(self)
+        return self
+
+    def _check_strict_json(self) -> None:
+        for key, attr in self._payload_attrs:
             value = getattr(self, attr)
             if value is not None or key in self.nullable_keys:
                 try:
@@ -176,7 +235,9 @@ class WireModel(BaseModel):
                     raise PydanticCustomError(
                         "non_strict_json", "{message}", {"key": key, "message": str(exc)}
                     ) from None
-        return self
+
+    def _compact(self) -> None:
+        """A subclass's hook to share repeated values of a validated instance (equal values)."""
 
     @classmethod
     def model_validate(

@@ -24,7 +24,7 @@ from typing import Final
 
 from maka_es.wire.js_text import EXACT_INT_LIMIT, has_lone_surrogate
 
-__all__ = ["PLAIN_DEPTH", "plain_canonical"]
+__all__ = ["PLAIN_DEPTH", "plain_args_body", "plain_canonical"]
 
 #: Deeper values take the exact encoder (so a cycle is declined, never followed).
 PLAIN_DEPTH: Final = 64
@@ -51,6 +51,19 @@ def plain_canonical(value: object, drop_proto: bool) -> str | None:
         return None
     text: str = _dumps(value)
     return text
+
+
+def plain_args_body(tool_name: str, args: object) -> str | None:
+    """The args-identity text ``{"args":…,"toolName":…}`` of plain ``args``; ``None`` else.
+
+    Why: ``canonical_args_hash`` validated ``args`` (one encoding) and then encoded the body
+    (a second one). Plain under the identity's rules at the body's depth implies strict JSON,
+    and the C encoder writes a dict as its sorted members' texts, so one encoding of ``args``
+    is the whole body, byte for byte (ADR 0034).
+    """
+    if not (_is_plain(tool_name, 0, True) and _is_plain(args, 1, True)):
+        return None
+    return '{"args":' + _dumps(args) + ',"toolName":' + _dumps(tool_name) + "}"
 
 
 def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 from maka_es.errors import CodecInputError
-from maka_es.wire.canonical_plain import plain_canonical
+from maka_es.wire.canonical_plain import plain_args_body, plain_canonical
 from maka_es.wire.js_text import (
     StrictJsonError,
     has_lone_surrogate,
@@ -318,8 +318,10 @@ def canonical_args_hash(tool_name: str, args: object) -> str:
         raise CodecInputError(
             "tool argument identity requires a non-empty tool name", code="tool_identity_invalid"
         )
-    _canonical(args, False)  # strict-JSON validation (``__proto__`` counts here)
-    body = _canonical({"args": args, "toolName": tool_name}, True)
+    body = plain_args_body(tool_name, args)
+    if body is None:
+        _canonical(args, False)  # strict-JSON validation (``__proto__`` counts here)
+        body = _canonical({"args": args, "toolName": tool_name}, True)
     return sha256_digest(body.encode("utf-8"))
 
 

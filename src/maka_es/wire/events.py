@@ -19,6 +19,7 @@ layer needs the same answer; the lane classification has its own module (``lanes
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -97,6 +98,9 @@ Role = Literal["user", "model", "tool", "system"]
 Author = Literal["user", "host", "agent", "tool", "system"]
 EventStatus = Literal["streaming", "completed", "failed", "aborted", "cancelled"]
 TERMINAL_EVENT_STATUSES: frozenset[str] = frozenset({"completed", "failed", "aborted", "cancelled"})
+
+#: The identity strings every event of a run repeats (``RuntimeEvent.spine``).
+_SPINE_FIELDS = ("session_id", "invocation_id", "run_id", "turn_id")
 
 
 def _finite(value: float | int, field: str) -> float | int:
@@ -224,6 +228,16 @@ class RuntimeEvent(RuntimeWireModel):
     @classmethod
     def _finite_ts(cls, value: int | float) -> int | float:
         return _finite(value, "ts")
+
+    def _compact(self) -> None:
+        """Every event of a run repeats the same four identity strings; a run held in memory
+        keeps one copy of each instead of one per event (ADR 0034). Equal values, so equality,
+        hashing and the canonical bytes are unchanged."""
+        fields = self.__dict__
+        for name in _SPINE_FIELDS:
+            value = fields[name]
+            if type(value) is str:  # a str subclass is kept as given
+                fields[name] = sys.intern(value)
 
     # -- derived predicates (docs/reference/wire.md#predicates) ---------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Literal, get_args
 
 from maka_es.wire.base import WireModel
 from maka_es.wire.events import (
@@ -151,11 +151,20 @@ def _system_fact_problem(
     return None
 
 
+_TOOL_CONTENT = (FunctionCallContent, FunctionResponseContent)
+
+#: The classification of an event in a lane without conflict: one frozen instance per lane
+#: (most events of a run are ordinary; the fold classifies every one).
+_CLEAN: dict[str, LaneClassification] = {lane: LaneClassification(lane) for lane in get_args(Lane)}
+
+
 def classify_lane(event: RuntimeEvent) -> LaneClassification:
     """Classify ``event`` into exactly one lane, or report a ``semantic_lane_conflict``."""
+    if event.actions is None and not isinstance(event.content, _TOOL_CONTENT):
+        return _CLEAN["ordinary"]  # no trigger can fire: most events of a run
     lanes = _triggers(event)
     if not lanes:
-        return LaneClassification("ordinary")
+        return _CLEAN["ordinary"]
     lane = lanes[0]
     if len(lanes) > 1:
         return LaneClassification(lane, f"event matches several tool lanes: {', '.join(lanes)}")
@@ -169,4 +178,4 @@ def classify_lane(event: RuntimeEvent) -> LaneClassification:
             problem = _system_fact_problem(event, "toolDispatch", _DISPATCH_REF_SETS)
         else:
             problem = _system_fact_problem(event, "toolRecovery", (_RECOVERY_REF_SET,))
-    return LaneClassification(lane, problem)
+    return _CLEAN[lane] if problem is None else LaneClassification(lane, problem)
