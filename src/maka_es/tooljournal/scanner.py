@@ -21,7 +21,7 @@ from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, Too
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
 from maka_es.wire.lanes import LaneClassification, classify_lane
 
-__all__ = ["ScannedOperation", "ToolScanner", "same_execution"]
+__all__ = ["EventRef", "ScannedOperation", "ToolScanner", "same_execution"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -30,30 +30,74 @@ _V = TypeVar("_V")
 MEMO_LIMIT = 64
 
 
+@dataclass(frozen=True, slots=True)
+class EventRef:
+    """What the scan reads later of one tool event, instead of the event itself.
+
+    Why compact: the scan state must survive a snapshot of the Run (ADR 0032) without holding
+    every RuntimeEvent. Later steps read only the id, the physical position, the execution
+    spine, the ``refs`` binding and a response's ``is_error``; the full event is kept while it
+    is in memory (``event``) and, when it is not (a state restored from a snapshot), the rare
+    readers that need it (a recovery bundle's interpretation, a dispatch's args hash) get it
+    by position from the scanner's ``event_at``.
+    """
+
+    id: str
+    position: int
+    identity: tuple[str, str, str, str]
+    refs: tuple[str | None, str | None] | None
+    is_error: bool = False
+    event: RuntimeEvent | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, event: RuntimeEvent, position: int) -> EventRef:
+        refs = event.refs
+        response = event.function_response
+        return cls(
+            event.id,
+            position,
+            event.identity,
+            None if refs is None else (refs.operation_id, refs.tool_call_id),
+            response is not None and response.is_error is True,
+            event,
+        )
+
+    def bound_to(self, operation_id: str | None, tool_call_id: str) -> bool:
+        """The ref's ``refs`` name this operation id and provider call id."""
+        refs = self.refs
+        return refs is not None and refs[0] == operation_id and refs[1] == tool_call_id
+
+
 @dataclass(slots=True, eq=False)
 class ScannedOperation:
     """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
 
     Mutable and private to the resolver: only the scanner touches it, always through the
-    journal helpers.
+    journal helpers. It holds :class:`EventRef` records, never bare events (ADR 0032).
     """
 
     tool_call_id: str
     tool_name: str | None
     operation_id: str | None = None
-    call_event: RuntimeEvent | None = None
-    dispatch_event: RuntimeEvent | None = None
-    response_event: RuntimeEvent | None = None
-    reconcile_events: list[RuntimeEvent] = field(default_factory=list)
-    decision_events: list[RuntimeEvent] = field(default_factory=list)
+    call_event: EventRef | None = None
+    dispatch_event: EventRef | None = None
+    response_event: EventRef | None = None
+    reconcile_events: list[EventRef] = field(default_factory=list)
+    decision_events: list[EventRef] = field(default_factory=list)
     issue_codes: list[ResolverIssueCode] = field(default_factory=list)
     #: ``call_event`` was read from a row the store verified (ADR 0025): see ``_scan_dispatch``.
     call_verified: bool = False
+    #: ``(invocationId, providerToolCallId)``: the key it is registered under.
+    key: tuple[str, str] = ("", "")
 
 
-def same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
+def same_execution(first: EventRef | None, second: EventRef) -> bool:
     """Both events carry the same execution spine (session, invocation, run, turn)."""
     return first is not None and first.identity == second.identity
+
+
+def _no_event_at(position: int) -> RuntimeEvent:
+    raise LookupError(f"no event at position {position}: this scan state has no event reader")
 
 
 def _remember(memo: dict[int, _V], key: int, value: _V) -> None:
@@ -70,6 +114,7 @@ class ToolScanner:
         "_by_call",
         "_by_operation",
         "_count",
+        "event_at",
         "_lanes",
         "_marker_issues",
         "_operations",
@@ -95,6 +140,9 @@ class ToolScanner:
         self._by_call: dict[tuple[str, str], ScannedOperation] = {}
         self._by_operation: dict[str, ScannedOperation] = {}
         self._undo: list[Callable[[], None]] | None = None
+        #: The event at a physical position, for a state whose refs no longer hold their
+        #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
+        self.event_at: Callable[[int], RuntimeEvent] = _no_event_at
         # Pure results per frozen instance, kept with the instance so its id is not reused:
         # a decision's prospective check and the fold after its commit see the very same
         # event objects, so the lane and the args hash are computed once per step (ADR 0026).
@@ -110,6 +158,10 @@ class ToolScanner:
         lane = classify_lane(event)
         _remember(self._lanes, id(event), (event, lane))
         return lane
+
+    def full_event(self, ref: EventRef) -> RuntimeEvent:
+        """The event behind ``ref``: kept in memory, or read by position (ADR 0032)."""
+        return ref.event if ref.event is not None else self.event_at(ref.position)
 
     def args_hash_of(self, call: FunctionCallContent) -> str | None:
         """``hash_or_none(call.name, call.args)``, computed once per call instance while it
@@ -164,7 +216,7 @@ class ToolScanner:
         self._put(self._positions, event.id, index)
         markers = self._marker_step(event, index)
         scanned: list[ResolverIssue] = []
-        self._scan(event, scanned, verified)
+        self._scan(event, index, scanned, verified)
         return (*markers, *scanned)
 
     def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
@@ -179,7 +231,9 @@ class ToolScanner:
         self._append(self._marker_issues, issue)
         return [issue]
 
-    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
+    def _scan(
+        self, event: RuntimeEvent, index: int, out: list[ResolverIssue], verified: bool
+    ) -> None:
         if event.id in self._seen_ids:
             self._issue(out, "duplicate_event_id", event.id)
             return
@@ -199,25 +253,30 @@ class ToolScanner:
         if event.partial:
             return  # partial ordinary events never take part in tool analysis
         if lane.lane == "function_call":
-            self._scan_call(event, out, verified)
+            self._scan_call(event, EventRef.of(event, index), out, verified)
         elif lane.lane == "tool_dispatch":
-            self._scan_dispatch(event, out, verified)
+            self._scan_dispatch(event, EventRef.of(event, index), out, verified)
         elif lane.lane == "function_response":
-            self._scan_response(event, out)
+            self._scan_response(event, EventRef.of(event, index), out)
         elif lane.lane in ("reconcile_result", "recovery_decision"):
-            self._scan_recovery_fact(event, lane.lane == "reconcile_result", out)
+            self._scan_recovery_fact(
+                event, EventRef.of(event, index), lane.lane == "reconcile_result", out
+            )
 
     def _register(self, key: tuple[str, str], operation: ScannedOperation) -> None:
+        operation.key = key  # a fresh operation: nothing to undo
         self._append(self._operations, operation)
         self._put(self._by_call, key, operation)
 
-    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
+    def _scan_call(
+        self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue], verified: bool
+    ) -> None:
         call = event.function_call
         assert call is not None
         key = (event.invocation_id, call.id)
         existing = self._by_call.get(key)
         if existing is None:
-            operation = ScannedOperation(call.id, call.name, call_event=event)
+            operation = ScannedOperation(call.id, call.name, call_event=ref)
             operation.call_verified = verified
             self._register(key, operation)
             return
@@ -225,12 +284,14 @@ class ToolScanner:
             self._issue(out, "duplicate_call", event.id, existing)
             return
         # a dispatch or response arrived first; the call completes that operation
-        self._set(existing, "call_event", event)
+        self._set(existing, "call_event", ref)
         self._set(existing, "call_verified", verified)
         if existing.tool_name != call.name:
             self._issue(out, "identity_conflict", event.id, existing)
 
-    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
+    def _scan_dispatch(
+        self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue], verified: bool
+    ) -> None:
         assert event.actions is not None
         dispatch = event.actions.tool_dispatch
         assert dispatch is not None
@@ -241,7 +302,7 @@ class ToolScanner:
                 dispatch.provider_tool_call_id,
                 dispatch.tool_name,
                 operation_id=dispatch.operation_id,
-                dispatch_event=event,
+                dispatch_event=ref,
             )
             self._register(key, operation)
             self._issue(out, "event_order_conflict", event.id, operation)
@@ -255,7 +316,7 @@ class ToolScanner:
             return
 
         self._set(operation, "operation_id", dispatch.operation_id)
-        self._set(operation, "dispatch_event", event)
+        self._set(operation, "dispatch_event", ref)
         self._put(self._by_operation, dispatch.operation_id, operation)
 
         refs = event.refs
@@ -265,7 +326,7 @@ class ToolScanner:
             or refs.operation_id != dispatch.operation_id
             or refs.tool_call_id != dispatch.provider_tool_call_id
             or (
-                operation.call_event is not None and not same_execution(operation.call_event, event)
+                operation.call_event is not None and not same_execution(operation.call_event, ref)
             )
         ):
             self._issue(out, "identity_conflict", event.id, operation)
@@ -278,13 +339,9 @@ class ToolScanner:
             # the outcome was committed before T1: impossible order, and the earlier response
             # must now also be bound to this operation
             self._issue(out, "event_order_conflict", event.id, operation)
-            response_refs = response.refs
-            if (
-                response_refs is None
-                or response_refs.operation_id != dispatch.operation_id
-                or response_refs.tool_call_id != dispatch.provider_tool_call_id
-                or not same_execution(event, response)
-            ):
+            if not response.bound_to(
+                dispatch.operation_id, dispatch.provider_tool_call_id
+            ) or not same_execution(ref, response):
                 self._issue(out, "identity_conflict", response.id, operation)
 
     def _args_hash_conflict(
@@ -296,42 +353,39 @@ class ToolScanner:
         with them, and the write that committed this dispatch was refused had the same scan
         found a conflict (every tool write is judged by the scanner before it is saved). A row
         that does not match its digest, or an event fed from outside the store, is hashed."""
-        call = operation.call_event.function_call if operation.call_event is not None else None
-        if call is None or (verified and operation.call_verified):
+        if operation.call_event is None or (verified and operation.call_verified):
+            return False
+        call = self.full_event(operation.call_event).function_call
+        if call is None:
             return False
         return self.args_hash_of(call) != args_hash
 
-    def _scan_response(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+    def _scan_response(self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue]) -> None:
         response = event.function_response
         assert response is not None
         key = (event.invocation_id, response.id)
         operation = self._by_call.get(key)
         if operation is None:
-            orphan = ScannedOperation(response.id, response.name, response_event=event)
+            orphan = ScannedOperation(response.id, response.name, response_event=ref)
             self._register(key, orphan)
             self._issue(out, "orphan_response", event.id, orphan)
             return
         if operation.response_event is not None:
             self._issue(out, "duplicate_response", event.id, operation)
             return
-        self._set(operation, "response_event", event)
-        refs = event.refs
+        self._set(operation, "response_event", ref)
         if (
             operation.tool_name != response.name
-            or not same_execution(operation.call_event, event)
+            or not same_execution(operation.call_event, ref)
             or (
                 operation.operation_id is not None
-                and (
-                    refs is None
-                    or refs.operation_id != operation.operation_id
-                    or refs.tool_call_id != operation.tool_call_id
-                )
+                and not ref.bound_to(operation.operation_id, operation.tool_call_id)
             )
         ):
             self._issue(out, "identity_conflict", event.id, operation)
 
     def _scan_recovery_fact(
-        self, event: RuntimeEvent, is_reconcile: bool, out: list[ResolverIssue]
+        self, event: RuntimeEvent, ref: EventRef, is_reconcile: bool, out: list[ResolverIssue]
     ) -> None:
         assert event.actions is not None
         fact = event.actions.tool_recovery
@@ -342,4 +396,4 @@ class ToolScanner:
             self._issue(out, "event_order_conflict", event.id)
             return
         target = operation.reconcile_events if is_reconcile else operation.decision_events
-        self._append(target, event)
+        self._append(target, ref)
