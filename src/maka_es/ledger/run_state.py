@@ -14,6 +14,7 @@ the run's history.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from maka_es.errors import StoreCorruptionError
@@ -35,7 +36,11 @@ from maka_es.tooljournal.resolver import ResolverState
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["RunState"]
+__all__ = ["HistoryReader", "RunState"]
+
+#: Reads the first ``count`` committed events of the run (event and stored payload, in order)
+#: from the ledger: how a state restored from a snapshot gets its older events (ADR 0032).
+HistoryReader = Callable[[int], Sequence[tuple[RuntimeEvent, str]]]
 
 
 class RunState:
@@ -45,12 +50,14 @@ class RunState:
         "_attestations",
         "_event_index",
         "_events",
+        "_head_ids",
+        "_history",
         "_journal",
         "_owner",
         "_payloads",
         "_resolver",
         "_sealed_by",
-        "_terminal_seq",
+        "_terminal",
         "header",
         "id",
         "version",
@@ -66,7 +73,11 @@ class RunState:
         self._events: list[RuntimeEvent] = []
         self._payloads: list[str] = []
         self._event_index: dict[str, int] = {}
-        self._terminal_seq: int | None = None
+        self._terminal: RuntimeEvent | None = None
+        # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
+        # ``_events``/``_payloads`` then hold the events after them, until first asked for.
+        self._head_ids: list[str] = []
+        self._history: HistoryReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
@@ -81,16 +92,16 @@ class RunState:
     @property
     def events(self) -> tuple[RuntimeEvent, ...]:
         """The committed ledger in order (event_seq = position + 1)."""
-        return tuple(self._events)
+        return tuple(self._materialised())
 
     @property
     def high_water(self) -> int:
         """Number of committed RuntimeEvents (the last event_seq)."""
-        return len(self._events)
+        return len(self._head_ids) + len(self._events)
 
     @property
     def terminal_event(self) -> RuntimeEvent | None:
-        return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+        return self._terminal
 
     @property
     def owner(self) -> RunOwner | None:
@@ -132,18 +143,56 @@ class RunState:
 
     def payload_at(self, event_seq: int) -> str:
         """Canonical JSON of the committed event at ``event_seq`` (1-based)."""
+        self._materialised()
         return self._payloads[event_seq - 1]
 
     def committed_payload(self, event_id: str) -> str | None:
         """Canonical JSON of the committed event ``event_id`` (``None``: not committed). Exact
         retries are recognised by comparing these bytes."""
         index = self._event_index.get(event_id)
-        return None if index is None else self._payloads[index]
+        if index is None:
+            return None
+        self._materialised()
+        return self._payloads[index]
 
     def committed_event(self, event_id: str) -> RuntimeEvent | None:
         """The committed event ``event_id`` (``None``: not committed)."""
         index = self._event_index.get(event_id)
-        return None if index is None else self._events[index]
+        return None if index is None else self._materialised()[index]
+
+    @property
+    def events_in_memory(self) -> bool:
+        """Every committed event is held (``False``: restored from a snapshot, ADR 0032)."""
+        return not self._head_ids
+
+    def attach_history(self, reader: HistoryReader) -> None:
+        """Install the ledger reader a snapshot-restored state reads its older events with."""
+        self._history = reader
+        self._resolver.event_at = self._event_at
+
+    def _event_at(self, position: int) -> RuntimeEvent:
+        return self._materialised()[position]
+
+    def _materialised(self) -> list[RuntimeEvent]:
+        """Every committed event, reading the ones a snapshot left out from the ledger first.
+
+        The events read must be exactly the ones the snapshot recorded, by id and order; a
+        ledger that disagrees is a ``StoreCorruptionError`` (never a silently mixed state)."""
+        head = self._head_ids
+        if not head:
+            return self._events
+        if self._history is None:
+            raise StoreCorruptionError(f"run {self.run_id}: no ledger reader for its history")
+        rows = self._history(len(head))
+        if [event.id for event, _ in rows] != head:
+            raise StoreCorruptionError(
+                f"run {self.run_id}: the ledger's first {len(head)} events are not the ones "
+                "its snapshot recorded"
+            )
+        self._events[:0] = [event for event, _ in rows]
+        self._payloads[:0] = [payload for _, payload in rows]
+        self._head_ids = []
+        return self._events
 
     # -- evolution --------------------------------------------------------------------------------
 
@@ -171,22 +220,22 @@ class RunState:
         self.version = fact.originator_version
 
     def _record(self, fact: RuntimeEventRecorded) -> None:
-        if fact.event_seq != len(self._events) + 1:
+        if fact.event_seq != self.high_water + 1:
             raise StoreCorruptionError(
-                f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
+                f"run {self.run_id}: event_seq {fact.event_seq} after {self.high_water}"
             )
         # A fact this process decided carries its validated event, which the write-time checks
         # just judged (ADR 0026); one read from the store is parsed from its payload, and is
         # verified when its bytes match their digest (ADR 0025).
         decided = fact.decided_event
         event, verified = (decided, True) if decided is not None else read_recorded_event(fact)
-        self._event_index[event.id] = len(self._events)
+        self._event_index[event.id] = self.high_water
         self._events.append(event)
         self._payloads.append(fact.payload)
         self._resolver.feed(event, verified=verified)
         self._journal.apply(event)
-        if event.is_terminal and self._terminal_seq is None:
-            self._terminal_seq = fact.event_seq
+        if event.is_terminal and self._terminal is None:
+            self._terminal = event
 
 
 def _attestation(fact: OperationAttested) -> OperatorAttestation:

@@ -13,11 +13,16 @@ prospective check is open. The state is never copied (copying would be O(history
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from maka_es.tooljournal.bundle import hash_or_none
 from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
+from maka_es.tooljournal.scan_records import (
+    EventRef,
+    ScannedOperation,
+    no_event_at,
+    same_execution,
+)
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
 from maka_es.wire.lanes import LaneClassification, classify_lane
 
@@ -28,76 +33,6 @@ _V = TypeVar("_V")
 
 #: Recent events (and calls) whose lane (and args hash) the scanner keeps, at most each.
 MEMO_LIMIT = 64
-
-
-@dataclass(frozen=True, slots=True)
-class EventRef:
-    """What the scan reads later of one tool event, instead of the event itself.
-
-    Why compact: the scan state must survive a snapshot of the Run (ADR 0032) without holding
-    every RuntimeEvent. Later steps read only the id, the physical position, the execution
-    spine, the ``refs`` binding and a response's ``is_error``; the full event is kept while it
-    is in memory (``event``) and, when it is not (a state restored from a snapshot), the rare
-    readers that need it (a recovery bundle's interpretation, a dispatch's args hash) get it
-    by position from the scanner's ``event_at``.
-    """
-
-    id: str
-    position: int
-    identity: tuple[str, str, str, str]
-    refs: tuple[str | None, str | None] | None
-    is_error: bool = False
-    event: RuntimeEvent | None = field(default=None, compare=False)
-
-    @classmethod
-    def of(cls, event: RuntimeEvent, position: int) -> EventRef:
-        refs = event.refs
-        response = event.function_response
-        return cls(
-            event.id,
-            position,
-            event.identity,
-            None if refs is None else (refs.operation_id, refs.tool_call_id),
-            response is not None and response.is_error is True,
-            event,
-        )
-
-    def bound_to(self, operation_id: str | None, tool_call_id: str) -> bool:
-        """The ref's ``refs`` name this operation id and provider call id."""
-        refs = self.refs
-        return refs is not None and refs[0] == operation_id and refs[1] == tool_call_id
-
-
-@dataclass(slots=True, eq=False)
-class ScannedOperation:
-    """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
-
-    Mutable and private to the resolver: only the scanner touches it, always through the
-    journal helpers. It holds :class:`EventRef` records, never bare events (ADR 0032).
-    """
-
-    tool_call_id: str
-    tool_name: str | None
-    operation_id: str | None = None
-    call_event: EventRef | None = None
-    dispatch_event: EventRef | None = None
-    response_event: EventRef | None = None
-    reconcile_events: list[EventRef] = field(default_factory=list)
-    decision_events: list[EventRef] = field(default_factory=list)
-    issue_codes: list[ResolverIssueCode] = field(default_factory=list)
-    #: ``call_event`` was read from a row the store verified (ADR 0025): see ``_scan_dispatch``.
-    call_verified: bool = False
-    #: ``(invocationId, providerToolCallId)``: the key it is registered under.
-    key: tuple[str, str] = ("", "")
-
-
-def same_execution(first: EventRef | None, second: EventRef) -> bool:
-    """Both events carry the same execution spine (session, invocation, run, turn)."""
-    return first is not None and first.identity == second.identity
-
-
-def _no_event_at(position: int) -> RuntimeEvent:
-    raise LookupError(f"no event at position {position}: this scan state has no event reader")
 
 
 def _remember(memo: dict[int, _V], key: int, value: _V) -> None:
@@ -114,7 +49,6 @@ class ToolScanner:
         "_by_call",
         "_by_operation",
         "_count",
-        "event_at",
         "_lanes",
         "_marker_issues",
         "_operations",
@@ -124,6 +58,7 @@ class ToolScanner:
         "_seen_ids",
         "_spines",
         "_undo",
+        "event_at",
     )
 
     def __init__(self) -> None:
@@ -142,7 +77,7 @@ class ToolScanner:
         self._undo: list[Callable[[], None]] | None = None
         #: The event at a physical position, for a state whose refs no longer hold their
         #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
-        self.event_at: Callable[[int], RuntimeEvent] = _no_event_at
+        self.event_at: Callable[[int], RuntimeEvent] = no_event_at
         # Pure results per frozen instance, kept with the instance so its id is not reused:
         # a decision's prospective check and the fold after its commit see the very same
         # event objects, so the lane and the args hash are computed once per step (ADR 0026).
@@ -325,9 +260,7 @@ class ToolScanner:
             or refs is None
             or refs.operation_id != dispatch.operation_id
             or refs.tool_call_id != dispatch.provider_tool_call_id
-            or (
-                operation.call_event is not None and not same_execution(operation.call_event, ref)
-            )
+            or (operation.call_event is not None and not same_execution(operation.call_event, ref))
         ):
             self._issue(out, "identity_conflict", event.id, operation)
 
