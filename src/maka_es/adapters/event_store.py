@@ -208,6 +208,8 @@ class EventSourcedRunStore:
                 detail={"errorClass": type(exc).__name__},
             ) from exc
         self._remember_own_facts(facts)
+        if self.snapshots is not None:
+            self.snapshots.after_commit(facts)
 
     def _evict(self, *stream_ids: UUID) -> None:
         with self._own_facts_lock:

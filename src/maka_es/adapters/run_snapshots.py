@@ -22,7 +22,6 @@ mean "no snapshot".
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -32,7 +31,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
-from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.ledger.facts import RunCreated, RuntimeEventRecorded, StoredFact
 from maka_es.ledger.run import Run, project_run
 from maka_es.ledger.run_snapshot import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, dump_run, restore_run
 from maka_es.ledger.stored_events import read_recorded_event
@@ -117,12 +116,10 @@ class SnapshotTable:
         ):
             return None
         try:
-            body = json.loads(row.body)
-            if body.get("version") != row.version:
-                return None
-            return restore_run(body, stream_id)
+            run = restore_run(row.body.decode(), stream_id)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
+        return run if run.version == row.version else None
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -134,7 +131,7 @@ class SnapshotTable:
             covered = self.fact_digest(run.id, run.version)
             if first is None or covered is None:
                 return False
-            body = json.dumps(dump_run(run), separators=(",", ":")).encode()
+            body = dump_run(run).encode()
             self._ensure_table()
             self._upsert(run, body, first, covered)
         except Exception as exc:  # best-effort: a failed snapshot never fails a command
@@ -251,3 +248,19 @@ class RunSnapshots:
             return
         if self.table.write(run):
             self._snapshot_at[run.id] = run.version
+
+    def after_commit(self, facts: Sequence[StoredFact]) -> None:
+        """A run created by one commit with more than ``SNAPSHOT_EVERY`` facts (an imported
+        run) gets its snapshot now, folded from the facts just written: no later load of it
+        has to fold its whole history first. Other runs are snapshotted by :meth:`after_load`."""
+        created = {f.originator_id for f in facts if isinstance(f, RunCreated)}
+        for stream_id in created:
+            own = [f for f in facts if f.originator_id == stream_id]
+            if len(own) <= SNAPSHOT_EVERY:
+                continue
+            try:
+                run = project_run(None, own)
+            except Exception:  # best-effort: the next load folds and judges the stream
+                continue
+            if run is not None and self.table.write(run):
+                self._snapshot_at[stream_id] = run.version

@@ -15,6 +15,7 @@ its digest and the ledger still holds that fact; anything else is a full replay.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
@@ -23,9 +24,7 @@ from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.scan_snapshot import (
     bundle_events,
-    dump_journal,
     dump_scan,
-    restore_journal,
     restore_scan,
 )
 from maka_es.wire.codec import canonical_json
@@ -51,14 +50,18 @@ _ATTESTATION_FIELDS = (
 )
 
 
-def dump_run(run: Run) -> dict[str, Any]:
-    """The snapshot body of ``run`` at ``run.version`` (JSON values; see the module docstring).
+def dump_run(run: Run) -> str:
+    """The snapshot body of ``run`` at ``run.version`` (see the module docstring).
 
-    The embedded events are the terminal event and those a recovery bundle's interpretation
-    reads, as canonical JSON (the text the boundary wrote for them)."""
+    Four lines of JSON: the values (header, owner, seal, attestations, terminal and embedded
+    events, the scan's small parts), the ordered event ids, the scan's operations and the
+    journal fold. ``json.dumps`` never writes a raw newline, so the lines split back exactly;
+    the last two stay unparsed until a command needs them. The embedded events (the terminal
+    one and those a recovery bundle's interpretation reads) are their canonical JSON."""
     ids = [*run._head_ids, *(event.id for event in run._events)]
     terminal = run.terminal_event
-    return {
+    scan, operations = dump_scan(run.resolver)
+    values = {
         "format": SNAPSHOT_FORMAT,
         "stream": str(run.id),
         "version": run.version,
@@ -69,20 +72,27 @@ def dump_run(run: Run) -> dict[str, Any]:
             [getattr(a, name) for name in _ATTESTATION_FIELDS] for a in run.attestations
         ],
         "terminal": None if terminal is None else canonical_json(terminal),
-        "eventIds": ids,
         "embedded": [
             [p, canonical_json(event)] for p, event in sorted(bundle_events(run.resolver).items())
         ],
-        "journal": dump_journal(run._journal),
-        "scan": dump_scan(run.resolver),
+        "scan": scan,
     }
+    lines = (_json(values), _json(ids), operations, run.journal_text())
+    assert not any("\n" in line for line in lines)
+    return "\n".join(lines)
 
 
-def restore_run(body: dict[str, Any], stream_id: UUID) -> Run:
-    """The Run ``body`` describes (its events left in the ledger until first asked for).
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def restore_run(text: str, stream_id: UUID) -> Run:
+    """The Run ``text`` describes (its events left in the ledger until first asked for).
 
     Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
     then falls back to a full replay."""
+    values_line, ids_line, operations, journal = text.split("\n")
+    body = json.loads(values_line)
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")
     run = Run(
@@ -91,17 +101,16 @@ def restore_run(body: dict[str, Any], stream_id: UUID) -> Run:
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids: list[str] = body["eventIds"]
+    ids: list[str] = json.loads(ids_line)
     embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
-    run._head_ids = list(ids)
-    run._event_index = {event_id: i for i, event_id in enumerate(ids)}
+    run._head_ids = ids
     run._sealed_by = body["sealedBy"]
     for row in body["attestations"]:
         attestation = OperatorAttestation(**dict(zip(_ATTESTATION_FIELDS, row, strict=True)))
         run._attestations[attestation.operation_id] = attestation
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
-    run._journal = restore_journal(body["journal"])
-    run._resolver = restore_scan(body["scan"], ids, embedded)
+    run._journal_text = journal
+    run._resolver = restore_scan(body["scan"], operations, ids, embedded)
     run._resolver.event_at = run._event_at
     return run

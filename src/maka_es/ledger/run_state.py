@@ -14,6 +14,7 @@ the run's history.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from uuid import UUID
 
@@ -33,6 +34,7 @@ from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scan_snapshot import dump_journal, restore_journal
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
@@ -48,11 +50,11 @@ class RunState:
 
     __slots__ = (
         "_attestations",
-        "_event_index",
         "_events",
         "_head_ids",
         "_history",
         "_journal",
+        "_journal_text",
         "_owner",
         "_payloads",
         "_resolver",
@@ -72,7 +74,6 @@ class RunState:
         self.version = version
         self._events: list[RuntimeEvent] = []
         self._payloads: list[str] = []
-        self._event_index: dict[str, int] = {}
         self._terminal: RuntimeEvent | None = None
         # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
         # ``_events``/``_payloads`` then hold the events after them, until first asked for.
@@ -82,6 +83,8 @@ class RunState:
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
+        #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032).
+        self._journal_text: str | None = None
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -125,11 +128,11 @@ class RunState:
     @property
     def tool_operations(self) -> tuple[ToolOperationState, ...]:
         """Operations that crossed T1, in T1 order, as the journal fold sees them."""
-        return self._journal.operations
+        return self._journal_fold().operations
 
     def tool_operation(self, operation_id: str) -> ToolOperationState | None:
         """The journal state of one operation that crossed T1 (``None``: it never did)."""
-        return self._journal.get(operation_id)
+        return self._journal_fold().get(operation_id)
 
     @property
     def attestations(self) -> tuple[OperatorAttestation, ...]:
@@ -149,7 +152,7 @@ class RunState:
     def committed_payload(self, event_id: str) -> str | None:
         """Canonical JSON of the committed event ``event_id`` (``None``: not committed). Exact
         retries are recognised by comparing these bytes."""
-        index = self._event_index.get(event_id)
+        index = self._resolver.position_of(event_id)
         if index is None:
             return None
         self._materialised()
@@ -157,7 +160,7 @@ class RunState:
 
     def committed_event(self, event_id: str) -> RuntimeEvent | None:
         """The committed event ``event_id`` (``None``: not committed)."""
-        index = self._event_index.get(event_id)
+        index = self._resolver.position_of(event_id)
         return None if index is None else self._materialised()[index]
 
     @property
@@ -169,6 +172,20 @@ class RunState:
         """Install the ledger reader a snapshot-restored state reads its older events with."""
         self._history = reader
         self._resolver.event_at = self._event_at
+
+    def _journal_fold(self) -> ToolJournal:
+        text = self._journal_text
+        if text is not None:
+            self._journal_text = None
+            self._journal = restore_journal(json.loads(text))
+        return self._journal
+
+    def journal_text(self) -> str:
+        """The journal fold as the JSON text a snapshot stores (unparsed if still unparsed)."""
+        text = self._journal_text
+        if text is not None:
+            return text
+        return json.dumps(dump_journal(self._journal), separators=(",", ":"))
 
     def _event_at(self, position: int) -> RuntimeEvent:
         return self._materialised()[position]
@@ -208,7 +225,7 @@ class RunState:
         elif isinstance(fact, RunSealed):
             self._sealed_by = fact.claim_id
         elif isinstance(fact, ToolMetadataRecorded):
-            self._journal.apply_metadata(fact.operation_id, fact.metadata)
+            self._journal_fold().apply_metadata(fact.operation_id, fact.metadata)
         elif isinstance(fact, OperationAttested):
             self._attestations[fact.operation_id] = _attestation(fact)
         elif isinstance(fact, RunHeaderUpdated):
@@ -229,13 +246,26 @@ class RunState:
         # verified when its bytes match their digest (ADR 0025).
         decided = fact.decided_event
         event, verified = (decided, True) if decided is not None else read_recorded_event(fact)
-        self._event_index[event.id] = self.high_water
         self._events.append(event)
         self._payloads.append(fact.payload)
         self._resolver.feed(event, verified=verified)
-        self._journal.apply(event)
+        if _touches_journal(event):  # other lanes leave the fold (and a snapshot's text) alone
+            self._journal_fold().apply(event)
         if event.is_terminal and self._terminal is None:
             self._terminal = event
+
+
+def _touches_journal(event: RuntimeEvent) -> bool:
+    """The event is of a lane the journal fold reads (``ToolJournal.apply`` ignores others)."""
+    actions = event.actions
+    return (
+        event.function_call is not None
+        or event.function_response is not None
+        or (
+            actions is not None
+            and (actions.tool_dispatch is not None or actions.tool_recovery is not None)
+        )
+    )
 
 
 def _attestation(fact: OperationAttested) -> OperatorAttestation:

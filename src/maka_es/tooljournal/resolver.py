@@ -94,6 +94,11 @@ class ResolverState(ToolScanner):
         """Number of events folded so far (duplicates and partials included)."""
         return self._count
 
+    def position_of(self, event_id: str) -> int | None:
+        """The physical index of the last event fed with ``event_id`` (``None``: never fed).
+        The Run's event-id index (exact retries) is this map: it holds the same entries."""
+        return self._positions.get(event_id)
+
     @property
     def tool_boundary_protocol(self) -> ToolBoundaryProtocol | None:
         """``t1_after_preflight_v1`` iff the first event declared it; else legacy (``None``)."""

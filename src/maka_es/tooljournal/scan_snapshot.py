@@ -13,6 +13,7 @@ ids, which the Run snapshot keeps anyway. Pure: values in, values out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -94,42 +95,89 @@ def bundle_events(state: ResolverState) -> dict[int, RuntimeEvent]:
     }
 
 
-def dump_scan(state: ResolverState) -> dict[str, Any]:
-    """The scan state as JSON values (the undo journal must be closed)."""
+def dump_scan(state: ResolverState) -> tuple[dict[str, Any], str]:
+    """The scan state as JSON values, and its operations as one JSON text of their own, restored
+    on first use (the undo journal must be closed). A state restored from a snapshot whose
+    operations were never used hands back the text it was given."""
     if state._undo is not None:
         raise RuntimeError("cannot snapshot a scan state inside a prospective check")
-    index = {id(operation): i for i, operation in enumerate(state._operations)}
+    pending = state._pending
+    if isinstance(pending, _PendingOperations):
+        operations = pending.text
+    else:
+        operations = json.dumps(_dump_operations(state), separators=(",", ":"))
     return {
         "count": state._count,
         "protocol": state._protocol,
         "markerIssues": [[i.code, i.event_id] for i in state._marker_issues],
         "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues],
         "spines": [[invocation, *spine] for invocation, spine in state._spines.items()],
-        "operations": [
-            [
-                op.tool_call_id,
-                op.tool_name,
-                op.operation_id,
-                list(op.key),
-                op.call_verified,
-                list(op.issue_codes),
-                _dump_ref(op.call_event),
-                _dump_ref(op.dispatch_event),
-                _dump_ref(op.response_event),
-                [_dump_ref(ref) for ref in op.reconcile_events],
-                [_dump_ref(ref) for ref in op.decision_events],
+    }, operations
+
+
+def _dump_operations(state: ResolverState) -> list[Any]:
+    index = {id(operation): i for i, operation in enumerate(state._operations)}
+    rows = [
+        [
+            op.tool_call_id,
+            op.tool_name,
+            op.operation_id,
+            list(op.key),
+            op.call_verified,
+            list(op.issue_codes),
+            _dump_ref(op.call_event),
+            _dump_ref(op.dispatch_event),
+            _dump_ref(op.response_event),
+            [_dump_ref(ref) for ref in op.reconcile_events],
+            [_dump_ref(ref) for ref in op.decision_events],
+        ]
+        for op in state._operations
+    ]
+    return [rows, [[key, index[id(op)]] for key, op in state._by_operation.items()]]
+
+
+class _PendingOperations:
+    """The operations of a restored scan state, parsed when the scanner first needs them."""
+
+    __slots__ = ("events", "state", "text")
+
+    def __init__(self, state: ResolverState, text: str, events: Mapping[int, RuntimeEvent]):
+        self.state, self.text, self.events = state, text, events
+
+    def __call__(self) -> None:
+        rows, by_operation = json.loads(self.text)
+        state, events = self.state, self.events
+        for row in rows:
+            tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
+                :9
             ]
-            for op in state._operations
-        ],
-        "byOperation": [[key, index[id(op)]] for key, op in state._by_operation.items()],
-    }
+            operation = ScannedOperation(
+                tool_call_id,
+                name,
+                operation_id,
+                _load_ref(call, events),
+                _load_ref(dispatch, events),
+                _load_ref(response, events),
+                [ref for ref in (_load_ref(r, events) for r in row[9]) if ref is not None],
+                [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
+                list(codes),
+                verified,
+                (key[0], key[1]),
+            )
+            state._operation_list.append(operation)
+            state._call_map[operation.key] = operation
+        state._operation_map = {key: state._operation_list[i] for key, i in by_operation}
 
 
 def restore_scan(
-    data: Mapping[str, Any], event_ids: Sequence[str], events: Mapping[int, RuntimeEvent]
+    data: Mapping[str, Any],
+    operations: str,
+    event_ids: Sequence[str],
+    events: Mapping[int, RuntimeEvent],
 ) -> ResolverState:
-    """The scan state :func:`dump_scan` wrote, over the run's ordered ``event_ids``; ``events``
-    are the embedded bundle events by position (refs at other positions hold no event)."""
+    """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), over
+    the run's ordered ``event_ids``; ``events`` are the embedded bundle events by position
+    (refs at other positions hold no event)."""
     state = ResolverState()
     if data["count"] != len(event_ids):
         raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
@@ -137,27 +185,9 @@ def restore_scan(
     state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
     state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
     state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
-    state._seen_ids = dict.fromkeys(event_ids)
-    state._positions = {event_id: i for i, event_id in enumerate(event_ids)}
+    state._positions = dict(zip(event_ids, range(len(event_ids)), strict=True))
     state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
-    for row in data["operations"]:
-        tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[:9]
-        operation = ScannedOperation(
-            tool_call_id,
-            name,
-            operation_id,
-            _load_ref(call, events),
-            _load_ref(dispatch, events),
-            _load_ref(response, events),
-            [ref for ref in (_load_ref(r, events) for r in row[9]) if ref is not None],
-            [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
-            list(codes),
-            verified,
-            (key[0], key[1]),
-        )
-        state._operations.append(operation)
-        state._by_call[operation.key] = operation
-    state._by_operation = {key: state._operations[i] for key, i in data["byOperation"]}
+    state._pending = _PendingOperations(state, operations, events)
     return state
 
 

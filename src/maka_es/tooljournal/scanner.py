@@ -46,16 +46,16 @@ class ToolScanner:
 
     __slots__ = (
         "_args_hashes",
-        "_by_call",
-        "_by_operation",
+        "_call_map",
         "_count",
         "_lanes",
         "_marker_issues",
-        "_operations",
+        "_operation_list",
+        "_operation_map",
+        "_pending",
         "_positions",
         "_protocol",
         "_scanner_issues",
-        "_seen_ids",
         "_spines",
         "_undo",
         "event_at",
@@ -66,14 +66,15 @@ class ToolScanner:
         self._protocol: ToolBoundaryProtocol | None = None
         self._marker_issues: list[ResolverIssue] = []
         self._scanner_issues: list[ResolverIssue] = []
-        # dict used as an ordered set so that the journal helpers cover it too
-        self._seen_ids: dict[str, None] = {}
-        # last physical index of every event id (duplicates included), for bundle order checks
+        # last physical index of every event id (duplicates included): the ids seen so far,
+        # and the positions the bundle order check reads
         self._positions: dict[str, int] = {}
         self._spines: dict[str, tuple[str, str, str]] = {}
-        self._operations: list[ScannedOperation] = []
-        self._by_call: dict[tuple[str, str], ScannedOperation] = {}
-        self._by_operation: dict[str, ScannedOperation] = {}
+        self._operation_list: list[ScannedOperation] = []
+        self._call_map: dict[tuple[str, str], ScannedOperation] = {}
+        self._operation_map: dict[str, ScannedOperation] = {}
+        #: Builds the three operation maps of a state restored from a snapshot, on first use.
+        self._pending: Callable[[], None] | None = None
         self._undo: list[Callable[[], None]] | None = None
         #: The event at a physical position, for a state whose refs no longer hold their
         #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
@@ -84,6 +85,31 @@ class ToolScanner:
         # Not scan state: never journalled, and a rollback keeps them on purpose.
         self._lanes: dict[int, tuple[RuntimeEvent, LaneClassification]] = {}
         self._args_hashes: dict[int, tuple[FunctionCallContent, str | None]] = {}
+
+    # -- the operation maps, built on first use after a restore (ADR 0032) ----------------------
+
+    def _inflate(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
+
+    @property
+    def _operations(self) -> list[ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._operation_list
+
+    @property
+    def _by_call(self) -> dict[tuple[str, str], ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._call_map
+
+    @property
+    def _by_operation(self) -> dict[str, ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._operation_map
 
     def lane_of(self, event: RuntimeEvent) -> LaneClassification:
         """``classify_lane(event)``, computed once per event instance while it is recent."""
@@ -148,10 +174,11 @@ class ToolScanner:
     def _step(self, event: RuntimeEvent, verified: bool = False) -> tuple[ResolverIssue, ...]:
         index = self._count
         self._set(self, "_count", index + 1)
+        seen = event.id in self._positions
         self._put(self._positions, event.id, index)
         markers = self._marker_step(event, index)
         scanned: list[ResolverIssue] = []
-        self._scan(event, index, scanned, verified)
+        self._scan(event, index, seen, scanned, verified)
         return (*markers, *scanned)
 
     def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
@@ -167,12 +194,11 @@ class ToolScanner:
         return [issue]
 
     def _scan(
-        self, event: RuntimeEvent, index: int, out: list[ResolverIssue], verified: bool
+        self, event: RuntimeEvent, index: int, seen: bool, out: list[ResolverIssue], verified: bool
     ) -> None:
-        if event.id in self._seen_ids:
+        if seen:  # an id already in ``_positions``: every stepped event is there
             self._issue(out, "duplicate_event_id", event.id)
             return
-        self._put(self._seen_ids, event.id, None)
 
         spine = (event.session_id, event.run_id, event.turn_id)
         known_spine = self._spines.get(event.invocation_id)
