@@ -116,7 +116,7 @@ class SnapshotTable:
         ):
             return None
         try:
-            run = restore_run(row.body.decode(), stream_id)
+            run = restore_run(row.body, stream_id)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
         return run if run.version == row.version else None

@@ -86,12 +86,12 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def restore_run(text: str, stream_id: UUID) -> Run:
-    """The Run ``text`` describes (its events left in the ledger until first asked for).
+def restore_run(data: bytes, stream_id: UUID) -> Run:
+    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used).
 
     Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
     then falls back to a full replay."""
-    values_line, ids_line, operations, journal = text.split("\n")
+    values_line, ids_line, operations, journal = data.split(b"\n")
     body = json.loads(values_line)
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")

@@ -84,7 +84,7 @@ class RunState:
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
         #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032).
-        self._journal_text: str | None = None
+        self._journal_text: bytes | None = None
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class RunState:
         """The journal fold as the JSON text a snapshot stores (unparsed if still unparsed)."""
         text = self._journal_text
         if text is not None:
-            return text
+            return text.decode()
         return json.dumps(dump_journal(self._journal), separators=(",", ":"))
 
     def _event_at(self, position: int) -> RuntimeEvent:

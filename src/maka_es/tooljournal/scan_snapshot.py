@@ -103,7 +103,7 @@ def dump_scan(state: ResolverState) -> tuple[dict[str, Any], str]:
         raise RuntimeError("cannot snapshot a scan state inside a prospective check")
     pending = state._pending
     if isinstance(pending, _PendingOperations):
-        operations = pending.text
+        operations = pending.text.decode()
     else:
         operations = json.dumps(_dump_operations(state), separators=(",", ":"))
     return {
@@ -141,7 +141,7 @@ class _PendingOperations:
 
     __slots__ = ("events", "state", "text")
 
-    def __init__(self, state: ResolverState, text: str, events: Mapping[int, RuntimeEvent]):
+    def __init__(self, state: ResolverState, text: bytes, events: Mapping[int, RuntimeEvent]):
         self.state, self.text, self.events = state, text, events
 
     def __call__(self) -> None:
@@ -171,7 +171,7 @@ class _PendingOperations:
 
 def restore_scan(
     data: Mapping[str, Any],
-    operations: str,
+    operations: bytes,
     event_ids: Sequence[str],
     events: Mapping[int, RuntimeEvent],
 ) -> ResolverState:

@@ -115,7 +115,7 @@ def _check(
     assert head is not None
     body = dump_run(head)
     assert json.loads(body.split("\n")[0])["format"] == SNAPSHOT_FORMAT
-    restored = restore_run(body, head.id)
+    restored = restore_run(body.encode(), head.id)
     head_rows = [
         (read_recorded_event(f)[0], f.payload)
         for f in log[:cut]
