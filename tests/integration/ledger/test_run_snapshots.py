@@ -18,6 +18,7 @@ import pytest
 from maka_es.adapters.run_snapshots import TABLE, RunSnapshots
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, Spine, run_header
+from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT
 from tests.conftest import FixedClock
 
@@ -177,3 +178,40 @@ def test_a_snapshot_carried_into_another_store_file_is_ignored(tmp_path: Path) -
     assert folded == total
     assert answers == _full_replay(second)
     assert all("first" not in p for p in answers[-1])
+
+
+def test_a_failing_snapshot_write_fails_no_command(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error (injected)")
+
+    monkeypatch.setattr("maka_es.adapters.run_snapshots.SnapshotTable._upsert", refuse)
+    _write_run(store_url)  # every command succeeds
+    answers, folded, total = _reopened(store_url)
+    assert folded == total  # no snapshot was stored
+    assert answers == _full_replay(store_url)
+    assert len(answers[-1]) == 1 + 15 * 4 + 2
+
+
+def test_history_that_no_longer_matches_the_snapshot_is_a_typed_error(store: str) -> None:
+    version = _row(store)[0]
+    rows = _sql(store, "SELECT originator_id, state FROM {e} WHERE originator_version = 2")
+    ((stream, state),) = [row for row in rows if b'"event_id":"u1"' in bytes(row[1])]
+    changed = bytes(state).replace(b'"event_id":"u1"', b'"event_id":"u9"')
+    changed = changed.replace(b'\\"id\\":\\"u1\\"', b'\\"id\\":\\"u9\\"')
+    assert version > 2
+    _sql(
+        store,
+        "UPDATE {e} SET state = {p} WHERE originator_version = 2 AND originator_id = {p}",
+        (changed, stream),
+    )
+    app = RuntimeApplication.open(store, clock=FixedClock())
+    try:
+        run = app.ledger.load_run("r1")  # the snapshot is still verified: not this fact
+        assert not run.events_in_memory
+        with pytest.raises(StoreCorruptionError):
+            app.read_run_events("r1")
+    finally:
+        app.close()
+    assert _full_replay(store)[-2][0].id == "u9"  # a full replay reads the ledger's bytes
