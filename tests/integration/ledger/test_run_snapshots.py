@@ -108,7 +108,7 @@ def _sql(store: str, statement: str, params: tuple[Any, ...] = ()) -> list[tuple
                 (schema,),
             ).fetchall()
             text = statement.format(t=f"{schema}.{TABLE}", e=f"{schema}.{events}", p="%s")
-            cursor = conn.execute(text.encode(), params)  # type: ignore[call-overload]
+            cursor = conn.execute(text.encode(), params)
             return list(cursor.fetchall()) if cursor.description else []
     text = statement.format(t=TABLE, e="stored_events", p="?")
     with sqlite3.connect(store) as conn:
