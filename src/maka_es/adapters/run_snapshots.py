@@ -246,8 +246,9 @@ class RunSnapshots:
         last one (best-effort, in its own transaction, never the command's)."""
         if run.version - self._snapshot_at.get(run.id, 0) <= SNAPSHOT_EVERY:
             return
-        if self.table.write(run):
-            self._snapshot_at[run.id] = run.version
+        # written or not (a read-only store, a fault), the next try waits for as many facts
+        self._snapshot_at[run.id] = run.version
+        self.table.write(run)
 
     def after_commit(self, facts: Sequence[StoredFact]) -> None:
         """A run created by one commit with more than ``SNAPSHOT_EVERY`` facts (an imported
@@ -262,5 +263,6 @@ class RunSnapshots:
                 run = project_run(None, own)
             except Exception:  # best-effort: the next load folds and judges the stream
                 continue
-            if run is not None and self.table.write(run):
+            if run is not None:
                 self._snapshot_at[stream_id] = run.version
+                self.table.write(run)

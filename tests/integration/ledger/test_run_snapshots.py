@@ -183,13 +183,17 @@ def test_a_snapshot_carried_into_another_store_file_is_ignored(tmp_path: Path) -
 def test_a_failing_snapshot_write_fails_no_command(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    tries: list[object] = []
+
     def refuse(*args: object) -> None:
+        tries.append(args)
         raise sqlite3.OperationalError("disk I/O error (injected)")
 
     monkeypatch.setattr("maka_es.adapters.run_snapshots.SnapshotTable._upsert", refuse)
     _write_run(store_url)  # every command succeeds
     answers, folded, total = _reopened(store_url)
     assert folded == total  # no snapshot was stored
+    assert 0 < len(tries) <= total // EVERY + 1  # a failed write is retried after EVERY facts
     assert answers == _full_replay(store_url)
     assert len(answers[-1]) == 1 + 15 * 4 + 2
 
