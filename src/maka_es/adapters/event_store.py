@@ -19,6 +19,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
 
+from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.continuation.claim import ContinuationClaim, project_claim
 from maka_es.errors import RunNotFoundError, SessionNotFoundError, StoreUnavailableError
@@ -66,6 +67,8 @@ class EventSourcedRunStore:
         #: Facts this store committed that the cached aggregate has not folded yet (ADR 0026).
         self._own_facts: dict[UUID, list[RuntimeEventRecorded]] = {}
         self._own_facts_lock = threading.Lock()
+        #: Run snapshots (ADR 0032); ``None`` for the in-memory store.
+        self.snapshots = RunSnapshots.for_app(app)
 
     def now_ms(self) -> int:
         return epoch_ms(self._clock())
@@ -76,9 +79,17 @@ class EventSourcedRunStore:
     # -- loading --------------------------------------------------------------------------------
 
     def load_run(self, run_id: str) -> Run:
-        run = self.load(run_stream_id(run_id), project_run)
+        stream_id = run_stream_id(run_id)
+        snapshots = self.snapshots
+        cold = snapshots is not None and not snapshots.cached(stream_id)
+        run = snapshots.restore(stream_id) if snapshots is not None and cold else None
+        if run is None:
+            projector = snapshots.counting(project_run) if snapshots and cold else project_run
+            run = self.load(stream_id, projector)
         if run is None:
             raise RunNotFoundError(f"run {run_id} not found", detail={"runId": run_id})
+        if snapshots is not None:
+            snapshots.after_load(run)
         return run
 
     def load_session(self, session_id: str) -> Session:
@@ -197,6 +208,8 @@ class EventSourcedRunStore:
                 detail={"errorClass": type(exc).__name__},
             ) from exc
         self._remember_own_facts(facts)
+        if self.snapshots is not None:
+            self.snapshots.after_commit(facts)
 
     def _evict(self, *stream_ids: UUID) -> None:
         with self._own_facts_lock:

@@ -14,6 +14,8 @@ the run's history.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from maka_es.errors import StoreCorruptionError
@@ -32,10 +34,15 @@ from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scan_snapshot import dump_journal, restore_journal
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["RunState"]
+__all__ = ["HistoryReader", "RunState"]
+
+#: Reads the first ``count`` committed events of the run (event and stored payload, in order)
+#: from the ledger: how a state restored from a snapshot gets its older events (ADR 0032).
+HistoryReader = Callable[[int], Sequence[tuple[RuntimeEvent, str]]]
 
 
 class RunState:
@@ -43,14 +50,16 @@ class RunState:
 
     __slots__ = (
         "_attestations",
-        "_event_index",
         "_events",
+        "_head_ids",
+        "_history",
         "_journal",
+        "_journal_text",
         "_owner",
         "_payloads",
         "_resolver",
         "_sealed_by",
-        "_terminal_seq",
+        "_terminal",
         "header",
         "id",
         "version",
@@ -65,12 +74,17 @@ class RunState:
         self.version = version
         self._events: list[RuntimeEvent] = []
         self._payloads: list[str] = []
-        self._event_index: dict[str, int] = {}
-        self._terminal_seq: int | None = None
+        self._terminal: RuntimeEvent | None = None
+        # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
+        # ``_events``/``_payloads`` then hold the events after them, until first asked for.
+        self._head_ids: list[str] = []
+        self._history: HistoryReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
+        #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032).
+        self._journal_text: bytes | None = None
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -81,16 +95,16 @@ class RunState:
     @property
     def events(self) -> tuple[RuntimeEvent, ...]:
         """The committed ledger in order (event_seq = position + 1)."""
-        return tuple(self._events)
+        return tuple(self._materialised())
 
     @property
     def high_water(self) -> int:
         """Number of committed RuntimeEvents (the last event_seq)."""
-        return len(self._events)
+        return len(self._head_ids) + len(self._events)
 
     @property
     def terminal_event(self) -> RuntimeEvent | None:
-        return None if self._terminal_seq is None else self._events[self._terminal_seq - 1]
+        return self._terminal
 
     @property
     def owner(self) -> RunOwner | None:
@@ -114,11 +128,11 @@ class RunState:
     @property
     def tool_operations(self) -> tuple[ToolOperationState, ...]:
         """Operations that crossed T1, in T1 order, as the journal fold sees them."""
-        return self._journal.operations
+        return self._journal_fold().operations
 
     def tool_operation(self, operation_id: str) -> ToolOperationState | None:
         """The journal state of one operation that crossed T1 (``None``: it never did)."""
-        return self._journal.get(operation_id)
+        return self._journal_fold().get(operation_id)
 
     @property
     def attestations(self) -> tuple[OperatorAttestation, ...]:
@@ -132,18 +146,70 @@ class RunState:
 
     def payload_at(self, event_seq: int) -> str:
         """Canonical JSON of the committed event at ``event_seq`` (1-based)."""
+        self._materialised()
         return self._payloads[event_seq - 1]
 
     def committed_payload(self, event_id: str) -> str | None:
         """Canonical JSON of the committed event ``event_id`` (``None``: not committed). Exact
         retries are recognised by comparing these bytes."""
-        index = self._event_index.get(event_id)
-        return None if index is None else self._payloads[index]
+        index = self._resolver.position_of(event_id)
+        if index is None:
+            return None
+        self._materialised()
+        return self._payloads[index]
 
     def committed_event(self, event_id: str) -> RuntimeEvent | None:
         """The committed event ``event_id`` (``None``: not committed)."""
-        index = self._event_index.get(event_id)
-        return None if index is None else self._events[index]
+        index = self._resolver.position_of(event_id)
+        return None if index is None else self._materialised()[index]
+
+    @property
+    def events_in_memory(self) -> bool:
+        """Every committed event is held (``False``: restored from a snapshot, ADR 0032)."""
+        return not self._head_ids
+
+    def attach_history(self, reader: HistoryReader) -> None:
+        """Install the ledger reader a snapshot-restored state reads its older events with."""
+        self._history = reader
+        self._resolver.event_at = self._event_at
+
+    def _journal_fold(self) -> ToolJournal:
+        text = self._journal_text
+        if text is not None:
+            self._journal_text = None
+            self._journal = restore_journal(json.loads(text))
+        return self._journal
+
+    def journal_text(self) -> str:
+        """The journal fold as the JSON text a snapshot stores (unparsed if still unparsed)."""
+        text = self._journal_text
+        if text is not None:
+            return text.decode()
+        return json.dumps(dump_journal(self._journal), separators=(",", ":"))
+
+    def _event_at(self, position: int) -> RuntimeEvent:
+        return self._materialised()[position]
+
+    def _materialised(self) -> list[RuntimeEvent]:
+        """Every committed event, reading the ones a snapshot left out from the ledger first.
+
+        The events read must be exactly the ones the snapshot recorded, by id and order; a
+        ledger that disagrees is a ``StoreCorruptionError`` (never a silently mixed state)."""
+        head = self._head_ids
+        if not head:
+            return self._events
+        if self._history is None:
+            raise StoreCorruptionError(f"run {self.run_id}: no ledger reader for its history")
+        rows = self._history(len(head))
+        if [event.id for event, _ in rows] != head:
+            raise StoreCorruptionError(
+                f"run {self.run_id}: the ledger's first {len(head)} events are not the ones "
+                "its snapshot recorded"
+            )
+        self._events[:0] = [event for event, _ in rows]
+        self._payloads[:0] = [payload for _, payload in rows]
+        self._head_ids = []
+        return self._events
 
     # -- evolution --------------------------------------------------------------------------------
 
@@ -159,7 +225,7 @@ class RunState:
         elif isinstance(fact, RunSealed):
             self._sealed_by = fact.claim_id
         elif isinstance(fact, ToolMetadataRecorded):
-            self._journal.apply_metadata(fact.operation_id, fact.metadata)
+            self._journal_fold().apply_metadata(fact.operation_id, fact.metadata)
         elif isinstance(fact, OperationAttested):
             self._attestations[fact.operation_id] = _attestation(fact)
         elif isinstance(fact, RunHeaderUpdated):
@@ -171,22 +237,35 @@ class RunState:
         self.version = fact.originator_version
 
     def _record(self, fact: RuntimeEventRecorded) -> None:
-        if fact.event_seq != len(self._events) + 1:
+        if fact.event_seq != self.high_water + 1:
             raise StoreCorruptionError(
-                f"run {self.run_id}: event_seq {fact.event_seq} after {len(self._events)}"
+                f"run {self.run_id}: event_seq {fact.event_seq} after {self.high_water}"
             )
         # A fact this process decided carries its validated event, which the write-time checks
         # just judged (ADR 0026); one read from the store is parsed from its payload, and is
         # verified when its bytes match their digest (ADR 0025).
         decided = fact.decided_event
         event, verified = (decided, True) if decided is not None else read_recorded_event(fact)
-        self._event_index[event.id] = len(self._events)
         self._events.append(event)
         self._payloads.append(fact.payload)
         self._resolver.feed(event, verified=verified)
-        self._journal.apply(event)
-        if event.is_terminal and self._terminal_seq is None:
-            self._terminal_seq = fact.event_seq
+        if _touches_journal(event):  # other lanes leave the fold (and a snapshot's text) alone
+            self._journal_fold().apply(event)
+        if event.is_terminal and self._terminal is None:
+            self._terminal = event
+
+
+def _touches_journal(event: RuntimeEvent) -> bool:
+    """The event is of a lane the journal fold reads (``ToolJournal.apply`` ignores others)."""
+    actions = event.actions
+    return (
+        event.function_call is not None
+        or event.function_response is not None
+        or (
+            actions is not None
+            and (actions.tool_dispatch is not None or actions.tool_recovery is not None)
+        )
+    )
 
 
 def _attestation(fact: OperationAttested) -> OperatorAttestation:

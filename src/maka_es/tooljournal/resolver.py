@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
-from maka_es.tooljournal.bundle import BundleInterpretation, interpret_bundle
+from maka_es.tooljournal.bundle import ABSENT, BundleInterpretation, interpret_bundle
 from maka_es.tooljournal.resolution import (
     DecisionReason,
     DecisionStatus,
@@ -33,7 +33,7 @@ from maka_es.tooljournal.resolution import (
     ToolBoundaryProtocol,
     ToolDecision,
 )
-from maka_es.tooljournal.scanner import ScannedOperation, ToolScanner
+from maka_es.tooljournal.scanner import EventRef, ScannedOperation, ToolScanner
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
 from maka_es.wire.report import RuntimeEventInput, decode_events
@@ -93,6 +93,11 @@ class ResolverState(ToolScanner):
     def event_count(self) -> int:
         """Number of events folded so far (duplicates and partials included)."""
         return self._count
+
+    def position_of(self, event_id: str) -> int | None:
+        """The physical index of the last event fed with ``event_id`` (``None``: never fed).
+        The Run's event-id index (exact retries) is this map: it holds the same entries."""
+        return self._positions.get(event_id)
 
     @property
     def tool_boundary_protocol(self) -> ToolBoundaryProtocol | None:
@@ -237,17 +242,22 @@ class ResolverState(ToolScanner):
         return "indeterminate", "legacy_dispatch_unknown", None
 
     def _interpret_bundle(self, operation: ScannedOperation) -> BundleInterpretation:
+        if not operation.reconcile_events and not operation.decision_events:
+            return ABSENT  # the common case reads no event (ADR 0032)
         return interpret_bundle(
             operation_id=operation.operation_id,
             tool_call_id=operation.tool_call_id,
             tool_name=operation.tool_name,
-            call=operation.call_event,
-            dispatch=operation.dispatch_event,
-            reconciles=operation.reconcile_events,
-            decisions=operation.decision_events,
-            outcome=operation.response_event,
+            call=self._full(operation.call_event),
+            dispatch=self._full(operation.dispatch_event),
+            reconciles=[self.full_event(ref) for ref in operation.reconcile_events],
+            decisions=[self.full_event(ref) for ref in operation.decision_events],
+            outcome=self._full(operation.response_event),
             position=self._positions.__getitem__,
         )
+
+    def _full(self, ref: EventRef | None) -> RuntimeEvent | None:
+        return None if ref is None else self.full_event(ref)
 
 
 def _decision(
@@ -257,7 +267,6 @@ def _decision(
     origin: SettlementOrigin | None = None,
 ) -> ToolDecision:
     response = operation.response_event
-    content = response.function_response if response is not None else None
     return ToolDecision(
         tool_call_id=operation.tool_call_id,
         tool_name=operation.tool_name or None,
@@ -268,13 +277,11 @@ def _decision(
         call_runtime_event_id=_event_id(operation.call_event),
         dispatch_runtime_event_id=_event_id(operation.dispatch_event),
         response_runtime_event_id=_event_id(response),
-        response_is_error=(
-            None if response is None else content is not None and content.is_error is True
-        ),
+        response_is_error=None if response is None else response.is_error,
     )
 
 
-def _event_id(event: RuntimeEvent | None) -> str | None:
+def _event_id(event: EventRef | None) -> str | None:
     return None if event is None else event.id
 
 

@@ -13,47 +13,26 @@ prospective check is open. The state is never copied (copying would be O(history
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from maka_es.tooljournal.bundle import hash_or_none
 from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
+from maka_es.tooljournal.scan_records import (
+    EventRef,
+    ScannedOperation,
+    no_event_at,
+    same_execution,
+)
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
 from maka_es.wire.lanes import LaneClassification, classify_lane
 
-__all__ = ["ScannedOperation", "ToolScanner", "same_execution"]
+__all__ = ["EventRef", "ScannedOperation", "ToolScanner", "same_execution"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 #: Recent events (and calls) whose lane (and args hash) the scanner keeps, at most each.
 MEMO_LIMIT = 64
-
-
-@dataclass(slots=True, eq=False)
-class ScannedOperation:
-    """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
-
-    Mutable and private to the resolver: only the scanner touches it, always through the
-    journal helpers.
-    """
-
-    tool_call_id: str
-    tool_name: str | None
-    operation_id: str | None = None
-    call_event: RuntimeEvent | None = None
-    dispatch_event: RuntimeEvent | None = None
-    response_event: RuntimeEvent | None = None
-    reconcile_events: list[RuntimeEvent] = field(default_factory=list)
-    decision_events: list[RuntimeEvent] = field(default_factory=list)
-    issue_codes: list[ResolverIssueCode] = field(default_factory=list)
-    #: ``call_event`` was read from a row the store verified (ADR 0025): see ``_scan_dispatch``.
-    call_verified: bool = False
-
-
-def same_execution(first: RuntimeEvent | None, second: RuntimeEvent) -> bool:
-    """Both events carry the same execution spine (session, invocation, run, turn)."""
-    return first is not None and first.identity == second.identity
 
 
 def _remember(memo: dict[int, _V], key: int, value: _V) -> None:
@@ -67,18 +46,19 @@ class ToolScanner:
 
     __slots__ = (
         "_args_hashes",
-        "_by_call",
-        "_by_operation",
+        "_call_map",
         "_count",
         "_lanes",
         "_marker_issues",
-        "_operations",
+        "_operation_list",
+        "_operation_map",
+        "_pending",
         "_positions",
         "_protocol",
         "_scanner_issues",
-        "_seen_ids",
         "_spines",
         "_undo",
+        "event_at",
     )
 
     def __init__(self) -> None:
@@ -86,21 +66,50 @@ class ToolScanner:
         self._protocol: ToolBoundaryProtocol | None = None
         self._marker_issues: list[ResolverIssue] = []
         self._scanner_issues: list[ResolverIssue] = []
-        # dict used as an ordered set so that the journal helpers cover it too
-        self._seen_ids: dict[str, None] = {}
-        # last physical index of every event id (duplicates included), for bundle order checks
+        # last physical index of every event id (duplicates included): the ids seen so far,
+        # and the positions the bundle order check reads
         self._positions: dict[str, int] = {}
         self._spines: dict[str, tuple[str, str, str]] = {}
-        self._operations: list[ScannedOperation] = []
-        self._by_call: dict[tuple[str, str], ScannedOperation] = {}
-        self._by_operation: dict[str, ScannedOperation] = {}
+        self._operation_list: list[ScannedOperation] = []
+        self._call_map: dict[tuple[str, str], ScannedOperation] = {}
+        self._operation_map: dict[str, ScannedOperation] = {}
+        #: Builds the three operation maps of a state restored from a snapshot, on first use.
+        self._pending: Callable[[], None] | None = None
         self._undo: list[Callable[[], None]] | None = None
+        #: The event at a physical position, for a state whose refs no longer hold their
+        #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
+        self.event_at: Callable[[int], RuntimeEvent] = no_event_at
         # Pure results per frozen instance, kept with the instance so its id is not reused:
         # a decision's prospective check and the fold after its commit see the very same
         # event objects, so the lane and the args hash are computed once per step (ADR 0026).
         # Not scan state: never journalled, and a rollback keeps them on purpose.
         self._lanes: dict[int, tuple[RuntimeEvent, LaneClassification]] = {}
         self._args_hashes: dict[int, tuple[FunctionCallContent, str | None]] = {}
+
+    # -- the operation maps, built on first use after a restore (ADR 0032) ----------------------
+
+    def _inflate(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending()
+
+    @property
+    def _operations(self) -> list[ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._operation_list
+
+    @property
+    def _by_call(self) -> dict[tuple[str, str], ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._call_map
+
+    @property
+    def _by_operation(self) -> dict[str, ScannedOperation]:
+        if self._pending is not None:
+            self._inflate()
+        return self._operation_map
 
     def lane_of(self, event: RuntimeEvent) -> LaneClassification:
         """``classify_lane(event)``, computed once per event instance while it is recent."""
@@ -110,6 +119,10 @@ class ToolScanner:
         lane = classify_lane(event)
         _remember(self._lanes, id(event), (event, lane))
         return lane
+
+    def full_event(self, ref: EventRef) -> RuntimeEvent:
+        """The event behind ``ref``: kept in memory, or read by position (ADR 0032)."""
+        return ref.event if ref.event is not None else self.event_at(ref.position)
 
     def args_hash_of(self, call: FunctionCallContent) -> str | None:
         """``hash_or_none(call.name, call.args)``, computed once per call instance while it
@@ -161,10 +174,11 @@ class ToolScanner:
     def _step(self, event: RuntimeEvent, verified: bool = False) -> tuple[ResolverIssue, ...]:
         index = self._count
         self._set(self, "_count", index + 1)
+        seen = event.id in self._positions
         self._put(self._positions, event.id, index)
         markers = self._marker_step(event, index)
         scanned: list[ResolverIssue] = []
-        self._scan(event, scanned, verified)
+        self._scan(event, index, seen, scanned, verified)
         return (*markers, *scanned)
 
     def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
@@ -179,11 +193,12 @@ class ToolScanner:
         self._append(self._marker_issues, issue)
         return [issue]
 
-    def _scan(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
-        if event.id in self._seen_ids:
+    def _scan(
+        self, event: RuntimeEvent, index: int, seen: bool, out: list[ResolverIssue], verified: bool
+    ) -> None:
+        if seen:  # an id already in ``_positions``: every stepped event is there
             self._issue(out, "duplicate_event_id", event.id)
             return
-        self._put(self._seen_ids, event.id, None)
 
         spine = (event.session_id, event.run_id, event.turn_id)
         known_spine = self._spines.get(event.invocation_id)
@@ -199,25 +214,30 @@ class ToolScanner:
         if event.partial:
             return  # partial ordinary events never take part in tool analysis
         if lane.lane == "function_call":
-            self._scan_call(event, out, verified)
+            self._scan_call(event, EventRef.of(event, index), out, verified)
         elif lane.lane == "tool_dispatch":
-            self._scan_dispatch(event, out, verified)
+            self._scan_dispatch(event, EventRef.of(event, index), out, verified)
         elif lane.lane == "function_response":
-            self._scan_response(event, out)
+            self._scan_response(event, EventRef.of(event, index), out)
         elif lane.lane in ("reconcile_result", "recovery_decision"):
-            self._scan_recovery_fact(event, lane.lane == "reconcile_result", out)
+            self._scan_recovery_fact(
+                event, EventRef.of(event, index), lane.lane == "reconcile_result", out
+            )
 
     def _register(self, key: tuple[str, str], operation: ScannedOperation) -> None:
+        operation.key = key  # a fresh operation: nothing to undo
         self._append(self._operations, operation)
         self._put(self._by_call, key, operation)
 
-    def _scan_call(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
+    def _scan_call(
+        self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue], verified: bool
+    ) -> None:
         call = event.function_call
         assert call is not None
         key = (event.invocation_id, call.id)
         existing = self._by_call.get(key)
         if existing is None:
-            operation = ScannedOperation(call.id, call.name, call_event=event)
+            operation = ScannedOperation(call.id, call.name, call_event=ref)
             operation.call_verified = verified
             self._register(key, operation)
             return
@@ -225,12 +245,14 @@ class ToolScanner:
             self._issue(out, "duplicate_call", event.id, existing)
             return
         # a dispatch or response arrived first; the call completes that operation
-        self._set(existing, "call_event", event)
+        self._set(existing, "call_event", ref)
         self._set(existing, "call_verified", verified)
         if existing.tool_name != call.name:
             self._issue(out, "identity_conflict", event.id, existing)
 
-    def _scan_dispatch(self, event: RuntimeEvent, out: list[ResolverIssue], verified: bool) -> None:
+    def _scan_dispatch(
+        self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue], verified: bool
+    ) -> None:
         assert event.actions is not None
         dispatch = event.actions.tool_dispatch
         assert dispatch is not None
@@ -241,7 +263,7 @@ class ToolScanner:
                 dispatch.provider_tool_call_id,
                 dispatch.tool_name,
                 operation_id=dispatch.operation_id,
-                dispatch_event=event,
+                dispatch_event=ref,
             )
             self._register(key, operation)
             self._issue(out, "event_order_conflict", event.id, operation)
@@ -255,7 +277,7 @@ class ToolScanner:
             return
 
         self._set(operation, "operation_id", dispatch.operation_id)
-        self._set(operation, "dispatch_event", event)
+        self._set(operation, "dispatch_event", ref)
         self._put(self._by_operation, dispatch.operation_id, operation)
 
         refs = event.refs
@@ -264,9 +286,7 @@ class ToolScanner:
             or refs is None
             or refs.operation_id != dispatch.operation_id
             or refs.tool_call_id != dispatch.provider_tool_call_id
-            or (
-                operation.call_event is not None and not same_execution(operation.call_event, event)
-            )
+            or (operation.call_event is not None and not same_execution(operation.call_event, ref))
         ):
             self._issue(out, "identity_conflict", event.id, operation)
 
@@ -278,13 +298,9 @@ class ToolScanner:
             # the outcome was committed before T1: impossible order, and the earlier response
             # must now also be bound to this operation
             self._issue(out, "event_order_conflict", event.id, operation)
-            response_refs = response.refs
-            if (
-                response_refs is None
-                or response_refs.operation_id != dispatch.operation_id
-                or response_refs.tool_call_id != dispatch.provider_tool_call_id
-                or not same_execution(event, response)
-            ):
+            if not response.bound_to(
+                dispatch.operation_id, dispatch.provider_tool_call_id
+            ) or not same_execution(ref, response):
                 self._issue(out, "identity_conflict", response.id, operation)
 
     def _args_hash_conflict(
@@ -296,42 +312,39 @@ class ToolScanner:
         with them, and the write that committed this dispatch was refused had the same scan
         found a conflict (every tool write is judged by the scanner before it is saved). A row
         that does not match its digest, or an event fed from outside the store, is hashed."""
-        call = operation.call_event.function_call if operation.call_event is not None else None
-        if call is None or (verified and operation.call_verified):
+        if operation.call_event is None or (verified and operation.call_verified):
+            return False
+        call = self.full_event(operation.call_event).function_call
+        if call is None:
             return False
         return self.args_hash_of(call) != args_hash
 
-    def _scan_response(self, event: RuntimeEvent, out: list[ResolverIssue]) -> None:
+    def _scan_response(self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue]) -> None:
         response = event.function_response
         assert response is not None
         key = (event.invocation_id, response.id)
         operation = self._by_call.get(key)
         if operation is None:
-            orphan = ScannedOperation(response.id, response.name, response_event=event)
+            orphan = ScannedOperation(response.id, response.name, response_event=ref)
             self._register(key, orphan)
             self._issue(out, "orphan_response", event.id, orphan)
             return
         if operation.response_event is not None:
             self._issue(out, "duplicate_response", event.id, operation)
             return
-        self._set(operation, "response_event", event)
-        refs = event.refs
+        self._set(operation, "response_event", ref)
         if (
             operation.tool_name != response.name
-            or not same_execution(operation.call_event, event)
+            or not same_execution(operation.call_event, ref)
             or (
                 operation.operation_id is not None
-                and (
-                    refs is None
-                    or refs.operation_id != operation.operation_id
-                    or refs.tool_call_id != operation.tool_call_id
-                )
+                and not ref.bound_to(operation.operation_id, operation.tool_call_id)
             )
         ):
             self._issue(out, "identity_conflict", event.id, operation)
 
     def _scan_recovery_fact(
-        self, event: RuntimeEvent, is_reconcile: bool, out: list[ResolverIssue]
+        self, event: RuntimeEvent, ref: EventRef, is_reconcile: bool, out: list[ResolverIssue]
     ) -> None:
         assert event.actions is not None
         fact = event.actions.tool_recovery
@@ -342,4 +355,4 @@ class ToolScanner:
             self._issue(out, "event_order_conflict", event.id)
             return
         target = operation.reconcile_events if is_reconcile else operation.decision_events
-        self._append(target, event)
+        self._append(target, ref)

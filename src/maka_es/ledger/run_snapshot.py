@@ -1,0 +1,116 @@
+"""A Run's folded state as a versioned snapshot body, and the Run restored from one (ADR 0032).
+
+Why: reopening a run folded every committed fact, so the first command after a restart cost
+time proportional to the whole history (about 0.1 ms per event). A snapshot keeps what the fold
+computed (header, owner, seal, attestations, the terminal event, the ordered event ids, the
+journal fold and the resolver's compact scan state) at the fact version it covers; a load
+restores it and folds only the facts after that version. The events themselves are not in the
+snapshot: a restored Run reads them from the ledger on first use (``RunState.attach_history``).
+
+Why never trusted over the ledger: this module only writes and reads the body. The adapter
+(:mod:`maka_es.adapters.run_snapshots`) stores it with its digest and the digest of the stored
+fact it covers, and uses it only when the format is :data:`SNAPSHOT_FORMAT`, the body matches
+its digest and the ledger still holds that fact; anything else is a full replay. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from uuid import UUID
+
+from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.run import Run
+from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.scan_snapshot import (
+    bundle_events,
+    dump_scan,
+    restore_scan,
+)
+from maka_es.wire.codec import canonical_json
+from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
+
+__all__ = ["SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "dump_run", "restore_run"]
+
+#: The body's format; a snapshot of any other format is ignored (a full replay writes anew).
+SNAPSHOT_FORMAT = 1
+
+#: A load that leaves more than this many facts folded since the last snapshot writes one.
+SNAPSHOT_EVERY = 1000
+
+_ATTESTATION_FIELDS = (
+    "operation_id",
+    "applied",
+    "result",
+    "actor",
+    "note",
+    "attested_at",
+    "response_event_id",
+)
+
+
+def dump_run(run: Run) -> str:
+    """The snapshot body of ``run`` at ``run.version`` (see the module docstring).
+
+    Four lines of JSON: the values (header, owner, seal, attestations, terminal and embedded
+    events, the scan's small parts), the ordered event ids, the scan's operations and the
+    journal fold. ``json.dumps`` never writes a raw newline, so the lines split back exactly;
+    the last two stay unparsed until a command needs them. The embedded events (the terminal
+    one and those a recovery bundle's interpretation reads) are their canonical JSON."""
+    ids = [*run._head_ids, *(event.id for event in run._events)]
+    terminal = run.terminal_event
+    scan, operations = dump_scan(run.resolver)
+    values = {
+        "format": SNAPSHOT_FORMAT,
+        "stream": str(run.id),
+        "version": run.version,
+        "header": run.header.to_wire(),
+        "owner": None if run.owner is None else run.owner.to_json(),
+        "sealedBy": run.sealed_by,
+        "attestations": [
+            [getattr(a, name) for name in _ATTESTATION_FIELDS] for a in run.attestations
+        ],
+        "terminal": None if terminal is None else canonical_json(terminal),
+        "embedded": [
+            [p, canonical_json(event)] for p, event in sorted(bundle_events(run.resolver).items())
+        ],
+        "scan": scan,
+    }
+    lines = (_json(values), _json(ids), operations, run.journal_text())
+    assert not any("\n" in line for line in lines)
+    return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def restore_run(data: bytes, stream_id: UUID) -> Run:
+    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used).
+
+    Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
+    then falls back to a full replay."""
+    values_line, ids_line, operations, journal = data.split(b"\n")
+    body = json.loads(values_line)
+    if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
+        raise ValueError("not a snapshot of this run in the current format")
+    run = Run(
+        stream_id,
+        RunHeader.model_validate(body["header"]),
+        body["version"],
+        RunOwner.from_json(body["owner"]),
+    )
+    ids: list[str] = json.loads(ids_line)
+    embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
+    run._head_ids = ids
+    run._sealed_by = body["sealedBy"]
+    for row in body["attestations"]:
+        attestation = OperatorAttestation(**dict(zip(_ATTESTATION_FIELDS, row, strict=True)))
+        run._attestations[attestation.operation_id] = attestation
+    terminal = body["terminal"]
+    run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
+    run._journal_text = journal
+    run._resolver = restore_scan(body["scan"], operations, ids, embedded)
+    run._resolver.event_at = run._event_at
+    return run
