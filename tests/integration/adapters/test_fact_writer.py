@@ -337,7 +337,7 @@ def pg_store_url_2(pg_server_url: str) -> Iterator[str]:
 
 def _log(url: str) -> list[tuple[Any, ...]]:
     with _open(url) as app:
-        notes = app.recorder.select_notifications(start=1, limit=1000)  # type: ignore[attr-defined]
+        notes = app.recorder.select_notifications(start=1, limit=1000)
         return [
             (n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
             for n in notes
