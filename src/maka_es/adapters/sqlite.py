@@ -224,7 +224,12 @@ class OwnCommitWatch:
         except sqlite3.Error:
             self._pending.write = None
             return
-        heads = {UUID(str(e.originator_id)): e.originator_version for e in stored_events}
+        heads = {
+            e.originator_id
+            if isinstance(e.originator_id, UUID)
+            else UUID(str(e.originator_id)): e.originator_version
+            for e in stored_events
+        }
         self._pending.write = (c.sqlite_cursor.connection, data_version, heads)
 
     def committed(self) -> None:
