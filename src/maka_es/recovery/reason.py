@@ -35,7 +35,7 @@ anything else is ``non_terminal_run_recovered``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from maka_es.wire.events import RuntimeEvent
@@ -95,7 +95,11 @@ def _content_event_type(event: RuntimeEvent) -> str | None:
 
 def last_reference_event_type(events: Sequence[RuntimeEvent]) -> str | None:
     """The type of the last AgentRun event the reference would have for this ledger."""
-    for event in reversed(events):
+    return _newest_reference_event_type(reversed(events))
+
+
+def _newest_reference_event_type(newest_first: Iterable[RuntimeEvent]) -> str | None:
+    for event in newest_first:
         event_type = reference_event_type(event)
         if event_type is not None:
             return event_type
@@ -104,7 +108,15 @@ def last_reference_event_type(events: Sequence[RuntimeEvent]) -> str | None:
 
 def recovery_reason(header_status: str, events: Sequence[RuntimeEvent]) -> tuple[str, str | None]:
     """``(recoveryReason, lastEventType)`` of a run that has no terminal fact."""
-    last = last_reference_event_type(events)
+    return recovery_reason_newest_first(header_status, reversed(events))
+
+
+def recovery_reason_newest_first(
+    header_status: str, newest_first: Iterable[RuntimeEvent]
+) -> tuple[str, str | None]:
+    """:func:`recovery_reason` over the events from the last one back, read only as far as the
+    last event the reference has (a snapshot-restored run's history stays unread; ADR 0012)."""
+    last = _newest_reference_event_type(newest_first)
     if last == "model_stream_completed":
         return "model_stream_completed_without_runtime_terminal", last
     if header_status == "waiting_for_user" or last in USER_WAIT_TYPES:

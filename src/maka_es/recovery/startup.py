@@ -40,7 +40,7 @@ it runs again, and running it twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from maka_es import failpoints
@@ -54,7 +54,7 @@ from maka_es.continuation.claim import (
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.existing_claims import is_continuation_start
 from maka_es.recovery.ownership import sort_by_owner
-from maka_es.recovery.reason import recovery_reason
+from maka_es.recovery.reason import recovery_reason_newest_first
 from maka_es.recovery.report import (
     Repair,
     StartupRecoveryReport,
@@ -164,7 +164,8 @@ class StartupRecovery:
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
-        return not is_bare_continuation_start(run.header, run.events)
+        # a bare start is one event: a longer run's history is not read (ADR 0012)
+        return not (run.high_water == 1 and is_bare_continuation_start(run.header, run.events))
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -250,9 +251,12 @@ class StartupRecovery:
     # -- runs -------------------------------------------------------------------------------------
 
     def _repair_run(self, run_id: str) -> Repair | None:
-        header: RunHeader = self.ledger.get_run_header(run_id)
-        events: list[RuntimeEvent] = self.ledger.read_run_events(run_id)
-        terminals = [e for e in events if e.is_terminal]
+        """Repair one run; its history is read only for a run with a terminal event or a
+        single event (an interrupted run's reason reads from its last event back, ADR 0012)."""
+        run = self.ledger.load_run(run_id)
+        header: RunHeader = run.header
+        # the Run tracks its first terminal event: none tracked means none committed
+        terminals = [] if run.terminal_event is None else [e for e in run.events if e.is_terminal]
         if len(terminals) > 1:
             return Repair(run_id, "left_ambiguous", {"terminalEvents": len(terminals)})
         if header.is_terminal:
@@ -263,6 +267,7 @@ class StartupRecovery:
             return self._repair_header(header, terminals[0], MISSING_TERMINAL)
         if terminals:
             return self._repair_header(header, terminals[0], APP_RESTARTED)
+        events = run.events if run.high_water == 1 else ()
         if is_bare_continuation_start(header, events):
             start = events[0].actions.continuation_start if events[0].actions else None
             if start is None or start.provenance == "runtime_admission":
@@ -270,12 +275,12 @@ class StartupRecovery:
             claim = self.claims.get_claim(start.claim_id)
             claimed_at = events[0].ts if claim is None else claim.claimed_at
             return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
-        return self._recover_terminal(header, events)
+        return self._recover_terminal(header, run.events_newest_first())
 
-    def _recover_terminal(self, header: RunHeader, events: list[RuntimeEvent]) -> Repair:
+    def _recover_terminal(self, header: RunHeader, newest_first: Iterator[RuntimeEvent]) -> Repair:
         """No terminal fact: the recovered terminal (the tools settled what they could before,
         in :meth:`_settle_tools`; what stays indeterminate keeps Phase 0 ``blocked``)."""
-        reason, last_type = recovery_reason(header.status, events)
+        reason, last_type = recovery_reason_newest_first(header.status, newest_first)
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:
             delta["lastEventType"] = last_type

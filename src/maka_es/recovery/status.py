@@ -67,7 +67,7 @@ from maka_es.recovery.status_store import (
     RunRecoveryStatus,
     needs_attention_for,
 )
-from maka_es.resume.plan import resume_verdict
+from maka_es.resume.plan import tracked_resume_verdict
 from maka_es.wire.run_header import header_matches_terminal
 
 
@@ -337,17 +337,19 @@ def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
     """The recovery status of a loaded run (pure: a function of the run and its claim).
 
     ``resume_disposition`` / ``resume_reasons`` are those of ``build_resume_plan(run.events)``,
-    decided from the resolution the Run already tracks (``resume_verdict``)."""
+    decided from the resolution the Run already tracks (``tracked_resume_verdict``), which
+    reads the run's events only when that resolution does not decide them: a run restored
+    from a snapshot is caught up without reading its history (ADR 0012, ADR 0032)."""
     header = run.header
-    events = run.events
     terminal = run.terminal_event
+    high_water = run.high_water
     matches = terminal is not None and header_matches_terminal(header, terminal)
     # the Run keeps the resolver's fold: no second resolution of the whole ledger (ADR 0012)
-    disposition, reasons = resume_verdict(events, run.resolution())
+    disposition, reasons = tracked_resume_verdict(run.resolution(), lambda: run.events)
     claim_state: ClaimState
     if claim_id is None:
         claim_state = "none"
-    elif not events:
+    elif high_water == 0:
         claim_state = "unstarted"
     elif terminal is not None:
         claim_state = "ended"
@@ -365,7 +367,7 @@ def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
         claim_state=claim_state,
         claim_id=claim_id,
         sealed_by=run.sealed_by,
-        high_water=len(events),
+        high_water=high_water,
         needs_attention=needs_attention_for(
             header.status, terminal is not None, matches, claim_state
         ),

@@ -33,6 +33,7 @@ from maka_es.ledger.faults import is_store_fault
 from maka_es.ledger.service import Ledger
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
+from maka_es.wire.events import RuntimeEvent
 
 #: Recovery modes recovery settles by itself when it has the tool (docs/reference/tool-journal.md).
 SELF_SETTLING_MODES: Final = frozenset({"reconcile", "idempotent", "replay_safe"})
@@ -76,7 +77,7 @@ def settle_run_tools(
     error_class: str | None = None
     if tool_runtime is not None:
         try:
-            report = tool_runtime.recover(run_id)
+            report = tool_runtime.recover(run_id, call_events=_call_events(ledger, run_id))
         except Exception as exc:
             if is_store_fault(exc):
                 raise  # nothing is sealed yet: the next start repeats the whole recovery
@@ -97,6 +98,25 @@ def settle_run_tools(
                 }
             )
     return ToolSettlement(run_id, settled, tuple(held), error_class)
+
+
+def _call_events(ledger: Ledger, run_id: str) -> dict[str, RuntimeEvent]:
+    """The call events of ``run_id``'s unsettled operations, read from the run's last event
+    back and only as far as the oldest of them: an interrupted call is near the end, and a run
+    restored from a snapshot is not read whole (ADR 0012, ADR 0032). The last event with an id
+    wins, as in a map of every event."""
+    wanted = {op.call_event_id for op in unsettled_operations(ledger, run_id)}
+    wanted.discard(None)
+    found: dict[str, RuntimeEvent] = {}
+    if not wanted:
+        return found
+    for event in ledger.load_run(run_id).events_newest_first():
+        if event.id in wanted:
+            found[event.id] = event
+            wanted.discard(event.id)
+            if not wanted:
+                break
+    return found
 
 
 def _hold_reason(

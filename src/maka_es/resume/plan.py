@@ -13,7 +13,7 @@ imply, are built in ``maka_es.resume.diagnostics``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from maka_es.resume.diagnostics import (
     HiddenPendingCall,
@@ -43,6 +43,7 @@ __all__ = [
     "plan_over_resolution",
     "project_tool_operations",
     "resume_verdict",
+    "tracked_resume_verdict",
 ]
 
 #: Instruction handed to the model whenever a tool outcome is unknown (exact text,
@@ -206,6 +207,50 @@ def resume_verdict(
     )
     requires_verification = _requires_verification(operations, hidden_pending)
     return _disposition(reasons, requires_verification, resolution), reasons
+
+
+def tracked_resume_verdict(
+    resolution: Resolution, read_events: Callable[[], Sequence[RuntimeEvent]]
+) -> tuple[ResumeDisposition, tuple[ResumeRejectionReason, ...]]:
+    """:func:`resume_verdict`, calling ``read_events`` only when the resolution alone does not
+    decide the verdict.
+
+    Why: the recovery-status read model judges a run restored from a snapshot, whose events
+    are read from the ledger on first use (ADR 0032); reading a long run whole to learn that it
+    has a pending call made catching it up cost its whole history. Without an expected
+    high-water the only possible reason is ``dangling_tool_state``, and it is certain, with no
+    event read, when the resolution has (ADR 0012, docs/reference/phase0.md#diagnostics):
+
+    - a resolver issue: step 3 reports each one under a code that maps to it;
+    - an indeterminate decision with a call: its call event is a function call, visible (step
+      2, ``pending_tool_result``) or hidden (step 5);
+    - a corrupt decision without a call that is not an orphan response (step 4).
+
+    Then ``requires_verification`` and corruption change nothing: the plan is ``blocked``. A
+    resolution with no decision and no issue scanned no tool event at all (every non-partial
+    function response becomes an operation or an issue), so no step reports anything and the
+    plan is ``safe_replay``. Every other resolution is judged over the events, exactly as
+    :func:`resume_verdict` does.
+    """
+    if _certainly_dangling(resolution):
+        return "blocked", ("dangling_tool_state",)
+    if not resolution.decisions and not resolution.issues:
+        return "safe_replay", ()
+    return resume_verdict(read_events(), resolution)
+
+
+def _certainly_dangling(resolution: Resolution) -> bool:
+    if resolution.issues:
+        return True
+    return any(
+        (decision.status == "indeterminate" and decision.call_runtime_event_id is not None)
+        or (
+            decision.status == "corruption"
+            and decision.call_runtime_event_id is None
+            and decision.reason != "orphan_response"
+        )
+        for decision in resolution.decisions
+    )
 
 
 def _requires_verification(

@@ -185,13 +185,22 @@ class ToolRuntime:
 
     # -- recovery -------------------------------------------------------------------------------
 
-    def recover(self, run_id: str) -> RecoveryReport:
-        """Settle every operation of ``run_id`` that has T1 and no T2, per recovery mode."""
+    def recover(
+        self, run_id: str, *, call_events: Mapping[str, RuntimeEvent] | None = None
+    ) -> RecoveryReport:
+        """Settle every operation of ``run_id`` that has T1 and no T2, per recovery mode.
+
+        ``call_events``: the committed call events of those operations by id, when the caller
+        already read them (startup recovery reads them from the run's end, ADR 0012); an id
+        missing from it is a call the ledger does not hold. ``None``: read from the run."""
         actions: list[RecoveryAction] = []
         unsettled = [op for op in self.app.tool_operations(run_id) if op.is_unsettled]
         if not unsettled:
             return RecoveryReport(())
-        calls = {event.id: event for event in self.app.read_run_events(run_id)}
+        calls: Mapping[str, RuntimeEvent] = {} if call_events is None else call_events
+        # only a tool in the catalogue reads its call (a pending unknown tool reads nothing)
+        if call_events is None and any(op.tool_name in self.tools for op in unsettled):
+            calls = {event.id: event for event in self.app.read_run_events(run_id)}
         for operation in unsettled:
             actions.append(self._recover_one(run_id, operation, calls))
         return RecoveryReport(tuple(actions))

@@ -21,7 +21,7 @@ from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.ledger.facts import RunHeaderUpdated, RuntimeEventRecorded
 from maka_es.ledger.run import Run, project_run
 from maka_es.recovery.status import status_of_run
-from maka_es.resume.plan import build_resume_plan, resume_verdict
+from maka_es.resume.plan import build_resume_plan, resume_verdict, tracked_resume_verdict
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_json
@@ -150,4 +150,78 @@ def test_status_of_run_reads_each_verdict() -> None:
         ("blocked", ("dangling_tool_state",)),
         ("safe_replay", ()),
         ("blocked", ("dangling_tool_state",)),
+    ]
+
+
+def _verdict_and_reads(events: list[dict[str, Any]]) -> tuple[Any, int]:
+    """``tracked_resume_verdict`` of these events, and how often it asked for them."""
+    decoded = tuple(RuntimeEvent.model_validate(event) for event in events)
+    reads: list[None] = []
+
+    def read_events() -> tuple[RuntimeEvent, ...]:
+        reads.append(None)
+        return decoded
+
+    return tracked_resume_verdict(resolve_tool_operations(decoded), read_events), len(reads)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=ledgers())
+def test_the_tracked_verdict_equals_the_plan_and_reads_only_when_undecided(
+    events: list[dict[str, Any]],
+) -> None:
+    """Every branch of the shortcut (ADR 0012) equals the plan; the events are read only when
+    the resolution leaves the verdict open (no issue, no pending call, no call-less
+    corruption, at least one decision)."""
+    plan = build_resume_plan(events)
+    (verdict, reads) = _verdict_and_reads(events)
+    assert verdict == (plan.disposition, plan.rejection_reasons)
+    resolution = resolve_tool_operations(plan.runtime_events)
+    decided = (
+        bool(resolution.issues)
+        or not resolution.decisions
+        or any(
+            (d.status == "indeterminate" and d.call_runtime_event_id is not None)
+            or (
+                d.status == "corruption"
+                and d.call_runtime_event_id is None
+                and d.reason != "orphan_response"  # step 6 reports it: judged over the events
+            )
+            for d in resolution.decisions
+        )
+    )
+    assert reads == (0 if decided else 1)
+
+
+def test_each_shortcut_of_the_tracked_verdict_reads_nothing() -> None:
+    """The property above is not vacuous: each branch, built on purpose."""
+    chat = LedgerBuilder(SPINE, prefix="a")
+    chat.user(marker=True)
+    chat.model_text()
+    pending = LedgerBuilder(SPINE, prefix="b")
+    pending.user(marker=True)
+    pending.t1_call("c1")
+    hidden = LedgerBuilder(SPINE, prefix="c")
+    hidden.call("c1", hidden=True)
+    orphan_dispatch = LedgerBuilder(SPINE, prefix="d")
+    orphan_dispatch.dispatch("c1")
+    duplicate = LedgerBuilder(SPINE, prefix="e")
+    duplicate.user(marker=True)
+    duplicate.user(marker=True)  # a second marker: protocol_marker_invalid
+    settled = LedgerBuilder(SPINE, prefix="f")
+    settled.user(marker=True)
+    settled.t1_call("c1")
+    settled.bound_response("c1")
+    results = [
+        _verdict_and_reads(list(builder.events))
+        for builder in (chat, pending, hidden, orphan_dispatch, duplicate, settled)
+    ]
+    dangling = (("blocked", ("dangling_tool_state",)), 0)
+    assert results == [
+        (("safe_replay", ()), 0),
+        dangling,
+        dangling,
+        dangling,
+        dangling,
+        (("safe_replay", ()), 1),  # settled tools: judged over the events
     ]
