@@ -223,6 +223,12 @@ class RunState:
         self._head_ids = []
         return self._events
 
+    def header_after(self, fact: RunHeaderUpdated) -> RunHeader:
+        """The header once ``fact`` is folded: what a header command answers after its commit
+        without reading the store again (a failed read after a durable commit would report
+        ``store_unavailable`` for a command that was saved)."""
+        return RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
+
     # -- evolution --------------------------------------------------------------------------------
 
     def apply(self, fact: StoredFact) -> None:
@@ -241,7 +247,7 @@ class RunState:
         elif isinstance(fact, OperationAttested):
             self._attestations[fact.operation_id] = _attestation(fact)
         elif isinstance(fact, RunHeaderUpdated):
-            self.header = RunHeader.model_validate({**self.header.to_wire(), **fact.patch})
+            self.header = self.header_after(fact)
         elif isinstance(fact, RunOwnerTaken) and self._owner is not None:
             self._owner = self._owner.taken_over(fact)
         else:

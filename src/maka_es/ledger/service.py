@@ -34,7 +34,7 @@ from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.ports import RunStore
 from maka_es.ledger.run import Run, bind_invocation, project_run
-from maka_es.ledger.session import Session
+from maka_es.ledger.session import Session, project_session
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.run_header import RunHeader, terminal_header_patch
 
@@ -141,7 +141,8 @@ class Ledger:
                 except SessionAlreadyExistsError:
                     existing = self.get_session(session_id)  # another writer was first
                 else:
-                    return self.get_session(session_id)
+                    # what was just saved, not a re-read (see update_run_header)
+                    return _session_info(project_session(None, [fact]))
             differs = [
                 name
                 for name, ours, theirs in (
@@ -161,14 +162,7 @@ class Ledger:
             return None
 
     def get_session(self, session_id: str) -> SessionInfo:
-        session = self._store.load_session(session_id)
-        return SessionInfo(
-            session_id=session.session_id,
-            cwd=session.cwd,
-            workspace_identity=session.workspace_identity,
-            opened_at=session.opened_at,
-            run_ids=tuple(entry.run_id for entry in session.runs),
-        )
+        return _session_info(self._store.load_session(session_id))
 
     def list_sessions(self) -> list[str]:
         """Session ids in the order they were opened (from the notification log)."""
@@ -338,7 +332,9 @@ class Ledger:
             self.check_writer(run)
             fact = run.decide_header_update(patch, updated_at=self._store.now_ms())
             self._store.commit([fact], conflict=lambda: concurrent_write(run_id))
-        return self.get_run_header(run_id)
+        # The decided header, not a re-read: once COMMIT returned, the command is saved, and a
+        # store fault on a read after it must not report it as not written (ADR 0028).
+        return run.header_after(fact)
 
     def end_run(self, run_id: str, terminal: RuntimeEvent | Mapping[str, Any]) -> RunHeader:
         """End a run: the terminal event is made durable FIRST, then the header derived from
@@ -355,6 +351,11 @@ class Ledger:
             )
         self.append_events(run_id, [event])
         failpoints.hit(failpoints.AFTER_TERMINAL_EVENT)
+        current = self.get_run_header(run_id)
+        if current.to_wire() == {**current.to_wire(), **patch}:
+            # An exact retry of an end_run that was saved whole (its caller saw a fault, e.g.
+            # store_outcome_unknown): the event was an exact retry too; nothing to write.
+            return current
         ended = self.update_run_header(run_id, patch)
         failpoints.hit(failpoints.AFTER_TERMINAL_HEADER)
         return ended
@@ -379,3 +380,14 @@ def _terminal_patch(header: RunHeader) -> dict[str, Any]:
     wire = header.to_wire()
     fields = ("status", "updatedAt", "completedAt", "failureClass", "failureMessage", "abortSource")
     return {key: wire[key] for key in fields if key in wire}
+
+
+def _session_info(session: Session | None) -> SessionInfo:
+    assert session is not None  # a SessionOpened fact always projects to a session
+    return SessionInfo(
+        session_id=session.session_id,
+        cwd=session.cwd,
+        workspace_identity=session.workspace_identity,
+        opened_at=session.opened_at,
+        run_ids=tuple(entry.run_id for entry in session.runs),
+    )
