@@ -22,6 +22,7 @@ from uuid import UUID
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.scan_ids import HeadIds, id_index, load_id_index
 from maka_es.tooljournal.scan_snapshot import (
     bundle_events,
     dump_scan,
@@ -34,7 +35,7 @@ from maka_es.wire.run_header import RunHeader
 __all__ = ["SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "dump_run", "restore_run"]
 
 #: The body's format; a snapshot of any other format is ignored (a full replay writes anew).
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 #: A load that leaves more than this many facts folded since the last snapshot writes one.
 SNAPSHOT_EVERY = 1000
@@ -53,10 +54,12 @@ _ATTESTATION_FIELDS = (
 def dump_run(run: Run) -> str:
     """The snapshot body of ``run`` at ``run.version`` (see the module docstring).
 
-    Four lines of JSON: the values (header, owner, seal, attestations, terminal and embedded
-    events, the scan's small parts), the ordered event ids, the scan's operations and the
-    journal fold. ``json.dumps`` never writes a raw newline, so the lines split back exactly;
-    the last two stay unparsed until a command needs them. The embedded events (the terminal
+    Five lines: the values (header, owner, seal, attestations, terminal and embedded events,
+    the scan's small parts), the ordered event ids, their sorted CRC-32 index (base64, see
+    :mod:`maka_es.tooljournal.scan_ids`), the scan's operations and the journal fold, each
+    JSON but the index. ``json.dumps`` and base64 never write a raw newline, so the lines split
+    back exactly; the ids, the operations and the journal stay unparsed until a command needs
+    them. The embedded events (the terminal
     one and those a recovery bundle's interpretation reads) are their canonical JSON."""
     ids = [*run._head_ids, *(event.id for event in run._events)]
     terminal = run.terminal_event
@@ -77,7 +80,7 @@ def dump_run(run: Run) -> str:
         ],
         "scan": scan,
     }
-    lines = (_json(values), _json(ids), operations, run.journal_text())
+    lines = (_json(values), _json(ids), id_index(ids), operations, run.journal_text())
     assert not any("\n" in line for line in lines)
     return "\n".join(lines)
 
@@ -91,7 +94,7 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
 
     Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
     then falls back to a full replay."""
-    values_line, ids_line, operations, journal = data.split(b"\n")
+    values_line, ids_line, index_line, operations, journal = data.split(b"\n")
     body = json.loads(values_line)
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")
@@ -101,7 +104,7 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids: list[str] = json.loads(ids_line)
+    ids = HeadIds(ids_line, body["scan"]["count"])
     embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
     run._head_ids = ids
     run._sealed_by = body["sealedBy"]
@@ -111,6 +114,6 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
     run._journal_text = journal
-    run._resolver = restore_scan(body["scan"], operations, ids, embedded)
+    run._resolver = restore_scan(body["scan"], operations, ids, load_id_index(index_line), embedded)
     run._resolver.event_at = run._event_at
     return run

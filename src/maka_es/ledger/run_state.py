@@ -77,7 +77,7 @@ class RunState:
         self._terminal: RuntimeEvent | None = None
         # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
         # ``_events``/``_payloads`` then hold the events after them, until first asked for.
-        self._head_ids: list[str] = []
+        self._head_ids: Sequence[str] = []
         self._history: HistoryReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()

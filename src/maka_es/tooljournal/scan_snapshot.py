@@ -7,19 +7,22 @@ Events themselves are not part of the scan state; the Run snapshot embeds the fe
 bundle's interpretation reads (:func:`bundle_positions`), and the others are read from the
 ledger by position when a rare reader needs one (``ToolScanner.event_at``).
 
-Maps keyed by event id (``_positions``, ``_seen_ids``) are rebuilt from the run's ordered event
-ids, which the Run snapshot keeps anyway. Pure: values in, values out.
+The map keyed by event id (``_positions``) is rebuilt from the run's ordered event ids, which
+the Run snapshot keeps anyway, only when a command needs more than "this new id is not
+committed" (:class:`~maka_es.tooljournal.scan_ids.HeadPositions`). Pure: values in, values out.
 """
 
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import ResolverIssue, ToolBoundaryProtocol
 from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scan_ids import HeadIds, HeadPositions
 from maka_es.tooljournal.scan_records import EventRef, ScannedOperation
 from maka_es.wire.events import RuntimeEvent
 
@@ -172,12 +175,14 @@ class _PendingOperations:
 def restore_scan(
     data: Mapping[str, Any],
     operations: bytes,
-    event_ids: Sequence[str],
+    event_ids: HeadIds,
+    id_index: array[int],
     events: Mapping[int, RuntimeEvent],
 ) -> ResolverState:
     """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), over
-    the run's ordered ``event_ids``; ``events`` are the embedded bundle events by position
-    (refs at other positions hold no event)."""
+    the run's ordered ``event_ids`` and their CRC index (parsed and mapped on first use);
+    ``events`` are the embedded bundle events by position (refs at other positions hold no
+    event)."""
     state = ResolverState()
     if data["count"] != len(event_ids):
         raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
@@ -185,7 +190,7 @@ def restore_scan(
     state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
     state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
     state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
-    state._positions = dict(zip(event_ids, range(len(event_ids)), strict=True))
+    state._positions = HeadPositions(event_ids, id_index)
     state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
     state._pending = _PendingOperations(state, operations, events)
     return state
