@@ -15,7 +15,10 @@ its digest and the ledger still holds that fact; anything else is a full replay.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +27,7 @@ from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.scan_ids import HeadIds, id_index, load_id_index
 from maka_es.tooljournal.scan_snapshot import (
+    PartText,
     bundle_events,
     dump_scan,
     restore_scan,
@@ -32,13 +36,28 @@ from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "dump_run", "restore_run"]
+__all__ = [
+    "PARTS",
+    "SNAPSHOT_EVERY",
+    "SNAPSHOT_FORMAT",
+    "PartReader",
+    "dump_run",
+    "part_of",
+    "restore_run",
+    "split_parts",
+]
 
 #: The body's format; a snapshot of any other format is ignored (a full replay writes anew).
 SNAPSHOT_FORMAT = 2
 
 #: A load that leaves more than this many facts folded since the last snapshot writes one.
 SNAPSHOT_EVERY = 1000
+
+#: The body's lines a store may keep apart, read on first use: (name, line index).
+PARTS = (("operations", 3), ("journal", 4))
+
+#: Reads a part kept apart by its name and sha256 (the adapter verifies it, ADR 0032).
+PartReader = Callable[[str, str], bytes]
 
 _ATTESTATION_FIELDS = (
     "operation_id",
@@ -85,12 +104,40 @@ def dump_run(run: Run) -> str:
     return "\n".join(lines)
 
 
+def split_parts(body: str) -> tuple[bytes, dict[str, bytes]]:
+    """``body`` with its operations and journal lines replaced by ``@`` and their sha256, and
+    those lines by digest. Why: they are most of a big run's body and a plain command reads
+    neither; a JSON line never starts with ``@``."""
+    lines = body.encode().split(b"\n")
+    parts: dict[str, bytes] = {}
+    for _, at in PARTS:
+        digest = hashlib.sha256(lines[at]).hexdigest()
+        parts[digest] = lines[at]
+        lines[at] = b"@" + digest.encode()
+    return b"\n".join(lines), parts
+
+
+def part_of(run: Run, name: str) -> bytes:
+    """The line ``name`` of ``run``'s body: what a replay answers for a part that is gone."""
+    at = dict(PARTS)[name]
+    return dump_run(run).split("\n")[at].encode()
+
+
+def _part(line: bytes, name: str, parts: PartReader | None) -> PartText:
+    if not line.startswith(b"@"):
+        return line
+    if parts is None:
+        raise ValueError(f"the snapshot's {name} are kept apart and there is no reader")
+    return functools.partial(parts, name, line[1:].decode())
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def restore_run(data: bytes, stream_id: UUID) -> Run:
-    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used).
+def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -> Run:
+    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used;
+    a part :func:`split_parts` kept apart is read through ``parts`` on first use).
 
     Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
     then falls back to a full replay."""
@@ -113,7 +160,13 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
         run._attestations[attestation.operation_id] = attestation
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
-    run._journal_text = journal
-    run._resolver = restore_scan(body["scan"], operations, ids, load_id_index(index_line), embedded)
+    run._journal_text = _part(journal, "journal", parts)
+    run._resolver = restore_scan(
+        body["scan"],
+        _part(operations, "operations", parts),
+        ids,
+        load_id_index(index_line),
+        embedded,
+    )
     run._resolver.event_at = run._event_at
     return run

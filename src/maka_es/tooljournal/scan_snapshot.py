@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
 
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import ResolverIssue, ToolBoundaryProtocol
@@ -27,12 +27,23 @@ from maka_es.tooljournal.scan_records import EventRef, ScannedOperation
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = [
+    "PartText",
     "bundle_events",
     "dump_journal",
     "dump_scan",
     "restore_journal",
+    "read_part",
     "restore_scan",
 ]
+
+#: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
+PartText: TypeAlias = bytes | Callable[[], bytes]
+
+
+def read_part(text: PartText) -> bytes:
+    """The part's JSON text, read now if it was left in the store."""
+    return text if isinstance(text, bytes) else text()
+
 
 _OP_FIELDS = (
     "operation_id",
@@ -106,7 +117,7 @@ def dump_scan(state: ResolverState) -> tuple[dict[str, Any], str]:
         raise RuntimeError("cannot snapshot a scan state inside a prospective check")
     pending = state._pending
     if isinstance(pending, _PendingOperations):
-        operations = pending.text.decode()
+        operations = read_part(pending.text).decode()
     else:
         operations = json.dumps(_dump_operations(state), separators=(",", ":"))
     return {
@@ -144,11 +155,11 @@ class _PendingOperations:
 
     __slots__ = ("events", "state", "text")
 
-    def __init__(self, state: ResolverState, text: bytes, events: Mapping[int, RuntimeEvent]):
+    def __init__(self, state: ResolverState, text: PartText, events: Mapping[int, RuntimeEvent]):
         self.state, self.text, self.events = state, text, events
 
     def __call__(self) -> None:
-        rows, by_operation = json.loads(self.text)
+        rows, by_operation = json.loads(read_part(self.text))
         state, events = self.state, self.events
         for row in rows:
             tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
@@ -174,7 +185,7 @@ class _PendingOperations:
 
 def restore_scan(
     data: Mapping[str, Any],
-    operations: bytes,
+    operations: PartText,
     event_ids: HeadIds,
     id_index: array[int],
     events: Mapping[int, RuntimeEvent],
