@@ -148,6 +148,14 @@ class HeadPositions(dict[str, int]):
             return dict.__getitem__(self, key)
         raise KeyError(key)
 
+    def __delitem__(self, key: str) -> None:
+        """Undoing a prospective step's new id (``ResolverState._put``) builds nothing: an id
+        put after the restore while the map was not built is not a head id (its ``in`` check
+        would have built it)."""
+        if not self._full and not dict.__contains__(self, key):
+            self._build()
+        dict.__delitem__(self, key)
+
 
 def _building(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
@@ -163,6 +171,6 @@ def _building(name: str) -> Callable[..., Any]:
 # Every other reader of the map sees the full map.
 for _name in (
     "__iter__", "__len__", "__reversed__", "__repr__", "__eq__", "__ne__", "__or__",
-    "__delitem__", "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
+    "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
 ):  # fmt: skip
     setattr(HeadPositions, _name, _building(_name))

@@ -43,10 +43,12 @@ def test_a_first_append_builds_no_id_map(store_url: str) -> None:
     app = RuntimeApplication.open(store_url, clock=FixedClock())
     try:
         positions = _positions(app)
-        app.append_events("r1", [Events.wire().text("m-new", "one more")])
+        kit = Events.wire()
+        app.append_events("r1", [kit.text("m-new", "one more")])
+        app.commit_tool_prepared("r1", kit.call("cn", "Echo", {"n": 99}, event_id="call-new"))
         assert not positions.built
         assert not positions._ids.parsed
-        assert app.ledger.load_run("r1").high_water == 1 + 15 * 4 + 4
+        assert app.ledger.load_run("r1").high_water == 1 + 15 * 4 + 6
     finally:
         app.close()
 

@@ -39,8 +39,11 @@ def test_a_new_id_is_answered_without_building_the_map() -> None:
     lazy = _lazy(ids)
     assert "e-new" not in lazy
     assert lazy.get("e-new") is None
+    lazy["e-undone"] = 1000
+    del lazy["e-undone"]  # a prospective step rolled back
     lazy["e-new"] = 1000
     assert lazy["e-new"] == 1000
+    assert "e-undone" not in lazy
     assert not lazy.built
     assert not lazy._ids.parsed
     assert "e-7" in lazy
