@@ -14,9 +14,17 @@ a domain event. One row per run stream (the newest), holding:
 
 A load uses the row only if all four agree with what it reads (the body's bytes, and the two
 facts read from the ledger in the same load); otherwise the row is ignored and the run is folded
-from its first fact, which then writes a fresh row. Nothing here ever refuses a command: a
-table that is missing, a read-only store, a row that does not parse, and a failed write all
-mean "no snapshot".
+from its first fact, which then writes a fresh row.
+
+The body's two big lines, the scan's operations and the journal fold (most of a long run's
+snapshot, and read by no plain append), are kept apart in ``maka_es_run_snapshots_parts``, keyed
+by stream and their ``sha256``, which the verified body names (``split_parts``). A part is
+read when a command first needs it and used only if it hashes to that digest; a part missing
+or changed (corruption, or a newer snapshot of the run replaced it meanwhile) is recomputed by
+folding the ledger up to the covered version: a full replay, never a wrong answer.
+
+Nothing here ever refuses a command: a table that is missing, a read-only store, a row that
+does not parse, and a failed write all mean "no snapshot".
 """
 
 from __future__ import annotations
@@ -31,9 +39,17 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder
 
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
+from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import RunCreated, RuntimeEventRecorded, StoredFact
 from maka_es.ledger.run import Run, project_run
-from maka_es.ledger.run_snapshot import SNAPSHOT_EVERY, SNAPSHOT_FORMAT, dump_run, restore_run
+from maka_es.ledger.run_snapshot import (
+    SNAPSHOT_EVERY,
+    SNAPSHOT_FORMAT,
+    dump_run,
+    part_of,
+    restore_run,
+    split_parts,
+)
 from maka_es.ledger.stored_events import read_recorded_event
 from maka_es.wire.events import RuntimeEvent
 
@@ -44,6 +60,10 @@ RunProjector = Callable[[Run | None, Iterable[Any]], Run | None]
 _log = logging.getLogger(__name__)
 
 TABLE = "maka_es_run_snapshots"
+PARTS_TABLE = "maka_es_run_snapshots_parts"
+
+#: Folds a run's facts up to a version: how a missing or changed part is recomputed.
+Replay = Callable[[UUID, int], Run | None]
 
 _COLUMNS = "stream_id, version, format, digest, first_digest, covered_digest, body"
 
@@ -75,6 +95,9 @@ class SnapshotTable:
         self._postgres = postgres
         schema = getattr(self._datastore, "schema", "") if postgres else ""
         self._table = f"{schema}.{TABLE}" if schema else TABLE
+        self._parts = f"{schema}.{PARTS_TABLE}" if schema else PARTS_TABLE
+        #: Probe: parts recomputed by a replay (missing or not matching their digest).
+        self.parts_replayed = 0
         self._mark = "%s" if postgres else "?"
         self._created = False
 
@@ -104,9 +127,39 @@ class SnapshotTable:
             return None
         return sha256_hex(bytes(stored[0].state))
 
-    def restore(self, stream_id: UUID) -> Run | None:
+    def read_part(self, stream_id: UUID, digest: str) -> bytes | None:
+        """The stored part ``digest`` of ``stream_id`` (``None``: none, or unreadable)."""
+        mark = self._mark
+        sql = f"SELECT data FROM {self._parts} WHERE stream_id = {mark} AND digest = {mark}"
+        try:
+            with self._datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql, (str(stream_id), digest))
+                row = cursor.fetchone()
+        except Exception:  # no table, a read-only store: the caller replays
+            return None
+        if row is None:
+            return None
+        return bytes(next(iter(row.values())) if isinstance(row, dict) else row[0])
+
+    def _verified_part(
+        self, stream_id: UUID, covered: int, replay: Replay, name: str, digest: str
+    ) -> bytes:
+        data = self.read_part(stream_id, digest)
+        if data is not None and sha256_hex(data) == digest:
+            return data
+        _log.debug("run snapshot part %s of %s missing or changed: replaying", name, stream_id)
+        self.parts_replayed += 1
+        run = replay(stream_id, covered)
+        if run is None or run.version != covered:
+            raise StoreCorruptionError(
+                f"run stream {stream_id} no longer reaches version {covered}"
+            )
+        return part_of(run, name)
+
+    def restore(self, stream_id: UUID, replay: Replay) -> Run | None:
         """The Run of the stored snapshot if it is verified against the ledger, else ``None``
-        (see the module docstring). Its events are still in the ledger (``attach_history``)."""
+        (see the module docstring). Its events are still in the ledger (``attach_history``);
+        its parts are read on first use, or recomputed with ``replay``."""
         row = self.read(stream_id)
         if row is None or row.format != SNAPSHOT_FORMAT or sha256_hex(row.body) != row.digest:
             return None
@@ -116,7 +169,12 @@ class SnapshotTable:
         ):
             return None
         try:
-            run = restore_run(row.body, stream_id)
+            version = row.version
+            run = restore_run(
+                row.body,
+                stream_id,
+                lambda name, digest: self._verified_part(stream_id, version, replay, name, digest),
+            )
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
         return run if run.version == row.version else None
@@ -131,16 +189,29 @@ class SnapshotTable:
             covered = self.fact_digest(run.id, run.version)
             if first is None or covered is None:
                 return False
-            body = dump_run(run).encode()
+            body, parts = split_parts(dump_run(run))
             self._ensure_table()
-            self._upsert(run, body, first, covered)
+            self._upsert(run, body, first, covered, parts)
         except Exception as exc:  # best-effort: a failed snapshot never fails a command
             _log.debug("run snapshot not written for %s: %s", run.id, exc)
             return False
         return True
 
-    def _upsert(self, run: Run, body: bytes, first: str, covered: str) -> None:
+    def _upsert(
+        self, run: Run, body: bytes, first: str, covered: str, parts: dict[str, bytes]
+    ) -> None:
+        """The row and its parts in one transaction; the run's other parts are deleted (a
+        reader still holding an older row then replays the part it needs)."""
         marks = ", ".join([self._mark] * 7)
+        mark = self._mark
+        put_part = (
+            f"INSERT INTO {self._parts} (stream_id, digest, data) VALUES ({mark}, {mark}, {mark}) "
+            "ON CONFLICT (stream_id, digest) DO NOTHING"
+        )
+        keep = ", ".join([mark] * len(parts))
+        drop_parts = (
+            f"DELETE FROM {self._parts} WHERE stream_id = {mark} AND digest NOT IN ({keep})"
+        )
         sql = (
             f"INSERT INTO {self._table} ({_COLUMNS}) VALUES ({marks}) "
             "ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, "
@@ -150,6 +221,9 @@ class SnapshotTable:
         )
         params = (str(run.id), run.version, SNAPSHOT_FORMAT, sha256_hex(body), first, covered, body)
         with self._datastore.transaction(commit=True) as cursor:
+            for digest, data in parts.items():
+                cursor.execute(put_part, (str(run.id), digest, data))
+            cursor.execute(drop_parts, (str(run.id), *parts))
             cursor.execute(sql, params)
 
     def _ensure_table(self) -> None:
@@ -161,8 +235,13 @@ class SnapshotTable:
             f"version BIGINT NOT NULL, format INTEGER NOT NULL, digest TEXT NOT NULL, "
             f"first_digest TEXT NOT NULL, covered_digest TEXT NOT NULL, body {blob} NOT NULL)"
         )
+        parts = (
+            f"CREATE TABLE IF NOT EXISTS {self._parts} (stream_id TEXT NOT NULL, "
+            f"digest TEXT NOT NULL, data {blob} NOT NULL, PRIMARY KEY (stream_id, digest))"
+        )
         with self._datastore.transaction(commit=True) as cursor:
             cursor.execute(sql)
+            cursor.execute(parts)
         self._created = True
 
 
@@ -218,7 +297,7 @@ class RunSnapshots:
     def restore(self, stream_id: UUID) -> Run | None:
         """The run from its verified snapshot plus the facts after it, put in the aggregate
         cache; ``None``: no usable snapshot (the caller folds from the first fact)."""
-        run = self.table.restore(stream_id)
+        run = self.table.restore(stream_id, self._replay)
         if run is None:
             return None
         covered = run.version
@@ -231,6 +310,11 @@ class RunSnapshots:
         if cache is not None:
             cache.put(stream_id, run)
         return run
+
+    def _replay(self, stream_id: UUID, covered: int) -> Run | None:
+        """The run folded from its first fact up to ``covered`` (a part's fallback)."""
+        facts = self._app.events.get(originator_id=stream_id, lte=covered)
+        return project_run(None, self._count(facts))
 
     def _history(self, stream_id: UUID, covered: int, count: int) -> list[tuple[RuntimeEvent, str]]:
         """The first ``count`` events of a snapshot-restored run, read from the ledger (the

@@ -15,14 +15,19 @@ its digest and the ledger still holds that fact; anything else is a full replay.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.scan_ids import HeadIds, id_index, load_id_index
 from maka_es.tooljournal.scan_snapshot import (
+    PartText,
     bundle_events,
     dump_scan,
     restore_scan,
@@ -31,13 +36,28 @@ from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["SNAPSHOT_EVERY", "SNAPSHOT_FORMAT", "dump_run", "restore_run"]
+__all__ = [
+    "PARTS",
+    "SNAPSHOT_EVERY",
+    "SNAPSHOT_FORMAT",
+    "PartReader",
+    "dump_run",
+    "part_of",
+    "restore_run",
+    "split_parts",
+]
 
 #: The body's format; a snapshot of any other format is ignored (a full replay writes anew).
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 
 #: A load that leaves more than this many facts folded since the last snapshot writes one.
 SNAPSHOT_EVERY = 1000
+
+#: The body's lines a store may keep apart, read on first use: (name, line index).
+PARTS = (("operations", 3), ("journal", 4))
+
+#: Reads a part kept apart by its name and sha256 (the adapter verifies it, ADR 0032).
+PartReader = Callable[[str, str], bytes]
 
 _ATTESTATION_FIELDS = (
     "operation_id",
@@ -53,10 +73,12 @@ _ATTESTATION_FIELDS = (
 def dump_run(run: Run) -> str:
     """The snapshot body of ``run`` at ``run.version`` (see the module docstring).
 
-    Four lines of JSON: the values (header, owner, seal, attestations, terminal and embedded
-    events, the scan's small parts), the ordered event ids, the scan's operations and the
-    journal fold. ``json.dumps`` never writes a raw newline, so the lines split back exactly;
-    the last two stay unparsed until a command needs them. The embedded events (the terminal
+    Five lines: the values (header, owner, seal, attestations, terminal and embedded events,
+    the scan's small parts), the ordered event ids, their sorted CRC-32 index (base64, see
+    :mod:`maka_es.tooljournal.scan_ids`), the scan's operations and the journal fold, each
+    JSON but the index. ``json.dumps`` and base64 never write a raw newline, so the lines split
+    back exactly; the ids, the operations and the journal stay unparsed until a command needs
+    them. The embedded events (the terminal
     one and those a recovery bundle's interpretation reads) are their canonical JSON."""
     ids = [*run._head_ids, *(event.id for event in run._events)]
     terminal = run.terminal_event
@@ -77,21 +99,49 @@ def dump_run(run: Run) -> str:
         ],
         "scan": scan,
     }
-    lines = (_json(values), _json(ids), operations, run.journal_text())
+    lines = (_json(values), _json(ids), id_index(ids), operations, run.journal_text())
     assert not any("\n" in line for line in lines)
     return "\n".join(lines)
+
+
+def split_parts(body: str) -> tuple[bytes, dict[str, bytes]]:
+    """``body`` with its operations and journal lines replaced by ``@`` and their sha256, and
+    those lines by digest. Why: they are most of a big run's body and a plain command reads
+    neither; a JSON line never starts with ``@``."""
+    lines = body.encode().split(b"\n")
+    parts: dict[str, bytes] = {}
+    for _, at in PARTS:
+        digest = hashlib.sha256(lines[at]).hexdigest()
+        parts[digest] = lines[at]
+        lines[at] = b"@" + digest.encode()
+    return b"\n".join(lines), parts
+
+
+def part_of(run: Run, name: str) -> bytes:
+    """The line ``name`` of ``run``'s body: what a replay answers for a part that is gone."""
+    at = dict(PARTS)[name]
+    return dump_run(run).split("\n")[at].encode()
+
+
+def _part(line: bytes, name: str, parts: PartReader | None) -> PartText:
+    if not line.startswith(b"@"):
+        return line
+    if parts is None:
+        raise ValueError(f"the snapshot's {name} are kept apart and there is no reader")
+    return functools.partial(parts, name, line[1:].decode())
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def restore_run(data: bytes, stream_id: UUID) -> Run:
-    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used).
+def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -> Run:
+    """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used;
+    a part :func:`split_parts` kept apart is read through ``parts`` on first use).
 
     Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
     then falls back to a full replay."""
-    values_line, ids_line, operations, journal = data.split(b"\n")
+    values_line, ids_line, index_line, operations, journal = data.split(b"\n")
     body = json.loads(values_line)
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")
@@ -101,7 +151,7 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids: list[str] = json.loads(ids_line)
+    ids = HeadIds(ids_line, body["scan"]["count"])
     embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
     run._head_ids = ids
     run._sealed_by = body["sealedBy"]
@@ -110,7 +160,13 @@ def restore_run(data: bytes, stream_id: UUID) -> Run:
         run._attestations[attestation.operation_id] = attestation
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
-    run._journal_text = journal
-    run._resolver = restore_scan(body["scan"], operations, ids, embedded)
+    run._journal_text = _part(journal, "journal", parts)
+    run._resolver = restore_scan(
+        body["scan"],
+        _part(operations, "operations", parts),
+        ids,
+        load_id_index(index_line),
+        embedded,
+    )
     run._resolver.event_at = run._event_at
     return run

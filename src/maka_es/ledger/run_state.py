@@ -34,7 +34,7 @@ from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.resolver import ResolverState
-from maka_es.tooljournal.scan_snapshot import dump_journal, restore_journal
+from maka_es.tooljournal.scan_snapshot import PartText, dump_journal, read_part, restore_journal
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
@@ -77,14 +77,14 @@ class RunState:
         self._terminal: RuntimeEvent | None = None
         # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
         # ``_events``/``_payloads`` then hold the events after them, until first asked for.
-        self._head_ids: list[str] = []
+        self._head_ids: Sequence[str] = []
         self._history: HistoryReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
         #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032).
-        self._journal_text: bytes | None = None
+        self._journal_text: PartText | None = None
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -189,14 +189,14 @@ class RunState:
         text = self._journal_text
         if text is not None:
             self._journal_text = None
-            self._journal = restore_journal(json.loads(text))
+            self._journal = restore_journal(json.loads(read_part(text)))
         return self._journal
 
     def journal_text(self) -> str:
         """The journal fold as the JSON text a snapshot stores (unparsed if still unparsed)."""
         text = self._journal_text
         if text is not None:
-            return text.decode()
+            return read_part(text).decode()
         return json.dumps(dump_journal(self._journal), separators=(",", ":"))
 
     def _event_at(self, position: int) -> RuntimeEvent:

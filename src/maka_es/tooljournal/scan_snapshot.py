@@ -7,29 +7,43 @@ Events themselves are not part of the scan state; the Run snapshot embeds the fe
 bundle's interpretation reads (:func:`bundle_positions`), and the others are read from the
 ledger by position when a rare reader needs one (``ToolScanner.event_at``).
 
-Maps keyed by event id (``_positions``, ``_seen_ids``) are rebuilt from the run's ordered event
-ids, which the Run snapshot keeps anyway. Pure: values in, values out.
+The map keyed by event id (``_positions``) is rebuilt from the run's ordered event ids, which
+the Run snapshot keeps anyway, only when a command needs more than "this new id is not
+committed" (:class:`~maka_es.tooljournal.scan_ids.HeadPositions`). Pure: values in, values out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
 
 from maka_es.tooljournal.operation import ToolJournal, ToolOperationState
 from maka_es.tooljournal.resolution import ResolverIssue, ToolBoundaryProtocol
 from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scan_ids import HeadIds, HeadPositions
 from maka_es.tooljournal.scan_records import EventRef, ScannedOperation
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = [
+    "PartText",
     "bundle_events",
     "dump_journal",
     "dump_scan",
     "restore_journal",
+    "read_part",
     "restore_scan",
 ]
+
+#: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
+PartText: TypeAlias = bytes | Callable[[], bytes]
+
+
+def read_part(text: PartText) -> bytes:
+    """The part's JSON text, read now if it was left in the store."""
+    return text if isinstance(text, bytes) else text()
+
 
 _OP_FIELDS = (
     "operation_id",
@@ -103,7 +117,7 @@ def dump_scan(state: ResolverState) -> tuple[dict[str, Any], str]:
         raise RuntimeError("cannot snapshot a scan state inside a prospective check")
     pending = state._pending
     if isinstance(pending, _PendingOperations):
-        operations = pending.text.decode()
+        operations = read_part(pending.text).decode()
     else:
         operations = json.dumps(_dump_operations(state), separators=(",", ":"))
     return {
@@ -141,11 +155,11 @@ class _PendingOperations:
 
     __slots__ = ("events", "state", "text")
 
-    def __init__(self, state: ResolverState, text: bytes, events: Mapping[int, RuntimeEvent]):
+    def __init__(self, state: ResolverState, text: PartText, events: Mapping[int, RuntimeEvent]):
         self.state, self.text, self.events = state, text, events
 
     def __call__(self) -> None:
-        rows, by_operation = json.loads(self.text)
+        rows, by_operation = json.loads(read_part(self.text))
         state, events = self.state, self.events
         for row in rows:
             tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
@@ -171,13 +185,15 @@ class _PendingOperations:
 
 def restore_scan(
     data: Mapping[str, Any],
-    operations: bytes,
-    event_ids: Sequence[str],
+    operations: PartText,
+    event_ids: HeadIds,
+    id_index: array[int],
     events: Mapping[int, RuntimeEvent],
 ) -> ResolverState:
     """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), over
-    the run's ordered ``event_ids``; ``events`` are the embedded bundle events by position
-    (refs at other positions hold no event)."""
+    the run's ordered ``event_ids`` and their CRC index (parsed and mapped on first use);
+    ``events`` are the embedded bundle events by position (refs at other positions hold no
+    event)."""
     state = ResolverState()
     if data["count"] != len(event_ids):
         raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
@@ -185,7 +201,7 @@ def restore_scan(
     state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
     state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
     state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
-    state._positions = dict(zip(event_ids, range(len(event_ids)), strict=True))
+    state._positions = HeadPositions(event_ids, id_index)
     state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
     state._pending = _PendingOperations(state, operations, events)
     return state

@@ -1,0 +1,68 @@
+"""A run restored from its snapshot answers a first append without parsing its older ids or
+building their map, and a duplicate of an older id is still refused as a full replay refuses
+it (ADR 0032)."""
+
+from __future__ import annotations
+
+import pytest
+
+from maka_es import RuntimeApplication
+from maka_es.builders import Events
+from maka_es.tooljournal.scan_ids import HeadPositions
+from tests.conftest import FixedClock
+from tests.integration.ledger.test_run_snapshots import EVERY, _write_run
+
+
+@pytest.fixture(autouse=True)
+def _small_snapshot_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("maka_es.adapters.run_snapshots.SNAPSHOT_EVERY", EVERY)
+
+
+def _positions(app: RuntimeApplication) -> HeadPositions:
+    positions = app.ledger.load_run("r1").resolver._positions
+    assert isinstance(positions, HeadPositions)  # restored from the snapshot
+    return positions
+
+
+def _append(store: str, event_id: str, text: str, *, snapshots: bool) -> object:
+    app = RuntimeApplication.open(store, clock=FixedClock())
+    if not snapshots:
+        app._store.snapshots = None
+    try:
+        app.append_events("r1", [Events.wire().text(event_id, text)])
+        return app.read_run_payloads("r1")[-1]
+    except Exception as exc:  # the refusal itself is compared
+        return type(exc), getattr(exc, "code", None)
+    finally:
+        app.close()
+
+
+def test_a_first_append_builds_no_id_map(store_url: str) -> None:
+    _write_run(store_url)
+    _append(store_url, "m-tip", "a snapshot at the tip", snapshots=True)  # no snapshot to write
+    app = RuntimeApplication.open(store_url, clock=FixedClock())
+    try:
+        positions = _positions(app)
+        kit = Events.wire()
+        app.append_events("r1", [kit.text("m-new", "one more")])
+        app.commit_tool_prepared("r1", kit.call("cn", "Echo", {"n": 99}, event_id="call-new"))
+        assert not positions.built
+        assert not positions._ids.parsed
+        assert app.ledger.load_run("r1").high_water == 1 + 15 * 4 + 6
+    finally:
+        app.close()
+
+
+def test_a_duplicate_of_an_older_id_is_judged_as_a_full_replay_judges_it(store_url: str) -> None:
+    _write_run(store_url)
+    app = RuntimeApplication.open(store_url, clock=FixedClock())
+    try:
+        positions = _positions(app)
+        assert "m0" in positions  # an id the snapshot covers: the exact map
+        assert positions.built
+    finally:
+        app.close()
+    restored = _append(store_url, "m0", "another text", snapshots=True)
+    replayed = _append(store_url, "m0", "another text", snapshots=False)
+    assert restored == replayed
+    assert isinstance(restored, tuple)  # refused, not appended

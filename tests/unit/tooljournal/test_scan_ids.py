@@ -1,0 +1,68 @@
+"""The lazily built id map of a restored scan state (ADR 0032): every answer equals the full
+map's, for any ids (hostile characters, duplicates, CRC collisions), and a plain "not
+committed" answer builds nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from maka_es.errors import StoreCorruptionError
+from maka_es.tooljournal.scan_ids import HeadIds, HeadPositions, id_index, load_id_index
+
+IDS = st.text(min_size=0, max_size=6)
+
+
+def _lazy(ids: list[str]) -> HeadPositions:
+    text = json.dumps(ids, separators=(",", ":")).encode()
+    return HeadPositions(HeadIds(text, len(ids)), load_id_index(id_index(ids)))
+
+
+@given(st.lists(IDS, max_size=30), st.lists(IDS, max_size=10), st.lists(IDS, max_size=10))
+def test_answers_equal_the_full_map(head: list[str], tail: list[str], asked: list[str]) -> None:
+    lazy, full = _lazy(head), dict(zip(head, range(len(head)), strict=True))
+    for position, event_id in enumerate(tail, start=len(head)):
+        assert (event_id in lazy) == (event_id in full)
+        lazy[event_id] = full[event_id] = position
+    for event_id in [*asked, *head, *tail]:
+        assert (event_id in lazy) == (event_id in full)
+        assert lazy.get(event_id) == full.get(event_id)
+    assert dict(lazy.items()) == full
+    assert len(lazy) == len(full)
+
+
+def test_a_new_id_is_answered_without_building_the_map() -> None:
+    ids = [f"e-{i}" for i in range(1000)]
+    lazy = _lazy(ids)
+    assert "e-new" not in lazy
+    assert lazy.get("e-new") is None
+    lazy["e-undone"] = 1000
+    del lazy["e-undone"]  # a prospective step rolled back
+    lazy["e-new"] = 1000
+    assert lazy["e-new"] == 1000
+    assert "e-undone" not in lazy
+    assert not lazy.built
+    assert not lazy._ids.parsed
+    assert "e-7" in lazy
+    assert lazy["e-7"] == 7
+    assert lazy.built
+
+
+def test_a_crc_collision_is_answered_exactly() -> None:
+    # "plumless" and "buckeroo" share a CRC-32: a "maybe" that builds the map, never a wrong yes
+    lazy = _lazy(["plumless"])
+    assert "buckeroo" not in lazy
+    assert lazy.built
+    assert lazy.get("plumless") == 0
+
+
+def test_ids_that_do_not_match_their_count_are_a_typed_error_when_read() -> None:
+    ids = HeadIds(b'["a","b"]', 3)
+    assert len(ids) == 3
+    with pytest.raises(StoreCorruptionError):
+        list(ids)
+    with pytest.raises(StoreCorruptionError):
+        HeadPositions(ids, load_id_index(id_index(["a"]))).get("a")
