@@ -195,7 +195,12 @@ class ToolScanner:
         else:
             self._set(self, "_count", index + 1)
             self._put(positions, event.id, index)
-        markers = self._marker_step(event, index) if event.protocol_marker is not None else ()
+        actions = event.actions  # ``protocol_marker`` is None unless a runtime protocol is given
+        markers = (
+            self._marker_step(event, index)
+            if actions is not None and actions.runtime_protocol is not None
+            else ()
+        )
         scanned: list[ResolverIssue] = []
         self._scan(event, index, seen, scanned, verified)
         if not markers:
@@ -221,11 +226,11 @@ class ToolScanner:
             self._issue(out, "duplicate_event_id", event.id)
             return
 
-        spine = (event.session_id, event.run_id, event.turn_id)
-        known_spine = self._spines.get(event.invocation_id)
-        if known_spine is None:
+        known = self._spines.get(event.invocation_id)
+        if known is None:
+            spine = (event.session_id, event.run_id, event.turn_id)
             self._put(self._spines, event.invocation_id, spine)
-        elif known_spine != spine:
+        elif known[0] != event.session_id or known[1] != event.run_id or known[2] != event.turn_id:
             self._issue(out, "invocation_identity_conflict", event.id)
         # (an equal spine is already there: rewriting it changed nothing)
 
