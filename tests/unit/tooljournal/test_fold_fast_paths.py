@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from maka_es.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
@@ -92,7 +93,7 @@ def test_decisions_are_exactly_what_validation_builds(monkeypatch: pytest.Monkey
         assert hash(decision) == hash(checked)
         assert decision.model_dump_json(by_alias=True) == checked.model_dump_json(by_alias=True)
         assert repr(decision) == repr(checked)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValidationError, match="frozen"):
             decision.status = "completed"  # type: ignore[misc]  # still frozen
 
 
