@@ -120,7 +120,8 @@ class ResolverState(ToolScanner):
 
         ``verified``: the event is a committed row the store vouches for (ADR 0025), so a
         dispatch and call that are both verified skip re-hashing the call's arguments."""
-        (decoded,) = decode_events((event,))
+        # an event is what ``decode_events`` would return as it is
+        decoded = event if isinstance(event, RuntimeEvent) else decode_events((event,))[0]
         if self._undo is not None:
             raise RuntimeError("ResolverState is inside a prospective check")
         return self._step(decoded, verified)
@@ -266,23 +267,42 @@ def _decision(
     reason: DecisionReason,
     origin: SettlementOrigin | None = None,
 ) -> ToolDecision:
+    """The decision for ``operation``, built without validation.
+
+    Why trusted (ADR 0034): every value is already typed: ids and names come from validated
+    events (``str``), status, reason and origin are literals of the decision table, and
+    ``is_error`` is a ``bool``. Validating them again was the largest part of a decision. The
+    instance is what validation would build: the same ``__dict__`` (field order), every
+    field set, no extra, no private (tests/unit/tooljournal/test_fold_fast_paths.py)."""
     response = operation.response_event
-    return ToolDecision(
-        tool_call_id=operation.tool_call_id,
-        tool_name=operation.tool_name or None,
-        operation_id=operation.operation_id or None,
-        status=status,
-        reason=reason,
-        settlement_origin=origin,
-        call_runtime_event_id=_event_id(operation.call_event),
-        dispatch_runtime_event_id=_event_id(operation.dispatch_event),
-        response_runtime_event_id=_event_id(response),
-        response_is_error=None if response is None else response.is_error,
+    call, dispatch = operation.call_event, operation.dispatch_event
+    decision = _new_decision(ToolDecision)
+    _set_attr(
+        decision,
+        "__dict__",
+        {
+            "tool_call_id": operation.tool_call_id,
+            "tool_name": operation.tool_name or None,
+            "operation_id": operation.operation_id or None,
+            "status": status,
+            "reason": reason,
+            "settlement_origin": origin,
+            "call_runtime_event_id": None if call is None else call.id,
+            "dispatch_runtime_event_id": None if dispatch is None else dispatch.id,
+            "response_runtime_event_id": None if response is None else response.id,
+            "response_is_error": None if response is None else response.is_error,
+        },
     )
+    _set_attr(decision, "__pydantic_fields_set__", set(_DECISION_FIELDS))
+    _set_attr(decision, "__pydantic_extra__", None)
+    _set_attr(decision, "__pydantic_private__", None)
+    return decision
 
 
-def _event_id(event: EventRef | None) -> str | None:
-    return None if event is None else event.id
+_new_decision = object.__new__
+_set_attr = object.__setattr__
+#: Every field of a decision: a validated decision has them all set (``_decision`` passes all).
+_DECISION_FIELDS = frozenset(ToolDecision.model_fields)
 
 
 def resolve_tool_operations(events: Sequence[RuntimeEventInput]) -> Resolution:

@@ -113,11 +113,20 @@ class ToolScanner:
 
     def lane_of(self, event: RuntimeEvent) -> LaneClassification:
         """``classify_lane(event)``, computed once per event instance while it is recent."""
+        return self._lane(event, True)
+
+    def _lane(self, event: RuntimeEvent, keep: bool) -> LaneClassification:
+        """The lane, from the memo if ``event`` is there; remembered only when ``keep``.
+
+        Why ``keep`` (ADR 0034): only a write remembers (its decision and prospective check
+        run before the fold after its commit, on the same instances); a plain fold meets
+        each event once, so remembering it could never be read back."""
         kept = self._lanes.get(id(event))
         if kept is not None and kept[0] is event:
             return kept[1]
         lane = classify_lane(event)
-        _remember(self._lanes, id(event), (event, lane))
+        if keep:
+            _remember(self._lanes, id(event), (event, lane))
         return lane
 
     def full_event(self, ref: EventRef) -> RuntimeEvent:
@@ -127,11 +136,16 @@ class ToolScanner:
     def args_hash_of(self, call: FunctionCallContent) -> str | None:
         """``hash_or_none(call.name, call.args)``, computed once per call instance while it
         is recent (the model is frozen and its args were validated when it was built)."""
+        return self._args_hash(call, True)
+
+    def _args_hash(self, call: FunctionCallContent, keep: bool) -> str | None:
+        """As :meth:`_lane`, for the args hash."""
         kept = self._args_hashes.get(id(call))
         if kept is not None and kept[0] is call:
             return kept[1]
         digest = hash_or_none(call.name, call.args)
-        _remember(self._args_hashes, id(call), (call, digest))
+        if keep:
+            _remember(self._args_hashes, id(call), (call, digest))
         return digest
 
     # -- journalled mutation helpers -----------------------------------------------------------
@@ -173,12 +187,24 @@ class ToolScanner:
 
     def _step(self, event: RuntimeEvent, verified: bool = False) -> tuple[ResolverIssue, ...]:
         index = self._count
-        self._set(self, "_count", index + 1)
-        seen = event.id in self._positions
-        self._put(self._positions, event.id, index)
-        markers = self._marker_step(event, index)
+        positions = self._positions
+        seen = event.id in positions
+        if self._undo is None:  # a plain fold: nothing to roll back, write directly
+            self._count = index + 1
+            positions[event.id] = index
+        else:
+            self._set(self, "_count", index + 1)
+            self._put(positions, event.id, index)
+        actions = event.actions  # ``protocol_marker`` is None unless a runtime protocol is given
+        markers = (
+            self._marker_step(event, index)
+            if actions is not None and actions.runtime_protocol is not None
+            else ()
+        )
         scanned: list[ResolverIssue] = []
         self._scan(event, index, seen, scanned, verified)
+        if not markers:
+            return tuple(scanned) if scanned else ()
         return (*markers, *scanned)
 
     def _marker_step(self, event: RuntimeEvent, index: int) -> list[ResolverIssue]:
@@ -200,14 +226,15 @@ class ToolScanner:
             self._issue(out, "duplicate_event_id", event.id)
             return
 
-        spine = (event.session_id, event.run_id, event.turn_id)
-        known_spine = self._spines.get(event.invocation_id)
-        if known_spine is not None and known_spine != spine:
-            self._issue(out, "invocation_identity_conflict", event.id)
-        else:
+        known = self._spines.get(event.invocation_id)
+        if known is None:
+            spine = (event.session_id, event.run_id, event.turn_id)
             self._put(self._spines, event.invocation_id, spine)
+        elif known[0] != event.session_id or known[1] != event.run_id or known[2] != event.turn_id:
+            self._issue(out, "invocation_identity_conflict", event.id)
+        # (an equal spine is already there: rewriting it changed nothing)
 
-        lane = self.lane_of(event)
+        lane = self._lane(event, self._undo is not None)
         if lane.is_conflict:
             self._issue(out, "semantic_lane_conflict", event.id)
             return
@@ -317,7 +344,7 @@ class ToolScanner:
         call = self.full_event(operation.call_event).function_call
         if call is None:
             return False
-        return self.args_hash_of(call) != args_hash
+        return self._args_hash(call, self._undo is not None) != args_hash
 
     def _scan_response(self, event: RuntimeEvent, ref: EventRef, out: list[ResolverIssue]) -> None:
         response = event.function_response

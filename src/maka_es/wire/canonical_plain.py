@@ -19,7 +19,9 @@ Pure.
 from __future__ import annotations
 
 import json
+import json.encoder
 import math
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from maka_es.wire.js_text import EXACT_INT_LIMIT, has_lone_surrogate
@@ -32,13 +34,41 @@ PLAIN_DEPTH: Final = 64
 _DIGITS: Final = frozenset("0123456789")
 _COLLATED: Final = ("required", "enum")
 
-_dumps = json.JSONEncoder(
+_ENCODER = json.JSONEncoder(
     ensure_ascii=False,  # C ``encode_basestring``: JSON.stringify's escaping (js_text.py)
     allow_nan=False,
     check_circular=False,  # _is_plain bounds the depth first
     sort_keys=True,  # ASCII keys: code-point order is UTF-16 order
     separators=(",", ":"),
-).encode
+)
+#: The C encoder ``_ENCODER.encode`` builds on every call, built once (ADR 0034): the same
+#: arguments ``JSONEncoder.iterencode`` passes, so the same text.
+_C_MAKE_ENCODER: Callable[..., Callable[[object, int], Sequence[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_ENCODE = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # no markers: check_circular=False
+        _ENCODER.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+
+
+def _dumps(value: object) -> str:
+    """``_ENCODER.encode(value)``, without building the C encoder again."""
+    if _C_ENCODE is None or isinstance(value, str):
+        text: str = _ENCODER.encode(value)
+        return text
+    return "".join(_C_ENCODE(value, 0))
 
 
 def plain_canonical(value: object, drop_proto: bool) -> str | None:

@@ -41,6 +41,8 @@ _DISPATCH_REF_SETS = (
     frozenset({"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}),
 )
 _RECOVERY_REF_SET = frozenset({"operationId", "toolCallId"})
+_STATE_DELTA = frozenset({"stateDelta"})
+_ONLY = {key: frozenset({key}) for key in ("toolDispatch", "toolRecovery")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,21 @@ def _set_keys(model: WireModel) -> frozenset[str]:
     return frozenset(aliases[name] for name in model.model_fields_set)
 
 
+def _given_exactly(model: WireModel, keys: frozenset[str]) -> bool:
+    """``_set_keys(model) == keys``, compared on field names so no set is built per event
+    (the fold classifies every tool event; ADR 0034)."""
+    return model.model_fields_set == _field_names(type(model), keys)
+
+
+@cache
+def _field_names(model_type: type[WireModel], keys: frozenset[str]) -> frozenset[str]:
+    """The field names whose wire keys are ``keys``; a key the model does not have makes a
+    set no ``fields_set`` can equal (it holds field names only)."""
+    aliases = _aliases(model_type)
+    names = frozenset(name for name, alias in aliases.items() if alias in keys)
+    return names if len(names) == len(keys) else frozenset({"<no such field>"})
+
+
 @cache
 def _aliases(model_type: type[WireModel]) -> dict[str, str]:
     """Field name -> wire key of one wire model class (fixed once the class exists)."""
@@ -105,7 +122,7 @@ def _call_problem(event: RuntimeEvent) -> str | None:
     if event.role != "model" or event.author != "agent":
         return "function_call must be role=model author=agent"
     if event.actions is not None:
-        if _set_keys(event.actions) != {"stateDelta"}:
+        if not _given_exactly(event.actions, _STATE_DELTA):
             return "function_call actions must be absent or exactly {stateDelta}"
         delta = event.actions.state_delta
         # The reference scanner: a non-empty delta of activityKind/displayName/intent strings.
@@ -126,7 +143,7 @@ def _response_problem(event: RuntimeEvent) -> str | None:
     if event.actions is not None:
         delta = event.actions.state_delta
         if (
-            _set_keys(event.actions) != {"stateDelta"}
+            not _given_exactly(event.actions, _STATE_DELTA)
             or not isinstance(delta, dict)
             or set(delta) != {"durationMs"}
             or isinstance(delta["durationMs"], bool)
@@ -143,10 +160,10 @@ def _system_fact_problem(
         return f"{action_key} fact carries content"
     if event.role != "system" or event.author != "system":
         return f"{action_key} fact must be role=system author=system"
-    if event.actions is None or _set_keys(event.actions) != {action_key}:
+    if event.actions is None or not _given_exactly(event.actions, _ONLY[action_key]):
         return f"{action_key} fact must carry no other action"
-    refs = _set_keys(event.refs) if event.refs is not None else frozenset()
-    if refs not in ref_sets:
+    refs = event.refs
+    if refs is None or not any(_given_exactly(refs, keys) for keys in ref_sets):
         return f"{action_key} fact has the wrong refs"
     return None
 
