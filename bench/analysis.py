@@ -39,12 +39,13 @@ FIXES: dict[str, str] = {
     "3. first command after a restart, and warm appends": (
         "Done: a versioned, verified snapshot of the Run's fold (ADR 0032): a restart reads one "
         "snapshot row, checks its format, its digest and the ledger's first and covered facts, "
-        "and folds only the tail; the resolver's scan state keeps compact event records, and "
-        "the event list is read from the ledger only when asked for. The first command at 100k "
-        "events fell from ~15 s to tens of milliseconds. Left: the snapshot row is read and "
-        "parsed whole (the event-id map and the operations), so the cost still grows with "
-        "history; splitting the operations and journal into parts read on first use, and a "
-        "compact id encoding, are next."
+        "and folds only the tail; the scan state keeps compact event records, a new event's id "
+        "is checked against a CRC-32 index without building the id map, the operations and "
+        "the journal are parts read (and verified) on first use, and the event list is read "
+        "from the ledger only when asked for. Left: an exact retry of an event older than the "
+        "snapshot compares its committed bytes, and today reads the run's whole history to "
+        "find them (the 'exact retry' row); reading only that event's fact (a version search "
+        "on the stream) is the fix."
     ),
     "4. plan_resume from the store, cold": (
         "`plan_resume` plans over the Run's own resolver fold (ADR 0025) and parsed events are "
