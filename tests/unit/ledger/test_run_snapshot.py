@@ -17,31 +17,18 @@ from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT, dump_run, restore_run
 from maka_es.ledger.stored_events import read_recorded_event
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.codec import canonical_json
-from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
+from tests.support.tool_ledgers import ARGS, settled_and_bundled
 from tests.unit.ledger.support import SPINE, new_run
 
 EV = Events.decoded(Spine(SPINE.session_id, SPINE.invocation_id, SPINE.run_id, "turn-1"), ts=1)
-ARGS = {"command": "do-it"}
 
 
 def _pool() -> list[RuntimeEvent]:
     """Tool facts of every kind: a settled call, a completed bundle, a parked one, orphans,
     an unsettled dispatch, a spine conflict and a terminal."""
     return [
-        EV.user("u", "run it", marker=T1),
-        EV.call("call-1", event_id="c1", with_refs=True),
-        EV.dispatch("call-1", event_id="d1", operation_id="op-1"),
-        EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="op-1"),
-        EV.call("call-2", "Bash", ARGS, event_id="c2", with_refs=True),
-        EV.dispatch(
-            "call-2", "Bash", ARGS, event_id="d2", operation_id="op-2", recovery_mode="reconcile"
-        ),
-        EV.reconcile("call-2", event_id="rc2", operation_id="op-2"),
-        EV.response("call-2", "Bash", "ok", event_id="o2", operation_id="op-2"),
-        EV.completed_decision(
-            "call-2", ["c2", "d2", "rc2", "o2"], "o2", event_id="dc2", operation_id="op-2"
-        ),
+        *settled_and_bundled(EV),
         EV.call("call-3", "Bash", ARGS, event_id="c3", with_refs=True),
         EV.dispatch("call-3", "Bash", {"other": 1}, event_id="d3", operation_id="op-3"),
         EV.response("call-9", "Bash", "boom", event_id="r9", with_refs=True),

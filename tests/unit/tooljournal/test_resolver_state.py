@@ -15,27 +15,14 @@ from maka_es.tooljournal.resolver import (
 )
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
+from tests.support.tool_ledgers import ARGS, settled_and_bundled
 
 EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
-
-ARGS = {"command": "do-it"}
 
 
 def rich_ledger() -> list[RuntimeEvent]:
     return [
-        EV.user("u", "run it", marker=T1),
-        EV.call("call-1", event_id="c1", with_refs=True),
-        EV.dispatch("call-1", event_id="d1", operation_id="op-1"),
-        EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="op-1"),
-        EV.call("call-2", "Bash", ARGS, event_id="c2", with_refs=True),
-        EV.dispatch(
-            "call-2", "Bash", ARGS, event_id="d2", operation_id="op-2", recovery_mode="reconcile"
-        ),
-        EV.reconcile("call-2", event_id="rc2", operation_id="op-2"),
-        EV.response("call-2", "Bash", "ok", event_id="o2", operation_id="op-2"),
-        EV.completed_decision(
-            "call-2", ["c2", "d2", "rc2", "o2"], "o2", event_id="dc2", operation_id="op-2"
-        ),
+        *settled_and_bundled(EV),
         EV.call("call-3", event_id="c3", with_refs=True),
         EV.call("call-3", event_id="c3", with_refs=True),  # duplicate id
         EV.response("call-9", "Bash", "ok", event_id="r9", with_refs=True),  # orphan
