@@ -100,6 +100,10 @@ class SnapshotTable:
         self.parts_replayed = 0
         self._mark = "%s" if postgres else "?"
         self._created = False
+        #: A read-only open (SQLite ``mode=ro``, PostgreSQL ``read_only``) cannot write one:
+        #: :meth:`write` then returns at once instead of dumping the run to see it refused.
+        store = self._datastore.pool if not postgres else self._datastore
+        self.read_only = bool(getattr(store, "read_only", False))
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -184,6 +188,8 @@ class SnapshotTable:
     def write(self, run: Run) -> bool:
         """Store a snapshot of ``run`` at ``run.version``, best-effort, in a transaction of its
         own (never the command's); ``False``: not written, and nothing else changed."""
+        if self.read_only:
+            return False
         try:
             first = self.fact_digest(run.id, 1)
             covered = self.fact_digest(run.id, run.version)

@@ -15,11 +15,12 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 
+from maka_es.adapters import run_snapshots
 from maka_es.adapters.run_snapshots import TABLE, RunSnapshots
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT
+from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT, dump_run
 from tests.conftest import FixedClock
 
 EVERY = 20  # facts between snapshots in these tests (the library's default is larger)
@@ -219,3 +220,29 @@ def test_history_that_no_longer_matches_the_snapshot_is_a_typed_error(store: str
     finally:
         app.close()
     assert _full_replay(store)[-2][0].id == "u9"  # a full replay reads the ledger's bytes
+
+
+def test_a_read_only_open_never_builds_a_snapshot_it_cannot_write(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only open (CLI read commands, planning) of a run with no snapshot folds it whole
+    and answers as a full replay, without dumping the run for a write the store refuses."""
+    with monkeypatch.context() as during_write:
+        during_write.setattr(
+            "maka_es.adapters.run_snapshots.SnapshotTable._upsert",
+            lambda *args: (_ for _ in ()).throw(sqlite3.OperationalError("refused (injected)")),
+        )
+        _write_run(store_url)  # no snapshot is stored
+    dumps: list[object] = []
+    real_dump = dump_run
+
+    def spy(run: Any) -> Any:
+        dumps.append(run)
+        return real_dump(run)
+
+    monkeypatch.setattr(run_snapshots, "dump_run", spy)
+    with RuntimeApplication.open(store_url, read_only=True, clock=FixedClock()) as reader:
+        assert _snapshots(reader).table.read_only
+        answers = _answers(reader)
+    assert dumps == []
+    assert answers == _full_replay(store_url)
