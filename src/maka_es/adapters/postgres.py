@@ -71,10 +71,31 @@ class DurablePostgresDatastore(PostgresDatastore):
 
         return after_connect
 
+    @property
+    def secret(self) -> str:
+        """The password the pool connects with, to keep it out of every message."""
+        return str(_pool_kwargs(self).get("password") or "")
+
     @contextmanager
     def get_connection(self) -> Iterator[Connection[DictRow]]:
-        with typed_pg_faults(self.where), super().get_connection() as conn:
+        with typed_pg_faults(self.where, secret=self.secret), super().get_connection() as conn:
             yield conn
+
+    def check_connect(self) -> None:
+        """Connect once directly, with the pool's settings and ``connect_timeout``, and close.
+
+        Why not only the pool: its workers retry a failed connect in the background and only
+        log the error, so the first checkout waits the whole ``connect_timeout`` and reports
+        ``unreachable`` even when the server answered at once that the password is wrong or the
+        database missing. A direct connect raises the server's refusal itself, typed at once
+        (``store_auth_failed``, ``store_database_missing``)."""
+        kwargs = dict(_pool_kwargs(self))
+        if self.pool.get_password_func is not None:
+            kwargs["password"] = self.pool.get_password_func()
+        kwargs["connect_timeout"] = max(round(self.pool.timeout), 1)
+        secret = str(kwargs.get("password") or "")
+        with typed_pg_faults(self.where, secret=secret, connecting=True):
+            psycopg.connect(**kwargs).close()
 
 
 class FailpointPostgresApplicationRecorder(PostgresApplicationRecorder):
@@ -184,6 +205,8 @@ class Factory(es_postgres.PostgresFactory):
             read_only=str(self.env.get(READ_ONLY_ENV) or "").lower() in {"y", "yes"},
         )
         old.close()
-        # Connect now, not on first use: an unreachable server refuses at open, typed.
+        # Connect now, not on first use: a server that refuses or cannot be reached is a typed
+        # refusal at open, at once when the server answered (see ``check_connect``).
+        self.datastore.check_connect()
         with self.datastore.transaction(commit=False):
             pass

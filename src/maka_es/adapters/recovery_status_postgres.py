@@ -76,6 +76,7 @@ class PostgresRecoveryStatusStore:
     ) -> None:
         self._conninfo = dict(conninfo)
         self._session = session or SessionSettings()
+        self._secret = str(conninfo.get("password") or "")
         self._schema = schema.strip() or "public"
         self._where = f"{conninfo.get('host')}:{conninfo.get('port')}/{conninfo.get('dbname')}"
         self._lock = threading.RLock()
@@ -109,13 +110,13 @@ class PostgresRecoveryStatusStore:
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:
         """One transaction; any exception rolls it back. Faults are typed refusals."""
-        with self._lock, typed_pg_faults(self._where):
+        with self._lock, typed_pg_faults(self._where, secret=self._secret):
             conn = self._connection()
             with conn.transaction(), conn.cursor() as cur:
                 yield cur
 
     def _query(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock, typed_pg_faults(self._where):
+        with self._lock, typed_pg_faults(self._where, secret=self._secret):
             return list(self._connection().execute(self._q(text), params).fetchall())
 
     def _create_tables(self) -> None:
