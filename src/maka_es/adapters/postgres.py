@@ -5,6 +5,9 @@ Why a factory of our own over ``eventsourcing.postgres``:
 * **durability**: every connection sets ``synchronous_commit = on`` itself, so a server or
   role configured with ``off`` cannot turn an acknowledged commit into one a server crash
   loses (the promise SQLite's ``synchronous=FULL`` gives; a test reads it back);
+* **bounded waits**: every connection runs under the configured ``lock_timeout`` and
+  ``statement_timeout`` (``maka_es.adapters.postgres_session``), not only the insert
+  transaction, so no read waits without bound behind another session's lock;
 * **typed faults**: every driver error is a ``StoreUnavailableError`` (see
   ``maka_es.adapters.postgres_faults``), and eventsourcing's retries are not used: a write that
   is retried after an unknown commit outcome would be reported as a conflict with itself;
@@ -36,18 +39,21 @@ from psycopg.rows import DictRow
 
 from maka_es import failpoints
 from maka_es.adapters.postgres_faults import typed_pg_faults
+from maka_es.adapters.postgres_session import STATEMENT_TIMEOUT_ENV, SessionSettings
 from maka_es.adapters.store_url import READ_ONLY_ENV
 from maka_es.errors import StoreOutcomeUnknownError
 
-#: Statement timeout for every connection of the store, in milliseconds (0: none).
-STATEMENT_TIMEOUT_ENV = "MAKA_PG_STATEMENT_TIMEOUT_MS"
-
 
 class DurablePostgresDatastore(PostgresDatastore):
-    """eventsourcing's datastore: every connection durable, every fault typed."""
+    """eventsourcing's datastore: every connection durable and bounded, every fault typed."""
 
-    statement_timeout_ms = 0
-    read_only = False
+    #: Set by the factory before the first connection is made.
+    session = SessionSettings()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether every transaction is read-only in the server (``MAKA_PG_READ_ONLY``)."""
+        return self.session.read_only
 
     @property
     def where(self) -> str:
@@ -61,17 +67,35 @@ class DurablePostgresDatastore(PostgresDatastore):
 
         def after_connect(conn: Connection[Any]) -> None:
             base(conn)
-            conn.execute("SET synchronous_commit = on")
-            conn.execute(f"SET statement_timeout = {int(datastore.statement_timeout_ms)}")
-            if datastore.read_only:
-                conn.execute("SET default_transaction_read_only = on")
+            datastore.session.apply(conn)
 
         return after_connect
 
+    @property
+    def secret(self) -> str:
+        """The password the pool connects with, to keep it out of every message."""
+        return str(_pool_kwargs(self).get("password") or "")
+
     @contextmanager
     def get_connection(self) -> Iterator[Connection[DictRow]]:
-        with typed_pg_faults(self.where), super().get_connection() as conn:
+        with typed_pg_faults(self.where, secret=self.secret), super().get_connection() as conn:
             yield conn
+
+    def check_connect(self) -> None:
+        """Connect once directly, with the pool's settings and ``connect_timeout``, and close.
+
+        Why not only the pool: its workers retry a failed connect in the background and only
+        log the error, so the first checkout waits the whole ``connect_timeout`` and reports
+        ``unreachable`` even when the server answered at once that the password is wrong or the
+        database missing. A direct connect raises the server's refusal itself, typed at once
+        (``store_auth_failed``, ``store_database_missing``)."""
+        kwargs = dict(_pool_kwargs(self))
+        if self.pool.get_password_func is not None:
+            kwargs["password"] = self.pool.get_password_func()
+        kwargs["connect_timeout"] = max(round(self.pool.timeout), 1)
+        secret = str(kwargs.get("password") or "")
+        with typed_pg_faults(self.where, secret=secret, connecting=True):
+            psycopg.connect(**kwargs).close()
 
 
 class FailpointPostgresApplicationRecorder(PostgresApplicationRecorder):
@@ -174,9 +198,15 @@ class Factory(es_postgres.PostgresFactory):
             originator_id_type=old.originator_id_type,  # type: ignore[arg-type]
             enable_db_functions=False,
         )
-        self.datastore.statement_timeout_ms = int(self.env.get(STATEMENT_TIMEOUT_ENV) or 0)
-        self.datastore.read_only = str(self.env.get(READ_ONLY_ENV) or "").lower() in {"y", "yes"}
+        self.datastore.session = SessionSettings(
+            lock_timeout_s=old.lock_timeout,
+            statement_timeout_ms=int(self.env.get(STATEMENT_TIMEOUT_ENV) or 0),
+            idle_in_transaction_ms=int(old.idle_in_transaction_session_timeout * 1000),
+            read_only=str(self.env.get(READ_ONLY_ENV) or "").lower() in {"y", "yes"},
+        )
         old.close()
-        # Connect now, not on first use: an unreachable server refuses at open, typed.
+        # Connect now, not on first use: a server that refuses or cannot be reached is a typed
+        # refusal at open, at once when the server answered (see ``check_connect``).
+        self.datastore.check_connect()
         with self.datastore.transaction(commit=False):
             pass

@@ -25,6 +25,7 @@ from psycopg import sql
 
 from maka_es import failpoints
 from maka_es.adapters.postgres_faults import typed_pg_faults
+from maka_es.adapters.postgres_session import SessionSettings
 from maka_es.adapters.recovery_status_rows import (
     SCHEMA_VERSION,
     STATUS_COLUMNS,
@@ -62,12 +63,20 @@ _SCHEMA = (
 
 
 class PostgresRecoveryStatusStore:
-    """The read model on a connection of its own (``synchronous_commit = on``), reconnected
-    after a fault; statements are serialised in-process only because one psycopg connection is
-    shared by this object's threads (cross-process safety is PostgreSQL's row lock)."""
+    """The read model on a connection of its own (``synchronous_commit = on``, the event
+    store's lock and statement timeouts: ``SessionSettings``), reconnected after a fault;
+    statements are serialised in-process only because one psycopg connection is shared by this
+    object's threads (cross-process safety is PostgreSQL's row lock)."""
 
-    def __init__(self, conninfo: Mapping[str, Any], schema: str = "") -> None:
+    def __init__(
+        self,
+        conninfo: Mapping[str, Any],
+        schema: str = "",
+        session: SessionSettings | None = None,
+    ) -> None:
         self._conninfo = dict(conninfo)
+        self._session = session or SessionSettings()
+        self._secret = str(conninfo.get("password") or "")
         self._schema = schema.strip() or "public"
         self._where = f"{conninfo.get('host')}:{conninfo.get('port')}/{conninfo.get('dbname')}"
         self._lock = threading.RLock()
@@ -85,7 +94,7 @@ class PostgresRecoveryStatusStore:
             "dbname": env.get("POSTGRES_DBNAME"),
             "connect_timeout": int(float(env.get("POSTGRES_CONNECT_TIMEOUT") or 5)),
         }
-        return cls(conninfo, env.get("POSTGRES_SCHEMA") or "")
+        return cls(conninfo, env.get("POSTGRES_SCHEMA") or "", SessionSettings.from_env(env))
 
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self._schema))
@@ -95,19 +104,19 @@ class PostgresRecoveryStatusStore:
             if self._conn is not None:
                 self._conn.close()
             self._conn = psycopg.connect(**self._conninfo, autocommit=True)
-            self._conn.execute("SET synchronous_commit = on")
+            self._session.apply(self._conn)
         return self._conn
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:
         """One transaction; any exception rolls it back. Faults are typed refusals."""
-        with self._lock, typed_pg_faults(self._where):
+        with self._lock, typed_pg_faults(self._where, secret=self._secret):
             conn = self._connection()
             with conn.transaction(), conn.cursor() as cur:
                 yield cur
 
     def _query(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock, typed_pg_faults(self._where):
+        with self._lock, typed_pg_faults(self._where, secret=self._secret):
             return list(self._connection().execute(self._q(text), params).fetchall())
 
     def _create_tables(self) -> None:

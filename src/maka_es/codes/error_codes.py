@@ -203,6 +203,19 @@ STORE_FAULTS = (
         e.StorePathError,
     ),
     error(
+        "store_auth_failed",
+        "The PostgreSQL server refused the configured user (wrong password, unknown role, "
+        "pg_hba.conf, no CONNECT privilege); the message has the server's reason.",
+        "Fix the credentials or the server's access rules; retrying unchanged fails again.",
+        e.StoreAuthFailedError,
+    ),
+    error(
+        "store_database_missing",
+        "The PostgreSQL server has no database of the configured name.",
+        "Fix the database name in the store URL, or create the database; then open it again.",
+        e.StoreDatabaseMissingError,
+    ),
+    error(
         "store_outcome_unknown",
         "The connection dropped during COMMIT (PostgreSQL): the command may or may not be durable.",
         "Re-read the run (or the claim) before retrying; never assume it failed or succeeded.",

@@ -123,7 +123,13 @@ from maka_es.errors.store import (
     SessionNotFoundError as SessionNotFoundError,
 )
 from maka_es.errors.store import (
+    StoreAuthFailedError as StoreAuthFailedError,
+)
+from maka_es.errors.store import (
     StoreCorruptionError as StoreCorruptionError,
+)
+from maka_es.errors.store import (
+    StoreDatabaseMissingError as StoreDatabaseMissingError,
 )
 from maka_es.errors.store import (
     StoreOutcomeUnknownError as StoreOutcomeUnknownError,

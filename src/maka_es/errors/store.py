@@ -182,6 +182,22 @@ class StorePathError(StoreUnavailableError):
     default_code = "store_path_unusable"
 
 
+class StoreAuthFailedError(StoreUnavailableError):
+    """The PostgreSQL server refused to let the configured user in (a wrong password, an unknown
+    role, no ``pg_hba.conf`` entry, no ``CONNECT`` privilege): a configuration error, so the same
+    command fails again until the settings change. Raised at once, with the server's reason
+    (never the password); nothing was read or written."""
+
+    default_code = "store_auth_failed"
+
+
+class StoreDatabaseMissingError(StoreUnavailableError):
+    """The PostgreSQL server has no database of the configured name: a wrong URL or a database
+    not created yet. Raised at once, with the server's reason; nothing was read or written."""
+
+    default_code = "store_database_missing"
+
+
 class StoreOutcomeUnknownError(MakaError):
     """The connection to the store dropped while it was committing: the command may or may
     not be durable. Not a ``StoreUnavailableError`` on purpose (that one means "nothing was
