@@ -6,7 +6,7 @@ Why a factory of our own over ``eventsourcing.postgres``:
   role configured with ``off`` cannot turn an acknowledged commit into one a server crash
   loses (the promise SQLite's ``synchronous=FULL`` gives; a test reads it back);
 * **bounded waits**: every connection runs under the configured ``lock_timeout`` and
-  ``statement_timeout`` (``maka_es.adapters.postgres_session``), not only the insert
+  ``statement_timeout`` (:class:`SessionSettings`), not only the insert
   transaction, so no read waits without bound behind another session's lock;
 * **typed faults**: every driver error is a ``StoreUnavailableError`` (see
   ``maka_es.adapters.postgres_faults``), and eventsourcing's retries are not used: a write that
@@ -26,22 +26,66 @@ Select it with ``PERSISTENCE_MODULE=maka_es.adapters.postgres`` and eventsourcin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import psycopg
 from eventsourcing import postgres as es_postgres
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
-from psycopg import Connection, Cursor
+from psycopg import Connection, Cursor, sql
 from psycopg.rows import DictRow
 
 from maka_es import failpoints
 from maka_es.adapters.postgres_faults import typed_pg_faults
-from maka_es.adapters.postgres_session import STATEMENT_TIMEOUT_ENV, SessionSettings
 from maka_es.adapters.store_url import READ_ONLY_ENV
 from maka_es.errors import StoreOutcomeUnknownError
+
+#: Statement timeout for every connection of the store, in milliseconds (0: none).
+STATEMENT_TIMEOUT_ENV: Final = "MAKA_PG_STATEMENT_TIMEOUT_MS"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """The bounds of one store's sessions; ``0`` means none, as in PostgreSQL itself."""
+
+    lock_timeout_s: int = 0
+    statement_timeout_ms: int = 0
+    idle_in_transaction_ms: int = 0
+    read_only: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SessionSettings:
+        """The settings eventsourcing's ``POSTGRES_*`` keys (seconds, as eventsourcing reads
+        them) and ``MAKA_PG_STATEMENT_TIMEOUT_MS`` name."""
+        return cls(
+            lock_timeout_s=_int(env.get("POSTGRES_LOCK_TIMEOUT")),
+            statement_timeout_ms=_int(env.get(STATEMENT_TIMEOUT_ENV)),
+            idle_in_transaction_ms=1000
+            * _int(env.get("POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT")),
+        )
+
+    def apply(self, conn: Connection[Any]) -> None:
+        """Set the bounds (and durability) on ``conn``, outside any transaction."""
+        conn.execute("SET synchronous_commit = on")
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(f"{self.lock_timeout_s}s"))
+        conn.execute(sql.SQL("SET statement_timeout = {}").format(f"{self.statement_timeout_ms}ms"))
+        conn.execute(
+            sql.SQL("SET idle_in_transaction_session_timeout = {}").format(
+                f"{self.idle_in_transaction_ms}ms"
+            )
+        )
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+
+
+def _int(value: str | None) -> int:
+    """A whole number of a setting; unset or blank is 0 (eventsourcing validated the value
+    when the event store was built, before the read model reads it)."""
+    text = (value or "").strip()
+    return int(float(text)) if text else 0
 
 
 class DurablePostgresDatastore(PostgresDatastore):
