@@ -163,6 +163,14 @@ STORE = (
         e.ReservedFactError,
     ),
     error(
+        "write_path_refused",
+        "An eventsourcing Application entry point that bypasses the write rules was called "
+        "(save, take_snapshot, repository, notify; detail.name).",
+        "Use the application's commands (append_events, ToolRuntime, end_run, ...); "
+        "nothing was written.",
+        e.WritePathRefusedError,
+    ),
+    error(
         "header_update_refused",
         "A header patch touched an immutable field or made an illegal status change.",
         "Patch mutable fields only; end a run with end_run, which derives the header.",
