@@ -190,6 +190,15 @@ class EventSourcedRunStore:
     def stream_exists(self, stream_id: UUID) -> bool:
         return bool(self._app.recorder.select_events(stream_id, limit=1))
 
+    def first_fact(self, stream_id: UUID) -> StoredFact | None:
+        """Version 1 of a stream, from the recorder (never the cache: it keeps no history)."""
+        rows = self._app.recorder.select_events(stream_id, limit=1)
+        if not rows:
+            return None
+        fact = self._app.mapper.to_domain_event(rows[0])
+        assert isinstance(fact, StoredFact)  # the FactMapper only decodes maka_es facts
+        return fact
+
     # -- saving ---------------------------------------------------------------------------------
 
     def commit(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:

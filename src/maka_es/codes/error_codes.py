@@ -96,7 +96,8 @@ STORE = (
     ),
     error(
         "run_already_exists",
-        "A run with this id already exists.",
+        "A run with this id already exists, created with another header (an exact retry of "
+        "its creation answers the run instead).",
         "Read the existing run; a new run needs fresh run, turn and invocation ids.",
         e.RunAlreadyExistsError,
     ),
