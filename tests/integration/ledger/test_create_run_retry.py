@@ -118,7 +118,11 @@ def test_start_run_retried_with_the_same_ids_answers_the_run_it_created(
     repeat: the same session, ids and config are its exact retry. Another config is not."""
     host = _host(reopen)
     host.open_session(SPINE.session_id, "/workspace", "workspace:v1:retry")
-    ids = {"run_id": RUN, "invocation_id": SPINE.invocation_id, "turn_id": SPINE.turn_id}
+    ids: dict[str, Any] = {
+        "run_id": RUN,
+        "invocation_id": SPINE.invocation_id,
+        "turn_id": SPINE.turn_id,
+    }
     first = host.start_run(SPINE.session_id, **ids)
     rows = all_rows(store_url)
 
