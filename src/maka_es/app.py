@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 from uuid import UUID
 
-from eventsourcing.application import Application
+from eventsourcing.application import Application, Repository
 from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import Environment
 
@@ -75,7 +75,7 @@ from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
-from maka_es.errors import StorePathError
+from maka_es.errors import StorePathError, WritePathRefusedError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
@@ -297,8 +297,39 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self.recovery_status.catch_up()
         return report
 
+    # -- eventsourcing's own entry points (ADR 0017 amendment, issue 20) ---------------------------
+    # ``Application`` saves anything it is given and hands out the shared cached aggregates;
+    # maka_es writes only through its commands (docs/reference/ledger.md#write-rules). These
+    # public names are closed; the library's own writer and reads use the private parts.
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        """Refused (``write_path_refused``): it would commit facts no command validated."""
+        raise _refused("save")
+
+    def take_snapshot(self, *args: Any, **kwargs: Any) -> None:
+        """Refused: maka_es writes its own verified Run snapshots (ADR 0032)."""
+        raise _refused("take_snapshot")
+
+    def notify(self, new_events: Any) -> None:
+        """Refused: nothing calls this deprecated hook; override ``on_events_committed``."""
+        raise _refused("notify")
+
+    @property
+    def repository(self) -> Repository[UUID]:
+        """Refused: its aggregates are the cache's own objects (no deep copy), so a caller
+        could change what every later command validates against."""
+        raise _refused("repository")
+
     def close(self) -> None:
         if self._recovery_status is not None:
             self._recovery_status.close()
             self._recovery_status = None
         super().close()
+
+
+def _refused(name: str) -> WritePathRefusedError:
+    return WritePathRefusedError(
+        f"RuntimeApplication.{name} is closed: it bypasses maka_es's write rules; use the "
+        "application's commands",
+        detail={"name": name},
+    )

@@ -17,6 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import pytest
 from eventsourcing.application import Application
 
 import maka_es
@@ -27,7 +28,8 @@ from maka_es.continuation.executor import ContinuationExecutor
 from maka_es.continuation.planner import ContinuationPlanner
 from maka_es.continuation.revalidation import Revalidation
 from maka_es.continuation.service import Continuations
-from maka_es.ledger.facts import StoredFact
+from maka_es.errors import WritePathRefusedError
+from maka_es.ledger.facts import StoredFact, run_stream_id
 from maka_es.ledger.service import Ledger
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.startup import StartupRecovery
@@ -217,3 +219,174 @@ def test_every_public_name_still_imports_from_maka_es() -> None:
     assert set(maka_es.__all__) == PUBLIC_NAMES
     for name in PUBLIC_NAMES:
         assert getattr(maka_es, name) is not None, name
+
+
+# -- the inherited surface (issue 20) -------------------------------------------------------------
+
+#: eventsourcing.Application's public names that write, or hand out the shared cached
+#: aggregates, without maka_es's write rules: closed with ``write_path_refused``.
+INHERITED_REFUSED = frozenset({"save", "take_snapshot", "notify", "repository"})
+
+#: eventsourcing.Application's public names kept, and why each is harmless: class settings it
+#: reads once at construction, the construction hooks ``__init__`` calls, the notification log
+#: (a read of the recorder) and ``close``.
+INHERITED_KEPT = frozenset(
+    {
+        # settings (class attributes)
+        "AGGREGATE_CACHE_FASTFORWARD",
+        "AGGREGATE_CACHE_FASTFORWARD_SKIPPING",
+        "AGGREGATE_CACHE_MAXSIZE",
+        "DEEPCOPY_FROM_AGGREGATE_CACHE",
+        "env",
+        "is_snapshotting_enabled",
+        "log_section_size",
+        "name",
+        "notify_topics",
+        "snapshot_class",
+        "snapshotting_intervals",
+        "snapshotting_projectors",
+        # construction hooks, called once by Application.__init__
+        "construct_env",
+        "construct_event_store",
+        "construct_factory",
+        "construct_mapper",
+        "construct_notification_log",
+        "construct_recorder",
+        "construct_repository",
+        "construct_snapshot_store",
+        "construct_transcoder",
+        "register_transcodings",
+        # reads and lifecycle
+        "log",
+        "notification_log",
+        "close",
+    }
+)
+
+#: Instance attributes Application.__init__ sets: eventsourcing's storage objects. Writing
+#: through them (``recorder.insert_events``, ``events.put``) is a raw write to the store, like
+#: opening the SQLite file with sqlite3; they leave the surface when the application holds
+#: its eventsourcing Application instead of being one (a later issue).
+INHERITED_INFRASTRUCTURE = frozenset(
+    {"closing", "events", "factory", "mapper", "recorder", "snapshots"}
+)
+
+#: Instance attributes RuntimeApplication sets: its settings and the services it built.
+OWN_ATTRIBUTES = frozenset(
+    {
+        "clock",
+        "id_factory",
+        "host_inspector",
+        "telemetry",
+        "ownership",
+        "ledger",
+        "tool_commands",
+        "tool_runtime",
+        "host_sessions",
+        "claims",
+        "continuations",
+        "operator_actions",
+        "run_forks",
+    }
+)
+
+
+#: The public names maka_es defines on the application: the commands and reads (RuntimeApi),
+#: the constructors and the extension points. A new one is added here on purpose.
+OWN_API = frozenset(
+    {
+        "all_claims",
+        "all_run_ids",
+        "append_event",
+        "append_events",
+        "attest_operation",
+        "claim_exists",
+        "commit_tool_outcome",
+        "commit_tool_prepared",
+        "commit_tool_recovery_bundle",
+        "continuation_start_record",
+        "create_claimed_run",
+        "create_run",
+        "end_run",
+        "execute_continuation",
+        "execute_fork",
+        "fork_run",
+        "get_claim",
+        "get_run_header",
+        "get_session",
+        "heartbeat",
+        "host_lease",
+        "import_run",
+        "in_memory",
+        "list_all_runs",
+        "list_runs",
+        "list_sessions",
+        "now_ms",
+        "on_events_committed",
+        "open",
+        "open_session",
+        "open_sqlite",
+        "plan_continuation",
+        "plan_resume",
+        "read_run_events",
+        "read_run_payloads",
+        "recover",
+        "recovery_status",
+        "recovery_status_projector",
+        "resolve_run",
+        "run_exists",
+        "run_high_water",
+        "safe_boundary_resume_enabled",
+        "start_claimed_run",
+        "start_run",
+        "tool_operations",
+        "update_run_header",
+    }
+)
+
+
+def _public(names: typing.Iterable[str]) -> set[str]:
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_every_public_name_of_the_class_is_pinned() -> None:
+    """``dir``, not ``vars``: an inherited name (one eventsourcing adds in an upgrade) shows up
+    here unclassified, to be judged a read to keep or a writer to refuse."""
+    assert _public(dir(RuntimeApplication)) == OWN_API | INHERITED_REFUSED | INHERITED_KEPT
+    assert _public(dir(Application)) == INHERITED_REFUSED | INHERITED_KEPT
+
+
+def test_every_public_name_of_an_instance_is_pinned() -> None:
+    app = RuntimeApplication.in_memory()
+    try:
+        names = _public(dir(app))
+    finally:
+        app.close()
+    assert names == (
+        OWN_API | INHERITED_REFUSED | INHERITED_KEPT | INHERITED_INFRASTRUCTURE | OWN_ATTRIBUTES
+    )
+
+
+def test_every_inherited_writer_is_closed_by_the_application_itself() -> None:
+    """Each refused name is overridden here (the inherited one would write) and raises the
+    typed refusal; the store-backed proof that nothing is written is
+    tests/integration/app/test_inherited_write_paths.py."""
+    assert set(vars(RuntimeApplication)) >= INHERITED_REFUSED
+    app = RuntimeApplication.in_memory()
+    calls: dict[str, typing.Callable[[], object]] = {
+        "save": lambda: app.save(),
+        "take_snapshot": lambda: app.take_snapshot(run_stream_id("r1")),
+        "notify": lambda: app.notify([]),
+        "repository": lambda: app.repository,
+    }
+    try:
+        for name, call in calls.items():
+            with pytest.raises(WritePathRefusedError) as refused:
+                call()
+            assert (refused.value.code, refused.value.detail) == (
+                "write_path_refused",
+                {"name": name},
+            )
+        assert not app.recorder.max_notification_id()
+    finally:
+        app.close()

@@ -114,7 +114,7 @@ class EventSourcedRunStore:
         if folded is not None:
             return folded
         try:
-            aggregate = self._app.repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
+            aggregate = self._app._repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
         except AggregateNotFoundError:
             return None
         return cast(A, aggregate)
@@ -133,7 +133,7 @@ class EventSourcedRunStore:
         with self._own_facts_lock:
             facts = self._own_facts.pop(stream_id, None)
         recorder = self._app.recorder
-        cache = self._app.repository.cache
+        cache = self._app._repository.cache
         if (
             not facts
             or cache is None
@@ -148,7 +148,7 @@ class EventSourcedRunStore:
             != facts[-1].originator_version
         ):
             return None
-        repository = self._app.repository
+        repository = self._app._repository
         lock = repository._use_fastforward_lock(stream_id)
         try:
             with lock:
@@ -190,6 +190,15 @@ class EventSourcedRunStore:
     def stream_exists(self, stream_id: UUID) -> bool:
         return bool(self._app.recorder.select_events(stream_id, limit=1))
 
+    def first_fact(self, stream_id: UUID) -> StoredFact | None:
+        """Version 1 of a stream, from the recorder (never the cache: it keeps no history)."""
+        rows = self._app.recorder.select_events(stream_id, limit=1)
+        if not rows:
+            return None
+        fact = self._app.mapper.to_domain_event(rows[0])
+        assert isinstance(fact, StoredFact)  # the FactMapper only decodes maka_es facts
+        return fact
+
     # -- saving ---------------------------------------------------------------------------------
 
     def commit(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
@@ -219,15 +228,16 @@ class EventSourcedRunStore:
             self.snapshots.after_commit(facts)
 
     def _save(self, facts: Sequence[StoredFact]) -> None:
-        """eventsourcing's generic save path: the reference the writers' rows are compared
+        """eventsourcing's generic save path (its event store's ``put``, which
+        ``Application.save`` records through): the reference the writers' rows are compared
         with (tests/integration/adapters/test_fact_writer.py, ADR 0033)."""
-        self._app.save(*facts)
+        self._app.events.put(list(facts))
 
     def _evict(self, *stream_ids: UUID) -> None:
         with self._own_facts_lock:
             for stream_id in stream_ids:
                 self._own_facts.pop(stream_id, None)
-        cache = self._app.repository.cache
+        cache = self._app._repository.cache
         if cache is not None:
             for stream_id in stream_ids:
                 with contextlib.suppress(KeyError):

@@ -278,7 +278,7 @@ class RunSnapshots:
         return None if table is None else cls(app, table)
 
     def cached(self, stream_id: UUID) -> bool:
-        cache = self._app.repository.cache
+        cache = self._app._repository.cache
         if cache is None:
             return False
         try:
@@ -312,7 +312,7 @@ class RunSnapshots:
         folded = project_run(run, self._count(tail))
         assert folded is run
         self._snapshot_at[stream_id] = covered
-        cache = self._app.repository.cache
+        cache = self._app._repository.cache
         if cache is not None:
             cache.put(stream_id, run)
         return run

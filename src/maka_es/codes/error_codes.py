@@ -96,7 +96,8 @@ STORE = (
     ),
     error(
         "run_already_exists",
-        "A run with this id already exists.",
+        "A run with this id already exists, created with another header (an exact retry of "
+        "its creation answers the run instead).",
         "Read the existing run; a new run needs fresh run, turn and invocation ids.",
         e.RunAlreadyExistsError,
     ),
@@ -161,6 +162,14 @@ STORE = (
         "Use its own command: ToolRuntime (T1, T2), commit_tool_recovery_bundle, or "
         "execute_continuation.",
         e.ReservedFactError,
+    ),
+    error(
+        "write_path_refused",
+        "An eventsourcing Application entry point that bypasses the write rules was called "
+        "(save, take_snapshot, repository, notify; detail.name).",
+        "Use the application's commands (append_events, ToolRuntime, end_run, ...); "
+        "nothing was written.",
+        e.WritePathRefusedError,
     ),
     error(
         "header_update_refused",

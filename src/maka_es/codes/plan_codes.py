@@ -141,6 +141,12 @@ PARK_REASONS = group(
             "Wait for it to end: recover() leaves a live start alone; only an operator who knows "
             "its process is gone ends it (end_run with a failed terminal).",
         ),
+        "continuation_end_in_progress": (
+            "maka_es only, transient: a claimed continuation's live owner is between end_run's "
+            "two saves (terminal event durable, header not yet).",
+            "Plan again shortly: nothing needs repair; the answer becomes "
+            "continuation_already_exists once the header is saved.",
+        ),
         "workspace_identity_missing": (
             "A workspace identity is unknown (the source header's, or either side of gate j).",
             "Configure a HostInspector that resolves the workspace marker, then plan again.",

@@ -5,11 +5,14 @@ durable claim (step 5) is checked against the plan that was just recomputed and 
 is classified (docs/reference/continuation.md#existing-claims, read-only): only a fully
 consistent claim, start and terminal is
 ``continuation_already_exists``; a target that started and has no terminal is
-``continuation_started_indeterminate`` (its provider may still be running); anything else is
-``continuation_claim_repair_required``. Without a claim (step 6), any run whose
-``continuationSource`` names the same source run and high-water already continues it:
-``continuation_already_exists``, whatever state it is in (an unclaimed continuation is not
-something startup recovery can repair, so it must not be reported as repairable).
+``continuation_started_indeterminate`` (its provider may still be running); a target whose
+terminal fact is durable while its header is not yet terminal, and whose owner is live, is
+being ended right now (between ``end_run``'s two saves): maka_es's transient
+``continuation_end_in_progress``; anything else is ``continuation_claim_repair_required``.
+Without a claim (step 6), any run whose ``continuationSource`` names the same source run and
+high-water already continues it: ``continuation_already_exists``, whatever state it is in (an
+unclaimed continuation is not something startup recovery can repair, so it must not be
+reported as repairable).
 
 Store faults are not handled here: they propagate to the planner, which parks with
 ``continuation_authority_unavailable`` (a locked database is not a verdict about a claim).
@@ -38,6 +41,8 @@ from maka_es.wire.run_header import (
 )
 
 REPAIR = "continuation_claim_repair_required"
+#: maka_es's transient park: the target's live owner is between ``end_run``'s two saves.
+ENDING = "continuation_end_in_progress"
 
 
 def park(code: str, message: str, detail: Mapping[str, Any] | None = None) -> ContinuationPlan:
@@ -60,11 +65,14 @@ class RunReader:
         events: Callable[[str], list[RuntimeEvent]],
         runs_of_session: Callable[[str], list[RunHeader]],
         claim: Callable[[str], ContinuationClaim | None] = lambda claim_id: None,
+        end_pending: Callable[[str], bool] = lambda run_id: False,
     ) -> None:
         self.header = header
         self.events = events
         self.runs_of_session = runs_of_session
         self.claim = claim
+        #: Whether the run's owner may still be between ``end_run``'s two saves (it is live).
+        self.end_pending = end_pending
 
 
 def continuations_of(
@@ -156,6 +164,13 @@ def classify_claim(reader: RunReader, claim: ContinuationClaim) -> ContinuationP
                 f"run {target_id} already continues this boundary",
                 {"continuationRunId": target_id},
             )
+        if state == "header_pending" and reader.end_pending(target_id):
+            return park(
+                ENDING,
+                f"continuation {target_id} is being ended by its live owner: its terminal fact "
+                "is durable, its header not yet; plan again",
+                detail,
+            )
     return park(REPAIR, f"claimed continuation {target_id}: {problem}", detail)
 
 
@@ -238,8 +253,9 @@ def _valid_terminal_fact(event: RuntimeEvent) -> bool:
 
 
 def _terminal_state(header: RunHeader, events: Sequence[RuntimeEvent]) -> tuple[str, str]:
-    """``(problem, state)``: state ``started`` (no terminal), ``ended`` (consistent terminal)
-    or ``repair`` with the problem."""
+    """``(problem, state)``: state ``started`` (no terminal), ``ended`` (consistent terminal),
+    ``header_pending`` (one valid terminal at the tail, the header not terminal yet: what
+    ``end_run``'s first save leaves until its second) or ``repair``, with the problem."""
     terminals = [index for index, event in enumerate(events) if event.is_terminal]
     if not terminals:
         return "", "started"
@@ -249,7 +265,7 @@ def _terminal_state(header: RunHeader, events: Sequence[RuntimeEvent]) -> tuple[
     if not _valid_terminal_fact(terminal):
         return "its terminal event carries no valid terminal fact", "repair"
     if not header.is_terminal:
-        return "its terminal fact is durable but its header is not terminal", "repair"
+        return "its terminal fact is durable but its header is not terminal", "header_pending"
     if not header_matches_terminal(header, terminal):
         return "its header does not match its terminal fact", "repair"
     return "", "ended"

@@ -52,7 +52,11 @@ class Continuations:
     def planner(self, settings: PlannerSettings | None = None) -> ContinuationPlanner:
         ledger = self.ledger
         reader = RunReader(
-            ledger.get_run_header, ledger.read_run_events, ledger.list_runs, self.claims.get_claim
+            ledger.get_run_header,
+            ledger.read_run_events,
+            ledger.list_runs,
+            self.claims.get_claim,
+            self.end_pending,
         )
         return ContinuationPlanner(
             reader,
@@ -61,6 +65,20 @@ class Continuations:
             feature_enabled=self.feature_enabled(),
             settings=settings,
         )
+
+    def end_pending(self, run_id: str) -> bool:
+        """Whether ``run_id``'s owner may still be between ``end_run``'s two saves: this
+        process holds the run, or its owner is another host whose lease is live (ADR 0021).
+        An ownerless run, a lapsed lease, or this host before a restart (it holds nothing
+        since) left the header for startup recovery to repair."""
+        ownership = self.ledger.ownership
+        run = self.ledger.load_run(run_id)
+        owner = run.owner
+        if ownership is None or owner is None:
+            return False
+        if owner.host_id == ownership.host_id:
+            return ownership.held_epoch(run_id) == owner.epoch
+        return ownership.verdict(run) == "live"
 
     def plan(
         self,

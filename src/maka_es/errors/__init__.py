@@ -170,6 +170,9 @@ from maka_es.errors.store import (
 from maka_es.errors.store import (
     ToolOutcomeConflictError as ToolOutcomeConflictError,
 )
+from maka_es.errors.store import (
+    WritePathRefusedError as WritePathRefusedError,
+)
 from maka_es.errors.wire import (
     CodecInputError as CodecInputError,
 )

@@ -85,6 +85,14 @@ class ReservedFactError(StoreRefusal):
     default_code = "reserved_fact"
 
 
+class WritePathRefusedError(StoreRefusal):
+    """An eventsourcing ``Application`` entry point that would write (or hand out the cached
+    aggregates) without maka_es's write rules: ``save``, ``take_snapshot``, ``repository``,
+    ``notify``. ``detail["name"]`` names it. Nothing was written."""
+
+    default_code = "write_path_refused"
+
+
 class HeaderUpdateRefusedError(StoreRefusal):
     """A run-header patch touched an immutable field or made an illegal status change."""
 

@@ -18,6 +18,10 @@ from maka_es.ledger.host_config import HostConfig, header_for_run
 from maka_es.ledger.service import Ledger, SessionInfo
 from maka_es.wire.run_header import RunHeader
 
+#: The header fields ``start_run`` fills from the clock: its retry cannot repeat them, so an
+#: exact retry of ``start_run`` is the same session, ids and config (``is_exact_create_retry``).
+CLOCK_FIELDS = frozenset({"createdAt", "updatedAt"})
+
 __all__ = ["HostSessions", "WorkspaceResolver"]
 
 
@@ -71,7 +75,9 @@ class HostSessions:
     ) -> RunHeader:
         """Create a run in ``session_id`` from the host config (or ``config``); the ids default
         to fresh ones from the application's id factory, the timestamps to its clock. Without
-        any config there are no header fields to fill: ``invalid_run_header``, nothing written."""
+        any config there are no header fields to fill: ``invalid_run_header``, nothing written.
+        A retry with the same ids and config (after an unknown outcome, or a restart) answers
+        the run it created: the timestamps are this call's own readings, not compared."""
         chosen = config if config is not None else self.config
         if chosen is None:
             raise InvalidRunHeaderError(
@@ -90,4 +96,4 @@ class HostSessions:
             turn_id=turn_id if turn_id is not None else self._new_id(),
             now_ms=self._now_ms(),
         )
-        return self._ledger.create_run(header)
+        return self._ledger.create_run(header, clock_fields=CLOCK_FIELDS)

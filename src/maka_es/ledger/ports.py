@@ -57,6 +57,10 @@ class RunStore(Protocol):
 
     def stream_exists(self, stream_id: UUID) -> bool: ...
 
+    def first_fact(self, stream_id: UUID) -> StoredFact | None:
+        """Version 1 of a stream, read from the store (``None``: no such stream)."""
+        ...
+
     def commit(self, facts: Sequence[StoredFact], *, conflict: Callable[[], Exception]) -> None:
         """Save ``facts`` in ONE transaction (see module docstring)."""
         ...

@@ -25,7 +25,7 @@ from maka_es.ledger import run_append, run_attest, run_lifecycle, run_tools
 from maka_es.ledger.facts import RunCreated, RunHeaderUpdated, RunSealed, StoredFact
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run_append import AppendDecision
-from maka_es.ledger.run_lifecycle import bind_invocation
+from maka_es.ledger.run_lifecycle import bind_invocation, is_exact_create_retry
 from maka_es.ledger.run_state import RunState
 from maka_es.ledger.run_tools import ToolCommandDecision
 from maka_es.tooljournal.attestation import OperatorAttestation
@@ -37,6 +37,7 @@ __all__ = [
     "Run",
     "ToolCommandDecision",
     "bind_invocation",
+    "is_exact_create_retry",
     "project_run",
 ]
 

@@ -9,7 +9,7 @@ terminal event, and the admission identity never changes. Pure: they read a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from maka_es.errors import (
@@ -31,6 +31,7 @@ from maka_es.ledger.facts import (
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run_append import check_tool_ledger, event_facts
 from maka_es.ledger.run_state import RunState
+from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import (
     MUTABLE_HEADER_FIELDS,
@@ -45,6 +46,7 @@ __all__ = [
     "create_run",
     "decide_header_update",
     "decide_seal",
+    "is_exact_create_retry",
 ]
 
 
@@ -67,6 +69,24 @@ def create_run(header: RunHeader, created_at: float, owner: RunOwner | None = No
         created_at=created_at,
         owner=None if owner is None else owner.to_json(),
     )
+
+
+def is_exact_create_retry(
+    first: StoredFact | None, header: RunHeader, clock_fields: Collection[str] = ()
+) -> bool:
+    """Whether creating a run with ``header`` repeats the creation ``first`` recorded (the
+    run stream's version 1): the same header, field for field in canonical JSON, as the run
+    was created with, whatever happened to the run since. ``clock_fields`` are fields the
+    caller itself filled from the clock (``start_run``'s ``createdAt``/``updatedAt``), which
+    a retry cannot repeat; they are left out of the comparison. A different header for the
+    same run id is not a retry (``run_already_exists``)."""
+    if not isinstance(first, RunCreated):
+        return False
+
+    def compared(wire: Mapping[str, Any]) -> str:
+        return canonical_json({k: v for k, v in wire.items() if k not in clock_fields})
+
+    return compared(first.header) == compared(header.to_wire())
 
 
 def bind_invocation(header: RunHeader) -> InvocationBound:

@@ -9,7 +9,7 @@ application object (ADR 0017).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +33,7 @@ from maka_es.ledger.facts import (
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run, bind_invocation, project_run
+from maka_es.ledger.run import Run, bind_invocation, is_exact_create_retry, project_run
 from maka_es.ledger.session import Session, project_session
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.run_header import RunHeader, terminal_header_patch
@@ -178,12 +178,13 @@ class Ledger:
 
     # -- runs -----------------------------------------------------------------------------------
 
-    def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
-        """Create a run (AgentRun header, non-terminal) in an existing session.
-
-        One save: the run stream, the invocation binding (one run per invocation, enforced by
-        the store) and the session's registration of the run.
-        """
+    def create_run(
+        self, header: RunHeader | Mapping[str, Any], *, clock_fields: Collection[str] = ()
+    ) -> RunHeader:
+        """Create a run (AgentRun header, non-terminal) in an existing session: one save of the
+        run stream, its invocation binding (one run per invocation, the store enforces it) and
+        the session's registration. An exact retry (``is_exact_create_retry``, ``clock_fields``
+        aside) answers the run's current header and writes nothing."""
         parsed = RunHeader.decode(header)
         with self._store.command():
             session = self._store.load_session(parsed.session_id)
@@ -193,7 +194,13 @@ class Ledger:
             binding = bind_invocation(parsed)
             registered = session.register_run(parsed.run_id, created_at)
             facts = [created, binding, registered, *self.lease_renewal()]
-            self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
+            try:
+                self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
+            except RunAlreadyExistsError:
+                first = self._store.first_fact(run_stream_id(parsed.run_id))
+                if not is_exact_create_retry(first, parsed, clock_fields):
+                    raise
+                return self.get_run_header(parsed.run_id)
             self.hold(parsed.run_id, owner, facts)
             return parsed
 

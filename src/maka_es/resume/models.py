@@ -83,6 +83,7 @@ ResumeRejectionReason = Literal[
     "continuation_authority_unavailable",
     "continuation_claim_repair_required",
     "continuation_started_indeterminate",
+    "continuation_end_in_progress",
     "workspace_identity_missing",
     "safety_observation_unavailable",
     "resume_feature_disabled",

@@ -13,6 +13,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, continuation_header
 from maka_es.continuation.executor import ContinuationExecutor
 from maka_es.errors import MakaError
+from maka_es.testing.raw_facts import commit_unchecked
 
 
 def leave_unstarted_claim(
@@ -34,7 +35,8 @@ def leave_unstarted_claim(
     source_header, source, boundary, observation = executor.revalidate(
         plan.continuation, session_id, session.cwd
     )
-    app.save(
+    commit_unchecked(
+        app,
         ContinuationClaim.create(boundary, target, f"{target.run_id}-start", claimed_at),
         source.decide_seal(boundary.claim_id, sealed_at=claimed_at),
     )

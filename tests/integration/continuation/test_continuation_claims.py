@@ -31,6 +31,7 @@ from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import ContinuationStartConflictError
 from maka_es.ledger.facts import ContinuationStartRecorded, StartKind, claim_stream_id
 from maka_es.ledger.run import Run, bind_invocation
+from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader, terminal_event
@@ -134,7 +135,7 @@ def claimed_continuation(
         bind_invocation(actual_header),
         app.ledger.session_registration("s1", "r2", CLAIMED_AT),
     ]
-    app.save(*facts)
+    commit_unchecked(app, *facts)
     if end is not None:
         app.end_run(
             "r2",
@@ -213,7 +214,7 @@ def test_a_claim_for_another_projection_version_needs_repair(app: RuntimeApplica
 def test_target_without_a_v2_source_needs_repair(app: RuntimeApplication) -> None:
     """The claimed target exists but its header does not name the claimed boundary."""
     boundary = real_boundary(app)
-    app.save(ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
+    commit_unchecked(app, ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
     app.create_run(run_header(Spine("s1", "i2", "r2", "t2"), workspaceIdentity=WORKSPACE))
     plan = app.plan_continuation("s1", "r1")
     assert plan.rejection_reasons == ("continuation_claim_repair_required",)
@@ -222,7 +223,7 @@ def test_target_without_a_v2_source_needs_repair(app: RuntimeApplication) -> Non
 
 def test_claim_without_a_target_needs_repair(app: RuntimeApplication) -> None:
     boundary = real_boundary(app)
-    app.save(ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
+    commit_unchecked(app, ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
     assert reasons(app) == ("continuation_claim_repair_required",)
 
 
@@ -272,7 +273,7 @@ def test_recording_a_start_kind_is_once_and_must_match_the_start(
     """The command recovery calls: refused (typed, nothing written) when the claim already
     recorded a start, or when the start's provenance is not the kind being recorded."""
     boundary = real_boundary(app)
-    app.save(ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
+    commit_unchecked(app, ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
     repair = continuation_start_event(
         boundary, TARGET, event_id="repair-start", ts=CLAIMED_AT, provenance="claim_repair"
     )
@@ -282,7 +283,9 @@ def test_recording_a_start_kind_is_once_and_must_match_the_start(
     with pytest.raises(ContinuationStartConflictError):
         app.continuation_start_record("claim_missing", repair, start_kind="claim_repair")
     assert store_snapshot(app).rows == before
-    app.save(app.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair"))
+    commit_unchecked(
+        app, app.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair")
+    )
     claim = app.get_claim(boundary.claim_id)
     assert claim is not None
     assert (claim.start_kind, claim.start_event_id) == ("claim_repair", "repair-start")

@@ -29,6 +29,7 @@ from maka_es.continuation.telemetry import (
 )
 from maka_es.errors import RunSealedError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.codec import canonical_json
 
@@ -253,7 +254,8 @@ def _grow_source(app: RuntimeApplication) -> None:
     """A writer that ignores the rules commits a 5th event to the failed source r1."""
     run = app._store.load_run("r1")
     event = LedgerBuilder(Spine(), prefix="late-").model_text("appended after the plan")
-    app.save(
+    commit_unchecked(
+        app,
         RuntimeEventRecorded(
             originator_id=run_stream_id("r1"),
             originator_version=run.version + 1,
@@ -261,7 +263,7 @@ def _grow_source(app: RuntimeApplication) -> None:
             event_id=event["id"],
             payload=canonical_json(event),
             committed_at=9000.0,
-        )
+        ),
     )
 
 
@@ -523,7 +525,8 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
     )
     _, source, boundary, _ = executor.revalidate(plan.continuation, "s1", "/workspace")
     target = ContinuationTarget("new-1", "new-2", "new-3")
-    env.app.save(
+    commit_unchecked(
+        env.app,
         ContinuationClaim.create(boundary, target, "never-written", 5000.0),
         source.decide_seal(boundary.claim_id, sealed_at=5000.0),
     )

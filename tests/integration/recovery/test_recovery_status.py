@@ -46,6 +46,7 @@ from maka_es.recovery.status import (
     RecoveryStatusStore,
     RunRecoveryStatus,
 )
+from maka_es.testing.raw_facts import commit_unchecked
 from tests.support.run_loads import count_loads
 
 DIGEST_A = "sha256:" + "a" * 64
@@ -91,7 +92,9 @@ def save_claim(
     """A hand-made claim fact (what the executor writes first), without its target run."""
     boundary = boundary_of(source_run_id, high_water)
     target = ContinuationTarget(f"i-{target_run_id}", target_run_id, f"t-{target_run_id}")
-    app.save(ContinuationClaim.create(boundary, target, f"{target_run_id}-start", 2000.0))
+    commit_unchecked(
+        app, ContinuationClaim.create(boundary, target, f"{target_run_id}-start", 2000.0)
+    )
     return boundary.claim_id
 
 
@@ -255,7 +258,7 @@ def test_claimed_target_goes_unstarted_started_ended(
     start = continuation_start_event(boundary, target, event_id="r2-start", ts=2000.0)
     source = app._store.load_run("r1")
     seal = source.decide_seal(boundary.claim_id, sealed_at=2000.0)
-    app.save(ContinuationClaim.create(boundary, target, start.id, 2000.0), seal)
+    commit_unchecked(app, ContinuationClaim.create(boundary, target, start.id, 2000.0), seal)
     assert row(projector, "r2").claim_state == "unstarted"
     assert row(projector, "r1").sealed_by == boundary.claim_id
 
@@ -588,7 +591,9 @@ class _Scenario:
             elif op == "claim_missing":
                 save_claim(app, run_id, f"x{n}", high_water=n)
             elif op == "seal":
-                app.save(app._store.load_run(run_id).decide_seal(f"claim-{n}", sealed_at=float(n)))
+                commit_unchecked(
+                    app, app._store.load_run(run_id).decide_seal(f"claim-{n}", sealed_at=float(n))
+                )
             elif op == "catch_up":
                 self.projector.catch_up()
         except MakaError:

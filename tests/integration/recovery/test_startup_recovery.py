@@ -17,6 +17,7 @@ from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
 from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
 from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
 from maka_es.recovery.report import recovered_terminal_id
+from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 
@@ -271,13 +272,14 @@ def test_aborted_terminal_without_abort_source_gives_unknown(app: RuntimeApplica
 def _force_terminal_header(app: RuntimeApplication, run_id: str, patch: dict[str, Any]) -> None:
     """Another writer (an import, an old build) made the header terminal with no event."""
     run = app._store.load_run(run_id)
-    app.save(
+    commit_unchecked(
+        app,
         RunHeaderUpdated(
             originator_id=run_stream_id(run_id),
             originator_version=run.version + 1,
             patch=patch,
             updated_at=patch["updatedAt"],
-        )
+        ),
     )
 
 

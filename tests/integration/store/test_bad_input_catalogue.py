@@ -144,8 +144,9 @@ CATALOGUE: list[tuple[str, Command, str]] = [
         "session_not_found",
     ),
     (
-        "create an existing run",
-        lambda app, ledger: app.create_run(run_header()),
+        # the same header again is an exact retry, answered (test_create_run_retry.py)
+        "create an existing run with another header",
+        lambda app, ledger: app.create_run(run_header(modelId="another-model")),
         "run_already_exists",
     ),
     (

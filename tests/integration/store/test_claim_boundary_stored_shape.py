@@ -19,6 +19,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import claim_stream_id
+from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from tests.support.store_sql import event_states_with_topic
 
@@ -89,7 +90,7 @@ def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(store_url
 def test_a_claim_written_now_stores_the_same_bytes_as_before(store_url: str) -> None:
     app = RuntimeApplication.open(store_url)
     try:
-        app.save(ContinuationClaim.create(BOUNDARY, TARGET, "r2-start", 2000))
+        commit_unchecked(app, ContinuationClaim.create(BOUNDARY, TARGET, "r2-start", 2000))
     finally:
         app.close()
     assert event_states_with_topic(store_url, TOPIC) == [stored_state()]

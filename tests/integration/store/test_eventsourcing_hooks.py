@@ -121,7 +121,7 @@ def test_the_project_overrides_are_the_ones_in_use(tmp_path: Path) -> None:
             assert isinstance(connection._sqlite_conn, sqlite3.Connection)
         finally:
             datastore.pool.put_connection(connection)
-        cache = app.repository.cache
+        cache = app._repository.cache
         assert cache is not None
         assert "evict" in inspect.signature(cache.get).parameters
 

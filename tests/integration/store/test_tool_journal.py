@@ -34,6 +34,7 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
+from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
 from maka_es.tooljournal.resolution import ResolverIssue
@@ -63,7 +64,8 @@ def save_unvalidated(app: RuntimeApplication, event: dict[str, Any]) -> None:
     transition validator would have: one ``RuntimeEventRecorded`` saved directly."""
     run = app._store.load_run(RUN)
     decoded = RuntimeEvent.model_validate(event)
-    app.save(
+    commit_unchecked(
+        app,
         RuntimeEventRecorded(
             originator_id=run_stream_id(RUN),
             originator_version=run.version + 1,
@@ -71,7 +73,7 @@ def save_unvalidated(app: RuntimeApplication, event: dict[str, Any]) -> None:
             event_id=decoded.id,
             payload=canonical_json(decoded),
             committed_at=1.0,
-        )
+        ),
     )
 
 
