@@ -142,20 +142,10 @@ class ContinuationPlanner:
     ) -> ContinuationPlan:
         read: list[RuntimeEvent] | None = None
         if source_run_id is None:
-            candidate = self._candidate(session_id)
-            if candidate is None:
-                return park(
-                    "resume_candidate_missing",
-                    f"session {session_id} has no failed or cancelled session-inline run",
-                )
-            source_run_id = candidate.run_id
-            read = self._conversation_or_none(candidate)
-            if read is None:
-                return park(
-                    "resume_candidate_missing",
-                    f"run {source_run_id} ended before its first user message: nothing to continue",
-                    {"sourceRunId": source_run_id},
-                )
+            chosen = self._choose(session_id)
+            if isinstance(chosen, ContinuationPlan):
+                return chosen
+            source_run_id, read = chosen
         if self.inspector is None:
             return park("safety_observation_unavailable", "no host inspector is configured")
         try:
@@ -199,6 +189,24 @@ class ContinuationPlanner:
         if existing is not None:
             return existing
         return self._gates(header, events, replay, session_cwd, observation, expected_high_water)
+
+    def _choose(self, session_id: str) -> ContinuationPlan | tuple[str, list[RuntimeEvent]]:
+        """Pre-planner step 2: the candidate run and its events, or the park that says there
+        is nothing to continue (no candidate, or one ended before its first user message)."""
+        candidate = self._candidate(session_id)
+        if candidate is None:
+            return park(
+                "resume_candidate_missing",
+                f"session {session_id} has no failed or cancelled session-inline run",
+            )
+        events = self._conversation_or_none(candidate)
+        if events is None:
+            return park(
+                "resume_candidate_missing",
+                f"run {candidate.run_id} ended before its first user message: nothing to continue",
+                {"sourceRunId": candidate.run_id},
+            )
+        return candidate.run_id, events
 
     def _conversation_or_none(self, candidate: RunHeader) -> list[RuntimeEvent] | None:
         """The candidate's events, or ``None`` when it is a first-generation run that recorded

@@ -18,15 +18,11 @@ in this host. What it may repair, and what it must leave alone:
   start): a deterministic ``claim_repair`` start and a failed terminal
   ``continuation_abandoned_before_provider_dispatch``, then the header; the provider is never
   called by recovery. A repair interrupted after its start is finished with the same terminal;
-* a continuation or fork that *was* started by runtime admission and has nothing but its
-  start (killed during its first model call, or a fork never run): when its owner is gone
-  (this host's previous process, or another host whose lease expired and was taken over
-  first), the recovered terminal ``run_interrupted`` (``start_only_ended``), and the session
-  is continued from its boundary (ADR 0035). Without owner proof (an ownerless run), or with
-  ``end_start_only_continuations=False`` (the reference's rule), it is left alone: planning
-  keeps parking ``continuation_started_indeterminate``. A continuation whose agent loop
-  committed more than its start (a model turn, a tool call) is an agent run like any other
-  and is recovered like one: tools settled first, then the recovered terminal (ADR 0020).
+* a continuation or fork started by runtime admission that holds nothing but its start: the
+  recovered terminal ``run_interrupted`` (``start_only_ended``) once its owner is gone, else
+  left alone (``left_live_start``); the rule: ``recovery.start_only``, ADR 0035. One whose
+  agent loop committed more than its start (a model turn, a tool call) is recovered like any
+  agent run: tools settled first, then the recovered terminal (ADR 0020).
 
 Before any of that seals a run, the tool catalogue settles what it can prove, for every run
 about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
@@ -43,7 +39,7 @@ it runs again, and running it twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from maka_es import failpoints
@@ -55,7 +51,6 @@ from maka_es.continuation.claim import (
     continuation_start_event,
 )
 from maka_es.continuation.claims import Claims
-from maka_es.continuation.existing_claims import is_continuation_start
 from maka_es.ledger.run import Run
 from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason_newest_first
@@ -64,6 +59,12 @@ from maka_es.recovery.report import (
     StartupRecoveryReport,
     recovered_terminal_id,
     repair_id,
+)
+from maka_es.recovery.start_only import (
+    is_bare_continuation_start,
+    may_end_bare_start,
+    owner_is_gone,
+    start_fact,
 )
 from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
 from maka_es.tooljournal.runtime import ToolRuntime
@@ -123,7 +124,7 @@ class StartupRecovery:
         self.claims = claims
         self.ledger = claims.ledger
         self.tool_runtime = tool_runtime
-        self.end_start_only_continuations = end_start_only_continuations
+        self.end_start_only = end_start_only_continuations
 
     def run(
         self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
@@ -169,35 +170,16 @@ class StartupRecovery:
 
     def _would_end(self, run_id: str) -> bool:
         """Whether :meth:`_repair_run` would append a terminal to ``run_id`` once its owner is
-        gone: no terminal event, not sealed by a claim; a bare continuation start only when
-        its rule ends it (:meth:`_may_end_bare_start`). The ownership step takes over an
-        expired owner's run only when this says yes, and tools are settled first."""
+        gone: no terminal event, not sealed by a claim; a bare continuation start only under
+        its rule (``recovery.start_only``). The ownership step takes over an expired owner's
+        run only when this says yes, and tools are settled first."""
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
         # a bare start is one event: a longer run's history is not read (ADR 0012)
         if run.high_water == 1 and is_bare_continuation_start(run.header, run.events):
-            return self._may_end_bare_start(run)
+            return may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
         return True
-
-    def _may_end_bare_start(self, run: Run) -> bool:
-        """A claim-repair start is always finished; a runtime-admission one only under the
-        start-only rule and with an owner recorded (an ownerless run has no owner proof)."""
-        start = run.events[0].actions.continuation_start if run.events[0].actions else None
-        if start is not None and start.provenance == "claim_repair":
-            return True
-        return self.end_start_only_continuations and run.owner is not None
-
-    def _owner_is_gone(self, run: Run) -> bool:
-        """Whether ``run``'s owner is proven gone, after the ownership step: it is this host's
-        (its previous process, or taken over from an expired lease just now). Runs this
-        process is itself running, and live runs of other hosts, never reach this point."""
-        ownership = self.ledger.ownership
-        return (
-            self._may_end_bare_start(run)
-            and ownership is not None
-            and ownership.verdict(run) == "own"
-        )
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -314,11 +296,14 @@ class StartupRecovery:
         recovered terminal when its owner is gone (``start_only_ended``; the provider may have
         been called, so ``run_interrupted``, never "before provider dispatch"), else left
         alone (``left_live_start``: the reference's rule; ADR 0035)."""
-        if not self._owner_is_gone(run):
+        if not (
+            may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
+            and owner_is_gone(self.ledger.ownership, run)
+        ):
             return Repair(run.run_id, "left_live_start")
         reason, last_type = self._append_recovered_terminal(run.header, iter(run.events))
         detail: dict[str, Any] = {"recoveryReason": reason, "lastEventType": last_type}
-        start = run.events[0].actions.continuation_start if run.events[0].actions else None
+        start = start_fact(run)
         if start is not None:
             detail["claimId"] = start.claim_id
         return Repair(run.run_id, "start_only_ended", detail)
@@ -388,18 +373,6 @@ class StartupRecovery:
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
         self.ledger.update_run_header(header.run_id, patch)
         return Repair(header.run_id, "header_repaired", {"status": patch["status"]})
-
-
-def is_bare_continuation_start(header: RunHeader, events: Sequence[RuntimeEvent]) -> bool:
-    """A continuation run that holds its start fact and nothing else: no provider turn of its
-    agent loop was committed (docs/reference/continuation.md#ledger-repair). Only such a run
-    is left to its start's provenance rule (``left_live_start`` or the claim-repair
-    terminal); one that went further is recovered like any interrupted run (ADR 0020)."""
-    return (
-        header.continuation_source is not None
-        and len(events) == 1
-        and is_continuation_start(events[0])
-    )
 
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
