@@ -289,9 +289,11 @@ class AsyncRuntimeApplication:
             )
         )
 
-    async def recover(self) -> StartupRecoveryReport:
+    async def recover(self, *, end_start_only_continuations: bool = True) -> StartupRecoveryReport:
         """Startup recovery (docs/reference/continuation.md#startup-recovery), as a command."""
-        return await self._write(self.app.recover)
+        return await self._write(
+            lambda: self.app.recover(end_start_only_continuations=end_start_only_continuations)
+        )
 
     async def all_run_ids(self) -> Sequence[str]:
         return await self._read(self.app.all_run_ids)

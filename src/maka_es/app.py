@@ -276,7 +276,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self._recovery_status = self.recovery_status_projector()
         return self._recovery_status
 
-    def recover(self, *, tool_runtime: ToolRuntime | None = None) -> StartupRecoveryReport:
+    def recover(
+        self,
+        *,
+        tool_runtime: ToolRuntime | None = None,
+        end_start_only_continuations: bool = True,
+    ) -> StartupRecoveryReport:
         """Startup recovery (docs/reference/continuation.md#startup-recovery; ADR 0019).
 
         Interrupted tool operations are settled with the application's own catalogue
@@ -285,7 +290,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         replaces that catalogue for this call (kept for hosts written before ``tools=``).
         Only the runs the recovery-status read model marks as needing attention are touched;
         the read model is caught up first and again afterwards. Another host's run is ended
-        only once its owner's lease expired, after taking it over (ADR 0021).
+        only once its owner's lease expired, after taking it over (ADR 0021). A continuation
+        or fork killed before it committed anything past its start is ended once its owner is
+        gone, and the session continues from its boundary (ADR 0035);
+        ``end_start_only_continuations=False`` keeps the reference's rule (left alone, planning
+        parks ``continuation_started_indeterminate``).
         """
         attention = self.recovery_status.needing_attention()
         run_ids = [row.run_id for row in attention if row.header_status != "missing"]
@@ -293,7 +302,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             {row.claim_id for row in attention if row.claim_state == "unstarted" and row.claim_id}
         )
         runtime = tool_runtime if tool_runtime is not None else self.tool_runtime
-        report = StartupRecovery(self.claims, runtime).run(run_ids, claim_ids)
+        report = StartupRecovery(
+            self.claims, runtime, end_start_only_continuations=end_start_only_continuations
+        ).run(run_ids, claim_ids)
         self.recovery_status.catch_up()
         return report
 

@@ -116,3 +116,31 @@ def test_kill_between_repair_start_and_terminal_converges(
         app.recover()  # uninterrupted
         assert app.read_run_payloads("tr") == repaired_payloads
         assert app.get_run_header("tr").to_wire() == repaired_header
+
+
+def test_another_hosts_interrupted_repair_is_taken_over_then_finished(tmp_path: Path) -> None:
+    """host-a dies inside its claim repair; once its lease expired, host-b takes the repaired
+    target over before it writes the terminal (not fenced ``run_owner_fenced``; ADR 0035)."""
+    db = tmp_path / "runtime.sqlite"
+    claim_id = _leave_unstarted_claim(db, create_target=False)
+    host_a = {**APP, "env": {**APP["env"], "MAKA_HOST_ID": "host-a"}}
+    outcome = crash_child(
+        db, [host_a, {"op": "startup_recover"}], failpoint=(AFTER_CLAIM_REPAIR_START, 1, 1)
+    )
+    assert (outcome.said, outcome.returncode) == ("INSIDE", -9), outcome.stderr
+
+    later = {"clock": lambda: 100_000.0, "env": {**APP["env"], "MAKA_HOST_ID": "host-b"}}
+    with RuntimeApplication.open(str(db), **later) as app:
+        assert app._store.load_run("tr").owner is not None
+        report = app.recover()
+        assert [(r.run_id, r.kind) for r in report.repairs] == [
+            ("tr", "owner_taken_over"),
+            ("tr", "claim_repaired"),
+        ]
+        assert report.repairs[0].detail == {"previousHostId": "host-a", "epoch": 2}
+        assert [e.id for e in app.read_run_events("tr")] == [
+            repair_id("start", claim_id),
+            repair_id("terminal", claim_id),
+        ]
+        assert app.get_run_header("tr").status == "failed"
+        assert app.recover().repairs == ()

@@ -138,8 +138,8 @@ PARK_REASONS = group(
         ),
         "continuation_started_indeterminate": (
             "A continuation of this boundary started and has no terminal: its provider may run.",
-            "Wait for it to end: recover() leaves a live start alone; only an operator who knows "
-            "its process is gone ends it (end_run with a failed terminal).",
+            "Run startup recovery (recover()) and plan again: it ends the start once its owner "
+            "is gone (this host restarted, or its lease expired); a live owner's is left alone.",
         ),
         "continuation_end_in_progress": (
             "maka_es only, transient: a claimed continuation's live owner is between end_run's "

@@ -3,16 +3,16 @@
 Why a module of its own: the answer has two authorities and they must not be confused. A
 durable claim (step 5) is checked against the plan that was just recomputed and then its target
 is classified (docs/reference/continuation.md#existing-claims, read-only): only a fully
-consistent claim, start and terminal is
-``continuation_already_exists``; a target that started and has no terminal is
-``continuation_started_indeterminate`` (its provider may still be running); a target whose
-terminal fact is durable while its header is not yet terminal, and whose owner is live, is
-being ended right now (between ``end_run``'s two saves): maka_es's transient
-``continuation_end_in_progress``; anything else is ``continuation_claim_repair_required``.
-Without a claim (step 6), any run whose ``continuationSource`` names the same source run and
-high-water already continues it: ``continuation_already_exists``, whatever state it is in (an
-unclaimed continuation is not something startup recovery can repair, so it must not be
-reported as repairable).
+consistent claim, start and terminal is ``continuation_already_exists``; a target that started
+and has no terminal is ``continuation_started_indeterminate`` (its provider may still be
+running; startup recovery ends it once its owner is proven gone, ADR 0035, and the next plan
+continues from it); a target whose terminal fact is durable while its header is not yet
+terminal, and whose owner is live, is being ended right now (between ``end_run``'s two saves):
+maka_es's transient ``continuation_end_in_progress``; anything else is
+``continuation_claim_repair_required``. Without a claim (step 6), any run whose
+``continuationSource`` names the same source run and high-water already continues it:
+``continuation_already_exists``, whatever state it is in (an unclaimed continuation is not
+something startup recovery can repair, so it must not be reported as repairable).
 
 Store faults are not handled here: they propagate to the planner, which parks with
 ``continuation_authority_unavailable`` (a locked database is not a verdict about a claim).
@@ -155,7 +155,7 @@ def classify_claim(reader: RunReader, claim: ContinuationClaim) -> ContinuationP
             return park(
                 "continuation_started_indeterminate",
                 f"continuation {target_id} started and has no terminal fact; its provider may "
-                "still be running",
+                "still be running (startup recovery ends it once its owner is gone)",
                 detail,
             )
         if state == "ended":

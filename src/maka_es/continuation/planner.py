@@ -140,14 +140,12 @@ class ContinuationPlanner:
         source_run_id: str | None,
         expected_high_water: int | None,
     ) -> ContinuationPlan:
+        read: list[RuntimeEvent] | None = None
         if source_run_id is None:
-            candidate = self._candidate(session_id)
-            if candidate is None:
-                return park(
-                    "resume_candidate_missing",
-                    f"session {session_id} has no failed or cancelled session-inline run",
-                )
-            source_run_id = candidate.run_id
+            chosen = self._choose(session_id)
+            if isinstance(chosen, ContinuationPlan):
+                return chosen
+            source_run_id, read = chosen
         if self.inspector is None:
             return park("safety_observation_unavailable", "no host inspector is configured")
         try:
@@ -174,7 +172,7 @@ class ContinuationPlanner:
                 f"host inspection failed: {type(exc).__name__}",
                 {"errorClass": getattr(exc, "code", type(exc).__name__)},
             )
-        source = self._read_source(session_id, header)
+        source = self._read_source(session_id, header, read)
         if isinstance(source, ContinuationPlan):
             return source
         events, replay = source
@@ -192,13 +190,52 @@ class ContinuationPlanner:
             return existing
         return self._gates(header, events, replay, session_cwd, observation, expected_high_water)
 
+    def _choose(self, session_id: str) -> ContinuationPlan | tuple[str, list[RuntimeEvent]]:
+        """Pre-planner step 2: the candidate run and its events, or the park that says there
+        is nothing to continue (no candidate, or one ended before its first user message)."""
+        candidate = self._candidate(session_id)
+        if candidate is None:
+            return park(
+                "resume_candidate_missing",
+                f"session {session_id} has no failed or cancelled session-inline run",
+            )
+        events = self._conversation_or_none(candidate)
+        if events is None:
+            return park(
+                "resume_candidate_missing",
+                f"run {candidate.run_id} ended before its first user message: nothing to continue",
+                {"sourceRunId": candidate.run_id},
+            )
+        return candidate.run_id, events
+
+    def _conversation_or_none(self, candidate: RunHeader) -> list[RuntimeEvent] | None:
+        """The candidate's events, or ``None`` when it is a first-generation run that recorded
+        no conversation: only system facts (its recovered terminal), because it was ended
+        before its first user message was committed. Such a run is no candidate: there is
+        nothing to continue and the host's next turn starts fresh (ADR 0035). An unreadable
+        ledger is returned as ``[]`` and parks in the planner's step 1 as before."""
+        try:
+            events = self.reader.events(candidate.run_id)
+        except STORE_FAULTS:
+            raise
+        except MakaError:
+            return []
+        if (
+            events
+            and candidate.continuation_source is None
+            and all(event.role == "system" for event in events)
+        ):
+            return None
+        return events
+
     def _read_source(
-        self, session_id: str, header: RunHeader
+        self, session_id: str, header: RunHeader, read: list[RuntimeEvent] | None = None
     ) -> ContinuationPlan | tuple[list[RuntimeEvent], CompositeReplay]:
         """Planner steps 2-4 (continuation.md#planner-steps): lineage, identity, composite replay
-        (single-reason parks)."""
+        (single-reason parks). ``read``: the source's events when the candidate step read
+        them already (a non-empty list)."""
         try:
-            events = self.reader.events(header.run_id)
+            events = read if read else self.reader.events(header.run_id)
         except STORE_FAULTS:
             raise
         except MakaError as exc:

@@ -15,6 +15,7 @@ RepairKind = Literal[
     "header_repaired",
     "terminal_recovered",
     "claim_repaired",
+    "start_only_ended",
     "left_live_start",
     "left_ambiguous",
     "left_claim_conflict",

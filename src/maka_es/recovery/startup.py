@@ -18,12 +18,11 @@ in this host. What it may repair, and what it must leave alone:
   start): a deterministic ``claim_repair`` start and a failed terminal
   ``continuation_abandoned_before_provider_dispatch``, then the header; the provider is never
   called by recovery. A repair interrupted after its start is finished with the same terminal;
-* a continuation that *was* started by runtime admission and has nothing but its start: left
-  alone. The old provider may still be alive in another process, and nothing proves
-  otherwise; planning keeps parking with ``continuation_started_indeterminate``. A
-  continuation whose agent loop committed more than its start (a model turn, a tool call) is
-  an agent run like any other and is recovered like one: tools settled first, then the
-  recovered terminal (ADR 0020).
+* a continuation or fork started by runtime admission that holds nothing but its start: the
+  recovered terminal ``run_interrupted`` (``start_only_ended``) once its owner is gone, else
+  left alone (``left_live_start``); the rule: ``recovery.start_only``, ADR 0035. One whose
+  agent loop committed more than its start (a model turn, a tool call) is recovered like any
+  agent run: tools settled first, then the recovered terminal (ADR 0020).
 
 Before any of that seals a run, the tool catalogue settles what it can prove, for every run
 about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
@@ -40,7 +39,7 @@ it runs again, and running it twice changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from maka_es import failpoints
@@ -52,7 +51,7 @@ from maka_es.continuation.claim import (
     continuation_start_event,
 )
 from maka_es.continuation.claims import Claims
-from maka_es.continuation.existing_claims import is_continuation_start
+from maka_es.ledger.run import Run
 from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason_newest_first
 from maka_es.recovery.report import (
@@ -60,6 +59,12 @@ from maka_es.recovery.report import (
     StartupRecoveryReport,
     recovered_terminal_id,
     repair_id,
+)
+from maka_es.recovery.start_only import (
+    is_bare_continuation_start,
+    may_end_bare_start,
+    owner_is_gone,
+    start_fact,
 )
 from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
 from maka_es.tooljournal.runtime import ToolRuntime
@@ -109,10 +114,17 @@ def header_belongs_to_claim(header: RunHeader, claim: ContinuationClaim) -> bool
 class StartupRecovery:
     """Runs the repairs over every run the application knows (see module docstring)."""
 
-    def __init__(self, claims: Claims, tool_runtime: ToolRuntime | None = None) -> None:
+    def __init__(
+        self,
+        claims: Claims,
+        tool_runtime: ToolRuntime | None = None,
+        *,
+        end_start_only_continuations: bool = True,
+    ) -> None:
         self.claims = claims
         self.ledger = claims.ledger
         self.tool_runtime = tool_runtime
+        self.end_start_only = end_start_only_continuations
 
     def run(
         self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
@@ -157,15 +169,17 @@ class StartupRecovery:
         return settlements
 
     def _would_end(self, run_id: str) -> bool:
-        """Whether :meth:`_repair_run` would append a terminal to ``run_id``: no terminal
-        event, not sealed by a claim, not a bare continuation start (those are left alone or
-        get the claim-repair terminal; they carry no tool operations). A continuation whose
-        loop went on past its start is ended like any run, so its tools are settled first."""
+        """Whether :meth:`_repair_run` would append a terminal to ``run_id`` once its owner is
+        gone: no terminal event, not sealed by a claim; a bare continuation start only under
+        its rule (``recovery.start_only``). The ownership step takes over an expired owner's
+        run only when this says yes, and tools are settled first."""
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
         # a bare start is one event: a longer run's history is not read (ADR 0012)
-        return not (run.high_water == 1 and is_bare_continuation_start(run.header, run.events))
+        if run.high_water == 1 and is_bare_continuation_start(run.header, run.events):
+            return may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
+        return True
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -271,15 +285,40 @@ class StartupRecovery:
         if is_bare_continuation_start(header, events):
             start = events[0].actions.continuation_start if events[0].actions else None
             if start is None or start.provenance == "runtime_admission":
-                return Repair(run_id, "left_live_start")
+                return self._repair_start_only(run)
             claim = self.claims.get_claim(start.claim_id)
             claimed_at = events[0].ts if claim is None else claim.claimed_at
             return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
         return self._recover_terminal(header, run.events_newest_first())
 
+    def _repair_start_only(self, run: Run) -> Repair:
+        """A continuation or fork that holds only its runtime-admission start: ended with the
+        recovered terminal when its owner is gone (``start_only_ended``; the provider may have
+        been called, so ``run_interrupted``, never "before provider dispatch"), else left
+        alone (``left_live_start``: the reference's rule; ADR 0035)."""
+        if not (
+            may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
+            and owner_is_gone(self.ledger.ownership, run)
+        ):
+            return Repair(run.run_id, "left_live_start")
+        reason, last_type = self._append_recovered_terminal(run.header, iter(run.events))
+        detail: dict[str, Any] = {"recoveryReason": reason, "lastEventType": last_type}
+        start = start_fact(run)
+        if start is not None:
+            detail["claimId"] = start.claim_id
+        return Repair(run.run_id, "start_only_ended", detail)
+
     def _recover_terminal(self, header: RunHeader, newest_first: Iterator[RuntimeEvent]) -> Repair:
         """No terminal fact: the recovered terminal (the tools settled what they could before,
         in :meth:`_settle_tools`; what stays indeterminate keeps Phase 0 ``blocked``)."""
+        reason, _ = self._append_recovered_terminal(header, newest_first)
+        return Repair(header.run_id, "terminal_recovered", {"recoveryReason": reason})
+
+    def _append_recovered_terminal(
+        self, header: RunHeader, newest_first: Iterator[RuntimeEvent]
+    ) -> tuple[str, str | None]:
+        """End the run with the recovered terminal (docs/reference/continuation.md#recovered-
+        terminal); ``(recoveryReason, lastEventType)`` it recorded."""
         reason, last_type = recovery_reason_newest_first(header.status, newest_first)
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:
@@ -295,7 +334,7 @@ class StartupRecovery:
                 state_delta=delta,
             ),
         )
-        return Repair(header.run_id, "terminal_recovered", {"recoveryReason": reason})
+        return reason, last_type
 
     def _recover_missing_terminal(self, header: RunHeader) -> Repair:
         """A terminal header no terminal event backs: the recovered failed terminal
@@ -334,18 +373,6 @@ class StartupRecovery:
             return Repair(header.run_id, "left_ambiguous", {"terminalEventId": terminal.id})
         self.ledger.update_run_header(header.run_id, patch)
         return Repair(header.run_id, "header_repaired", {"status": patch["status"]})
-
-
-def is_bare_continuation_start(header: RunHeader, events: Sequence[RuntimeEvent]) -> bool:
-    """A continuation run that holds its start fact and nothing else: no provider turn of its
-    agent loop was committed (docs/reference/continuation.md#ledger-repair). Only such a run
-    is left to its start's provenance rule (``left_live_start`` or the claim-repair
-    terminal); one that went further is recovered like any interrupted run (ADR 0020)."""
-    return (
-        header.continuation_source is not None
-        and len(events) == 1
-        and is_continuation_start(events[0])
-    )
 
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:

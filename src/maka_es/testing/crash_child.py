@@ -19,6 +19,9 @@ The ``continue`` step plans ``plan_continuation(session_id)`` (or takes a ready 
 executes it with a provider answering one text item (or the scripted ``turns``, a list of
 output lists, one per provider call of the continuation's agent loop), which first appends one
 line to ``calls_file`` (fsync'd) so the parent can prove whether the provider was ever called.
+With ``hang_in_provider`` the provider says ``INSIDE`` after recording its call and blocks:
+the process is then killed during its model call. ``fork`` forks a run before an operation
+(``fork_run``) and ``execute_fork`` runs that fork with the same recording provider.
 The ``startup_recover`` step runs startup recovery (``RuntimeApplication.recover()``), and
 ``app_tool`` runs a call through the application's own ``tool_runtime``.
 
@@ -118,8 +121,11 @@ class RecordingProvider:
         calls_file: str | None,
         outputs: list[dict[str, Any]] | None = None,
         turns: list[list[dict[str, Any]]] | None = None,
+        *,
+        hang: bool = False,
     ) -> None:
         self.calls_file = calls_file
+        self.hang = hang
         answer = outputs if outputs is not None else [{"kind": "text", "text": "continued"}]
         script = turns if turns is not None else [answer]
         self.scripted = ScriptedProvider([ProviderTurn(outputs=tuple(turn)) for turn in script])
@@ -130,7 +136,18 @@ class RecordingProvider:
                 calls.write(f"{os.getpid()} {request.run_id}\n")
                 calls.flush()
                 os.fsync(calls.fileno())
+        if self.hang:  # the model call is in flight when the parent kills us
+            _inside("provider")
         return self.scripted.complete(request)
+
+
+def _provider(step: Mapping[str, Any]) -> RecordingProvider:
+    return RecordingProvider(
+        step.get("calls_file"),
+        step.get("outputs"),
+        step.get("turns"),
+        hang=bool(step.get("hang_in_provider")),
+    )
 
 
 def run_continuation(app: RuntimeApplication, step: Mapping[str, Any]) -> ContinuationOutcome:
@@ -144,8 +161,20 @@ def run_continuation(app: RuntimeApplication, step: Mapping[str, Any]) -> Contin
             f"the continuation plan parked: {list(plan.rejection_reasons)}",
             code="continuation_plan_parked",
         )
-    provider = RecordingProvider(step.get("calls_file"), step.get("outputs"), step.get("turns"))
-    return app.execute_continuation(plan, provider)
+    return app.execute_continuation(plan, _provider(step))
+
+
+def _fork_step(app: RuntimeApplication, step: Mapping[str, Any]) -> None:
+    """``fork`` (``fork_run``) or ``execute_fork`` (with the recording provider)."""
+    if step["op"] == "fork":
+        app.fork_run(
+            step["run_id"],
+            before_operation=step["before_operation"],
+            actor=step["actor"],
+            note=step.get("note", ""),
+        )
+    else:
+        app.execute_fork(step["fork_run_id"], _provider(step))
 
 
 def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
@@ -177,6 +206,8 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
         app.recover()
     elif op == "continue":
         run_continuation(app, step)
+    elif op in {"fork", "execute_fork"}:
+        _fork_step(app, step)
     elif op == "bundle":
         app.commit_tool_recovery_bundle(
             step["run_id"],

@@ -553,6 +553,8 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
 
 
 def test_live_start_without_terminal_is_left_alone(env: Env) -> None:
+    """Under the reference's rule (``end_start_only_continuations=False``, ADR 0035)."""
+
     class Crash(BaseException):
         """The process dies while the provider is running."""
 
@@ -567,7 +569,7 @@ def test_live_start_without_terminal_is_left_alone(env: Env) -> None:
     assert env.app.plan_continuation("s1", "r1").rejection_reasons == (
         "continuation_started_indeterminate",
     )
-    report = env.app.recover()
+    report = env.app.recover(end_start_only_continuations=False)
     assert [(r.run_id, r.kind) for r in report.repairs] == [("new-2", "left_live_start")]
     assert env.app.get_run_header("new-2").status == "running"  # admitted: start committed
     assert env.app.plan_continuation("s1", "r1").rejection_reasons == (

@@ -144,6 +144,25 @@ def test_no_candidate(app: RuntimeApplication) -> None:
     assert app.plan_continuation("nope").rejection_reasons == ("resume_candidate_missing",)
 
 
+def test_a_run_ended_before_its_first_user_message_is_no_candidate(
+    app: RuntimeApplication,
+) -> None:
+    """The newest failed run holds only its terminal (ADR 0035): nothing to continue, and the
+    older failed run is not taken instead; a source named explicitly still meets the gates."""
+    failed_run(app, spine(1), created_at=1000)
+    failed_run(app, spine(2), created_at=2000, body=lambda ledger: None)
+    before = store_snapshot(app).rows
+    plan = app.plan_continuation("s1")
+    assert plan.rejection_reasons == ("resume_candidate_missing",)
+    assert [d.detail for d in plan.diagnostics] == [{"sourceRunId": spine(2).run_id}]
+    assert store_snapshot(app).rows == before
+    assert app.plan_continuation("s1", spine(2).run_id).rejection_reasons == (
+        "provider_resume_head_unsupported",
+        "provider_resume_boundary_unsupported",
+    )
+    assert app.plan_continuation("s1", spine(1).run_id).disposition == "continue"
+
+
 def test_candidate_is_the_newest_failed_or_cancelled_session_inline_run(
     app: RuntimeApplication,
 ) -> None:

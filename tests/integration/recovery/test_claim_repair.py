@@ -218,12 +218,13 @@ def test_an_admitted_target_is_running_once_its_start_is_committed(
     [start] = app.read_run_events(target)
     header = app.get_run_header(target)
     assert (header.status, header.updated_at, header.created_at) == ("running", start.ts, start.ts)
-    # a running target with a start and no terminal: indeterminate, and recovery leaves it
+    # a running target with a start and no terminal: indeterminate, and recovery under the
+    # reference's rule leaves it (ADR 0035)
     assert app.plan_continuation("s1", "r1").rejection_reasons == (
         "continuation_started_indeterminate",
     )
     before = store_snapshot(app).rows
-    report = app.recover()
+    report = app.recover(end_start_only_continuations=False)
     assert [(r.run_id, r.kind) for r in report.repairs] == [(target, "left_live_start")]
     assert store_snapshot(app).rows == before
     assert app.get_run_header(target).status == "running"
