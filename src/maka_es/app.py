@@ -171,7 +171,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.tool_runtime,
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
-        self.operator_actions = OperatorActions(self.ledger, self.tool_commands, self.telemetry)
+        self.operator_actions = OperatorActions(
+            self.ledger,
+            self.tool_commands,
+            self.telemetry,
+            lambda run_id: StartupRecovery(self.claims, self.tool_runtime).run([run_id], []),
+        )
         self.run_forks = RunForks(
             self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
         )
