@@ -2,8 +2,8 @@
 
 The source: a ``never_auto_retry`` Send whose process died after T1, then sealed by startup
 recovery as it did before ADR 0019's amendment of 2026-12-01 (today's recovery leaves such a
-run awaiting the operator), so it can be neither attested nor continued. The fork continues the prefix before
-the call; the source's committed events stay byte for byte as they were.
+run awaiting the operator), so it can be neither attested nor continued. The fork continues
+the prefix before the call; the source's committed events stay byte for byte as they were.
 """
 
 from __future__ import annotations
