@@ -172,10 +172,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
         self.operator_actions = OperatorActions(
-            self.ledger,
-            self.tool_commands,
-            self.telemetry,
-            lambda run_id: StartupRecovery(self.claims, self.tool_runtime).run([run_id], []),
+            self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
         )
         self.run_forks = RunForks(
             self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
@@ -301,6 +298,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         report = StartupRecovery(self.claims, runtime).run(run_ids, claim_ids)
         self.recovery_status.catch_up()
         return report
+
+    def _recover_one_run(self, run_id: str) -> StartupRecoveryReport:
+        """Startup recovery of ``run_id`` alone, with the application's catalogue: how an
+        attestation finishes the recovery of a run that awaited it (ADR 0022 amendment)."""
+        return StartupRecovery(self.claims, self.tool_runtime).run([run_id], [])
 
     def close(self) -> None:
         if self._recovery_status is not None:

@@ -161,9 +161,11 @@ def test_an_interrupted_send_is_attested_after_restarts_and_the_session_continue
         settled = _stored(app)
         again = _attest(app, store_url, via, operation, **decision)
         assert (again["created"], again["attestedAt"]) == (False, attested["attestedAt"])
-        other = {"applied": not applied, "result": None if applied else SENT}
+        other_result = None if applied else SENT
         with pytest.raises(ToolOutcomeConflictError) as conflict:
-            app.attest_operation(TARGET, operation, actor="bob", **other)
+            app.attest_operation(
+                TARGET, operation, applied=not applied, result=other_result, actor="bob"
+            )
         assert conflict.value.code == "operator_attestation_conflict"
         if via == "cli":
             flip = ("--not-applied",) if applied else ("--applied", "--result", json.dumps(SENT))

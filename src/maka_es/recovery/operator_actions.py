@@ -84,9 +84,7 @@ class OperatorActions:
         if commit.created:
             self._emit(run_id, attestation)
         recovery = self._finish_recovery(run_id)
-        return AttestationReport(
-            run_id, commit.operation_id, commit.created, attestation, recovery
-        )
+        return AttestationReport(run_id, commit.operation_id, commit.created, attestation, recovery)
 
     def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
         """Startup recovery left the run unsealed only because an operator had to decide
