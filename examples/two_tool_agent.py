@@ -69,17 +69,20 @@ def _completion(
 
 
 class ScriptedChatModel:
-    """Answers like ``client.chat.completions.create``: its next step follows from how many tool
-    results the conversation already holds, so a restarted process picks up where it was."""
+    """Answers like ``client.chat.completions.create``: its next step follows from the tool
+    results the conversation already holds, so a restarted process picks up where it was. A
+    Write that recovery settled as not applied (killed before it touched the file) is decided
+    again: the model writes once more."""
 
     def create(self, *, messages: list[dict[str, Any]], **_: Any) -> ChatCompletion:
         results = [m["content"] for m in messages if m["role"] == "tool"]
+        step = len(results) + 1
         if not results:
-            return _completion(1, None, ("ReadConfig", {"path": "config.json"}))
-        if len(results) == 1:
+            return _completion(step, None, ("ReadConfig", {"path": "config.json"}))
+        if len(results) == 1 or results[-1].startswith("reconcile_not_applied"):
             port = json.loads(results[0])["port"]
-            return _completion(2, None, ("Write", {"path": "port.txt", "content": f"{port}\n"}))
-        return _completion(3, "Done: port.txt holds the configured port.", None)
+            return _completion(step, None, ("Write", {"path": "port.txt", "content": f"{port}\n"}))
+        return _completion(step, "Done: port.txt holds the configured port.", None)
 
     def complete(self, request: ProviderRequest) -> ProviderTurn:
         """The same model as a continuation ``Provider`` (the library's agent loop drives it)."""

@@ -171,7 +171,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.tool_runtime,
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
-        self.operator_actions = OperatorActions(self.ledger, self.tool_commands, self.telemetry)
+        self.operator_actions = OperatorActions(
+            self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
+        )
         self.run_forks = RunForks(
             self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
         )
@@ -307,6 +309,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         ).run(run_ids, claim_ids)
         self.recovery_status.catch_up()
         return report
+
+    def _recover_one_run(self, run_id: str) -> StartupRecoveryReport:
+        """Startup recovery of ``run_id`` alone, with the application's catalogue: how an
+        attestation finishes the recovery of a run that awaited it (ADR 0022 amendment)."""
+        return StartupRecovery(self.claims, self.tool_runtime).run([run_id], [])
 
     # -- eventsourcing's own entry points (ADR 0017 amendment, issue 20) ---------------------------
     # ``Application`` saves anything it is given and hands out the shared cached aggregates;

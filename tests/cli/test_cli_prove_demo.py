@@ -57,11 +57,16 @@ def test_demo_kill_points_are_the_example_childs() -> None:
     assert KILL_POINTS == POINTS
 
 
-def test_demo_killed_before_the_write_parks_and_writes_nothing(tmp_path: Path) -> None:
+def test_demo_killed_before_the_write_settles_not_applied_and_writes_once(tmp_path: Path) -> None:
+    """The reconciler proves the file untouched: recovery settles the Write as not applied,
+    the continued model writes again, once (ADR 0019 and ADR 0024, amendments)."""
     ran = cli("demo", "--crash-at", "before_write", "--workspace", str(tmp_path / "demo"))
     assert ran.code == 0, ran.out + ran.err
     assert "inside its Write with SIGKILL (returncode -9) at kill point before_write" in ran.out
     assert "port.txt after the kill: not written" in ran.out
-    assert "port.txt exists: False; writes: 0" in ran.out
-    assert not (tmp_path / "demo" / "workspace" / "port.txt").exists()
+    assert "port.txt: '4000\\n'; writes: 1" in ran.out
+    assert "every call paired with exactly one result: True ['call_1', 'call_2', 'call_3']" in (
+        ran.out
+    )
+    assert (tmp_path / "demo" / "workspace" / "port.txt").read_text() == "4000\n"
     assert cli("demo", "--crash-at", "nowhere").code == 2

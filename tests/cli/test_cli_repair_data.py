@@ -7,11 +7,13 @@ import sqlite3
 from pathlib import Path
 
 from maka_es.adapters.jsonl import JsonlLedger
+from maka_es.app import RuntimeApplication
 from maka_es.builders import Spine, run_header
 from maka_es.resume.failpoint_catalog import harness_ledger
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 from tests.cli.stores import build_store, cli, rows
+from tests.support.old_recovery import seal_like_old_recovery
 
 
 def test_errors_are_one_line_with_code_and_action_and_a_traceback_only_with_debug(
@@ -63,14 +65,20 @@ def test_attest_then_recover_then_fork(tmp_path: Path) -> None:
 
     db2, operation2 = build_store(tmp_path / "second", dies=True)
     recovered = cli("recover", "--json", store=db2).json()
-    assert recovered["repairs"] == [
-        {
-            "runId": "r1",
-            "kind": "terminal_recovered",
-            "detail": {"recoveryReason": "tool_interrupted"},
-        }
-    ]
-    assert cli("recover", "--json", store=db2).json() == {"repairs": [], "changedAnything": False}
+    awaiting = {
+        "runId": "r1",
+        "kind": "left_awaiting_operator",
+        "detail": {
+            "operations": [
+                {"operationId": operation2, "toolName": "Send", "recoveryMode": "never_auto_retry"}
+            ]
+        },
+    }
+    assert recovered == {"repairs": [awaiting], "changedAnything": False}
+    assert cli("recover", "--json", store=db2).json() == recovered  # at every start, unsealed
+    # a store an older version recovered holds the run sealed: its way on is the fork
+    with RuntimeApplication.open(str(db2)) as app:
+        seal_like_old_recovery(app, "r1")
     fork = cli("fork", "r1", "--before", operation2, "--actor", "bob", "--json", store=db2)
     assert fork.code == 0, fork.err
     report = fork.json()

@@ -11,7 +11,8 @@ is now a continuation of the continuation.
   boundary covers both generations, its provider sees the call and its reconciled result, it
   completes, and the file was written exactly once (probe log, inode, mtime).
 * ``AppendLine`` (``never_auto_retry``): recovery does not guess; the operation stays
-  indeterminate, the run is ended, and the session parks instead of running the tool again.
+  indeterminate, the run is left unsealed for an operator's attestation, and the session
+  parks instead of running the tool again.
 """
 
 from __future__ import annotations
@@ -183,15 +184,24 @@ def test_an_unknowable_side_effect_is_never_run_again(tmp_path: Path) -> None:
     with open_app(str(db), _config(root, "parent-")) as app:
         _assert_killed_inside_the_tool(app, operation)
         report = app.recover()
-        assert [(r.run_id, r.kind) for r in report.repairs] == [(TARGET, "terminal_recovered")]
-        assert report.repairs[0].detail == {"recoveryReason": "tool_interrupted"}
-        assert app.get_run_header(TARGET).status == "failed"
+        # unsealed, awaiting an operator's attestation (ADR 0019, amendment of 2026-12-01)
+        assert [(r.run_id, r.kind) for r in report.repairs] == [(TARGET, "left_awaiting_operator")]
+        assert report.repairs[0].detail == {
+            "operations": [
+                {
+                    "operationId": operation,
+                    "toolName": "AppendLine",
+                    "recoveryMode": "never_auto_retry",
+                }
+            ]
+        }
+        assert app.get_run_header(TARGET).status == "running"
         assert [op.state for op in app.tool_operations(TARGET)] == ["prepared"]
         assert app.plan_resume(TARGET).disposition == "blocked"
         plan = app.plan_continuation("s1", TARGET)
         assert plan.continuation is None
         assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
-        assert app.recover().repairs == ()
+        assert app.recover().repairs == report.repairs  # left again, nothing written
 
     assert executions(root) == [operation]
     assert (root / "side-effect.txt").read_text() == "x\n"

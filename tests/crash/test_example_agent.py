@@ -126,17 +126,24 @@ def test_example_agent_survives_many_kill_points(tmp_path: Path) -> None:
     _seeds(tmp_path, range(20, 120))
 
 
-def test_example_agent_killed_before_its_write_parks_and_writes_nothing(tmp_path: Path) -> None:
-    """Killed after T1 but before the file changed: the reconciler sees the prior state and
-    parks (no automatic redo without compare-and-swap), so the restart writes nothing."""
+def test_example_agent_killed_before_its_write_decides_again_and_writes_once(
+    tmp_path: Path,
+) -> None:
+    """Killed after T1 but before the file changed: the reconciler proves the prior state, so
+    recovery settles the Write as not applied (ADR 0019, amendment of 2026-12-01), never
+    re-running it by itself; the continuation's model reads that, writes again, and the file
+    is written exactly once, with every call answered once."""
     (tmp_path / "workspace").mkdir()
     (tmp_path / "workspace" / "config.json").write_text('{"port": 4000}')
     kill_inside(tmp_path, "before_write")
-    out = restart(tmp_path)
-    assert "plan: park" in out, out
-    assert ANSWER not in out, out
     assert not (tmp_path / "workspace" / "port.txt").exists()
     assert not (tmp_path / WRITE_LOG).exists()
+    out = restart(tmp_path)
+    assert "tools_recovered" in out, out
+    assert "plan: continue" in out, out
+    assert f"answer: {ANSWER}" in out, out
+    assert (tmp_path / "workspace" / "port.txt").read_text() == "4000\n"
+    assert (tmp_path / WRITE_LOG).read_text().splitlines() == ["port.txt"]
     calls, results, _ = conversation(tmp_path)
-    assert calls == Counter({"call_1": 1, "call_2": 1})
-    assert results == Counter({"call_1": 1})  # the Write's call stays unanswered: parked
+    assert calls == Counter({"call_1": 1, "call_2": 1, "call_3": 1})
+    assert results == calls  # the first Write answered "not applied", the second "wrote"

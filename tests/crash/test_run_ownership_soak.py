@@ -95,9 +95,29 @@ def _run_soak(tmp_path: Path, rounds: int, seed: int, store: str | None = None) 
     final = RuntimeApplication.open(soak.db, host_id="final", lease_ms=LEASE_MS)
     try:
         final_repairs: list[tuple[str, str]] = [(r.kind, r.run_id) for r in final.recover().repairs]
+        final_repairs += _attest_waiting(final, final_repairs)
         _check(final, soak, final_repairs)
     finally:
         final.close()
+
+
+def _attest_waiting(
+    app: RuntimeApplication, final_repairs: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """A worker killed between T1 and T2 of its ``never_auto_retry`` Read leaves its run
+    awaiting the operator, unsealed (ADR 0019, amendment of 2026-12-01): the operator attests
+    it, which finishes that run's recovery; its repair lines join the final recovery's."""
+    lines: list[tuple[str, str]] = []
+    for kind, run_id in final_repairs:
+        if kind != "left_awaiting_operator":
+            continue
+        for operation in app.tool_operations(run_id):
+            if operation.is_unsettled:
+                report = app.attest_operation(
+                    run_id, operation.operation_id, applied=False, actor="soak"
+                )
+                lines += [(r.kind, run_id) for r in report.recovery]
+    return lines
 
 
 def _check(app: RuntimeApplication, soak: Soak, final_repairs: list[tuple[str, str]]) -> None:

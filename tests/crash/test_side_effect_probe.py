@@ -2,7 +2,8 @@
 point of the T1 / implementation / T2 sequence. After restart and recovery, the external log of
 executions shows the side effect ran at most once (never re-run blindly), and the plan says
 exactly what is known: blocked while a never-auto-retry tool may have run, settled without a
-second write when the Write tool's reconciler can prove the outcome."""
+second write when the Write tool's reconciler can prove the outcome (written, or provably not
+written: then "not applied", for the model to decide again)."""
 
 from __future__ import annotations
 
@@ -112,9 +113,12 @@ def test_no_side_effect_runs_twice(tmp_path: Path, tool: str, kill_point: str, s
         assert [op.status for op in plan.operations] == ["succeeded"]
         assert (root / "workspace" / f"notes-{seed}.txt").read_text() == f"v{seed}\n"
     else:
-        # file still in its prior state: parked, never redone automatically
-        assert states == {operation: "recovery_parked"}
-        assert [a.action for a in report.actions] == ["parked"]
-        assert plan.disposition == "blocked"
-        assert "tool_recovery_parked" in [d.code for d in plan.diagnostics]
+        # file provably in its prior state: settled as not applied (the model decides again),
+        # never redone automatically (ADR 0019, amendment of 2026-12-01)
+        assert states == {operation: "outcome_committed"}
+        assert [(a.action, a.reason) for a in report.actions] == [
+            ("not_applied", "reconcile_matches_prior_state")
+        ]
+        assert plan.disposition == "safe_replay"
+        assert [op.status for op in plan.operations] == ["failed"]
         assert not (root / "workspace" / f"notes-{seed}.txt").exists()

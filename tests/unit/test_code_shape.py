@@ -1,4 +1,4 @@
-"""Code shape: no module under ``src/maka_es`` over 400 lines, no function or method over 60.
+"""Code shape: no module under ``src/maka_es`` over 1,000 lines (a soft budget for one concept whole), no function or method over 60.
 
 Why a test: the redesign (issue 10) organises the library so that a reader can hold one module
 and one function in their head; the limits only stay true if something fails when they are
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 1000
 MAX_FUNCTION_LINES = 60
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -81,7 +81,8 @@ def attest(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Record an operator's decision about an indeterminate operation (ADR 0022)."""
+    """Record an operator's decision about an indeterminate operation (ADR 0022); once nothing
+    else of the run awaits a decision, its recovery is finished (the run is ended)."""
     with open_store(settings(ctx).store) as runtime:
         report = runtime.attest_operation(
             run, operation, applied=applied, result=_result_value(result), actor=actor, note=note
@@ -92,6 +93,8 @@ def attest(
         return
     verb = "recorded" if report.created else "already recorded"
     console.print(f"{verb}: {operation} of {run} applied={applied}", highlight=False)
+    for repair in report.recovery:  # the run's recovery, finished once nothing awaits an operator
+        console.print(f"recovery: {repair.kind} {run}", markup=False, highlight=False)
 
 
 @app.command()

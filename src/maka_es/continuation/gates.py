@@ -115,9 +115,7 @@ def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
         f"replayable: {replay.blocked_reason}"
     )
     if named:
-        call = f"call {tool_call_id} of tool {named['toolName']}"
-        operation = named["operationId"]
-        message += f": operation {operation} ({call})" if operation else f": {call}"
+        message += ": " + _may_have_run(named, tool_call_id)
     return ContinuationPlan(
         disposition="park",
         rejection_reasons=(reason,),
@@ -145,6 +143,19 @@ def _unsettled_operation(diagnostic: ReplayDiagnostic | None) -> dict[str, JsonV
         return {}
     keys = ("operationId", "toolName", "toolCallId")
     return {key: diagnostic.detail.get(key) for key in keys}
+
+
+def _may_have_run(named: dict[str, JsonValue], tool_call_id: str | None) -> str:
+    """Plain words for the park over an interrupted call: the tool may have run, which
+    operation and tool, and what settles it (an operator's attestation, or its recovery)."""
+    call = f"call {tool_call_id}"
+    operation = named["operationId"]
+    what = f"operation {operation} ({call})" if operation else call
+    return (
+        f"tool {named['toolName']} may have run: {what} has no committed outcome; "
+        "its outcome must be settled (recovery, or an operator's attestation) before this "
+        "session can continue"
+    )
 
 
 def _str_or_none(value: JsonValue) -> str | None:

@@ -11,6 +11,7 @@ state only one save lands; the loser, retried, finds the committed attestation a
 from __future__ import annotations
 
 from maka_es.errors import (
+    RunSealedError,
     ToolOperationNotFoundError,
     ToolOperationSettledError,
     ToolOutcomeConflictError,
@@ -61,6 +62,7 @@ def decide_attestation(
             detail={"operationId": operation_id, "state": operation.state},
         )
     response = RuntimeEvent.model_validate(attested_response(call, operation, attestation))
+    _require_unsealed(run, operation_id, response.id)
     decision = event_facts(run, [response], committed_at)
     check_tool_ledger(run, decision.appended)
     provenance = OperationAttested(
@@ -76,3 +78,20 @@ def decide_attestation(
     )
     facts: tuple[StoredFact, ...] = (*decision.facts, provenance)
     return ToolCommandDecision(facts, operation_id, created=True)
+
+
+def _require_unsealed(run: RunState, operation_id: str, response_id: str) -> None:
+    """``run_sealed`` with the way on: a run ended before its operation was attested (a store
+    recovered before ADR 0019's amendment of 2026-12-01 sealed such runs) takes no T2 any more,
+    and history is never rewritten, so the operator forks it before the operation."""
+    if run.sealed_by is None and run.terminal_event is None:
+        return
+    detail = {"eventId": response_id, "operationId": operation_id, "wayOn": "fork_run"}
+    if run.sealed_by is not None:
+        detail["claimId"] = run.sealed_by
+    raise RunSealedError(
+        f"run {run.run_id} was sealed before operation {operation_id} was attested; history is "
+        "never rewritten, so fork it before the operation (fork_run, `maka-es fork RUN "
+        "--before OP`) to go on",
+        detail=detail,
+    )

@@ -9,6 +9,7 @@ only. The decision itself lives in :mod:`maka_es.ledger.run_attest`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from maka_es.continuation.telemetry import OperatorAttestedEvent, Telemetry
 from maka_es.ledger.service import Ledger
 from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.recovery.report import Repair, StartupRecoveryReport
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
 from maka_es.tooljournal.attestation import OperatorAttestation
@@ -33,22 +35,33 @@ class AttestationReport:
     operation_id: str
     created: bool
     attestation: OperatorAttestation
+    #: What finishing the run's recovery did once nothing awaited an operator any more
+    #: (``terminal_recovered``, or why the run was left); empty when nothing was due.
+    recovery: tuple[Repair, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "runId": self.run_id,
             "created": self.created,
             **self.attestation.to_detail(),
+            "recovery": [{"kind": r.kind, "detail": r.detail} for r in self.recovery],
         }
 
 
 class OperatorActions:
     """Typed, recorded operator actions over the tool journal (see module docstring)."""
 
-    def __init__(self, ledger: Ledger, tool_commands: ToolCommands, telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        tool_commands: ToolCommands,
+        telemetry: Telemetry,
+        recover_run: Callable[[str], StartupRecoveryReport] | None = None,
+    ) -> None:
         self._ledger = ledger
         self._tools = tool_commands
         self._telemetry = telemetry
+        self._recover_run = recover_run
 
     def attest_operation(
         self,
@@ -63,13 +76,30 @@ class OperatorActions:
         """Record that the indeterminate operation took effect (``applied=True``, with the
         ``result`` the model should see) or did not (``applied=False``); see
         :meth:`maka_es.ledger.tool_commands.ToolCommands.attest_operation`. A refusal raises a
-        typed error and writes nothing."""
+        typed error and writes nothing. When nothing else of the run awaits a decision, the
+        run's recovery is finished (see :meth:`_finish_recovery`)."""
         commit, attestation = self._tools.attest_operation(
             run_id, operation_id, applied=applied, result=result, actor=actor, note=note
         )
         if commit.created:
             self._emit(run_id, attestation)
-        return AttestationReport(run_id, commit.operation_id, commit.created, attestation)
+        recovery = self._finish_recovery(run_id)
+        return AttestationReport(run_id, commit.operation_id, commit.created, attestation, recovery)
+
+    def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
+        """Startup recovery left the run unsealed only because an operator had to decide
+        (``left_awaiting_operator``, ADR 0019 amendment). Once no operation of it is unsettled,
+        recover that one run now (same rules: ownership, tools first, the deterministic
+        recovered terminal), so the next continuation sees the attested result. Also run on an
+        exact retry: it finishes a recovery a crash interrupted after the attestation."""
+        if self._recover_run is None:
+            return ()
+        run = self._ledger.load_run(run_id)
+        if run.terminal_event is not None or run.sealed_by is not None:
+            return ()
+        if any(op.is_unsettled for op in run.tool_operations):
+            return ()  # another call still awaits its own attestation
+        return self._recover_run(run_id).repairs
 
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
         """The Phase 0 plan of the run with its attestations as ``operator_attested``

@@ -21,6 +21,7 @@ RepairKind = Literal[
     "left_claim_conflict",
     "tools_recovered",
     "left_unreconciled",
+    "left_awaiting_operator",
     "left_live_owner",
     "owner_taken_over",
 ]
@@ -28,7 +29,7 @@ RepairKind = Literal[
 #: Repair kinds that report a run left as it was (nothing written for it).
 LEFT_KINDS = frozenset(
     {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
-    | {"left_live_owner"}
+    | {"left_live_owner", "left_awaiting_operator"}
 )
 
 

@@ -28,7 +28,9 @@ Before any of that seals a run, the tool catalogue settles what it can prove, fo
 about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
 catalogue could not settle but a recovery with the right tool could is left unsealed
 (``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
-write unreconcilable for good.
+write unreconcilable for good. A run whose interrupted call only an operator can settle
+(``never_auto_retry``, ...) is left unsealed too (``left_awaiting_operator``), so the operator
+can still attest it after any number of restarts.
 
 Several hosts may share one store: another host's run under a live lease is left alone, one
 whose owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
@@ -377,7 +379,8 @@ class StartupRecovery:
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
     """The report lines of one run's tool settlement: what the tools wrote
-    (``tools_recovered``), and why the run is left unsealed (``left_unreconciled``)."""
+    (``tools_recovered``), and why the run is left unsealed (``left_unreconciled``: a tool is
+    missing or failed; ``left_awaiting_operator``: only an operator can settle a call)."""
     repairs = []
     if settlement.settled:
         actions = [
@@ -390,9 +393,13 @@ def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
             for action in settlement.settled
         ]
         repairs.append(Repair(settlement.run_id, "tools_recovered", {"actions": actions}))
-    if settlement.holds_run:
+    if settlement.held:
         detail: dict[str, Any] = {"operations": list(settlement.held)}
         if settlement.error_class is not None:
             detail["errorClass"] = settlement.error_class
         repairs.append(Repair(settlement.run_id, "left_unreconciled", detail))
+    if settlement.awaiting_operator:
+        # an interrupted never_auto_retry (...) call: unsealed, so it can still be attested
+        waiting = {"operations": list(settlement.awaiting_operator)}
+        repairs.append(Repair(settlement.run_id, "left_awaiting_operator", waiting))
     return repairs

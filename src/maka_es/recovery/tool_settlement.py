@@ -15,9 +15,10 @@ the run parks for good. So, for every run recovery is about to end:
    recovery mode than the one recorded at T1, or the tool runtime failed on the run) *holds* the
    run: it is not sealed, and the report says which operation, which tool and why. A later
    recovery with the right catalogue settles it. Every other unsettled operation
-   (``never_auto_retry``, ``outcome_unknown``, ``reattach``) stays indeterminate and the run is
-   sealed as before: only an operator can decide those, and the sealed history keeps Phase 0
-   ``blocked``.
+   (``never_auto_retry``, ``outcome_unknown``, ``reattach``) stays indeterminate and holds the
+   run *awaiting the operator*: only an operator can decide those, and a sealed run could no
+   longer take the attested outcome (ADR 0019 and ADR 0022, amendments of 2026-12-01). Once
+   attested, the attestation finishes the run's recovery.
 
 A store fault while settling is raised: no run has been sealed at that point, so nothing is
 lost, and the next start repeats the whole recovery.
@@ -55,10 +56,12 @@ class ToolSettlement:
     held: tuple[dict[str, Any], ...]
     #: The stable name of the tool runtime's failure on this run, if it failed.
     error_class: str | None = None
+    #: ``{operationId, toolName, recoveryMode}`` of each operation only an operator can settle.
+    awaiting_operator: tuple[dict[str, Any], ...] = ()
 
     @property
     def holds_run(self) -> bool:
-        return bool(self.held)
+        return bool(self.held or self.awaiting_operator)
 
 
 def unsettled_operations(ledger: Ledger, run_id: str) -> list[ToolOperationState]:
@@ -85,19 +88,20 @@ def settle_run_tools(
         else:
             settled = tuple(a for a in report.actions if a.action != "left_indeterminate")
     catalogue = tool_runtime.tools if tool_runtime is not None else {}
-    held = []
+    held, awaiting = [], []
     for operation in unsettled_operations(ledger, run_id):
+        named = {
+            "operationId": operation.operation_id,
+            "toolName": operation.tool_name,
+            "recoveryMode": operation.recovery_mode,
+        }
+        if operation.recovery_mode not in SELF_SETTLING_MODES:
+            awaiting.append(named)
+            continue
         reason = _hold_reason(operation, catalogue, error_class)
         if reason is not None:
-            held.append(
-                {
-                    "operationId": operation.operation_id,
-                    "toolName": operation.tool_name,
-                    "recoveryMode": operation.recovery_mode,
-                    "reason": reason,
-                }
-            )
-    return ToolSettlement(run_id, settled, tuple(held), error_class)
+            held.append({**named, "reason": reason})
+    return ToolSettlement(run_id, settled, tuple(held), error_class, tuple(awaiting))
 
 
 def _call_events(ledger: Ledger, run_id: str) -> dict[str, RuntimeEvent]:
@@ -122,10 +126,8 @@ def _call_events(ledger: Ledger, run_id: str) -> dict[str, RuntimeEvent]:
 def _hold_reason(
     operation: ToolOperationState, catalogue: dict[str, Any], error_class: str | None
 ) -> str | None:
-    """Why ``operation`` keeps its run unsealed; ``None`` when sealing loses nothing a
-    recovery could still have settled by itself."""
-    if operation.recovery_mode not in SELF_SETTLING_MODES:
-        return None
+    """Why ``operation`` (of a self-settling mode) keeps its run unsealed; ``None`` when the
+    tool runtime settled all it could and sealing loses nothing."""
     tool = catalogue.get(operation.tool_name)
     if tool is None:
         return TOOL_NOT_IN_CATALOGUE

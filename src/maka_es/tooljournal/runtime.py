@@ -16,7 +16,9 @@ call is bracketed by durable facts:
 
 After a crash, :meth:`ToolRuntime.recover` settles operations that have T1 and no T2 according
 to the tool's recovery mode: ``reconcile`` tools observe external state and commit a recovery
-bundle (completed with a synthesized outcome, or parked); ``idempotent`` and ``replay_safe``
+bundle (completed with a synthesized outcome, or parked), or, when the state is provably what
+it was before the call, a "not applied" T2 the model decides again on; ``idempotent`` and
+``replay_safe``
 tools are re-executed with the *same* operation id and the identical args hash; every other
 mode is left indeterminate, so the resume plan stays ``blocked`` until an operator decides.
 """
@@ -49,6 +51,7 @@ from maka_es.tooljournal.tools import (
     args_wire,
     error_result,
     outcome_unknown_result,
+    reconciled_not_applied_result,
     state_digest,
 )
 from maka_es.wire.codec import canonical_json
@@ -239,10 +242,11 @@ class ToolRuntime:
         call: RuntimeEvent,
         operation: ToolOperationState,
         observed: ReconcileObservation,
-    ) -> tuple[Literal["completed", "parked"], str]:
+    ) -> tuple[Literal["completed", "not_applied", "parked"], str]:
         """One recovery bundle for what the reconciler observed: the reconcile result, then a
         completed decision with a synthesized outcome, or a parked one (tool-journal.md#bundles).
-        """
+        The prior state is no bundle: the reference can only park it, so it is settled as not
+        applied by a plain T2 instead (tool-journal.md#recovery-modes)."""
         op = operation.operation_id
         assert operation.call_event_id is not None
         reconcile = reconcile_result_fact(
@@ -271,6 +275,13 @@ class ToolRuntime:
             )
             return "completed", "reconcile_matches_expected_state"
         reason = PARKED_REASON_FOR_OBSERVATION[observed.observation]
+        if observed.observation == "matches_prior_state":
+            # the world is provably as before the call: it did not take effect. A T2 with a
+            # "not applied" error result settles it, and the model decides again (ADR 0019)
+            result = reconciled_not_applied_result(operation.tool_name)
+            not_applied = bound_response(call, op, ts=decision_ts, result=result, is_error=True)
+            self.app.commit_tool_outcome(run_id, not_applied)
+            return "not_applied", reason
         decision = parked_decision_fact(
             call, op, ts=decision_ts, reason_code=reason, evidence_event_ids=evidence
         )

@@ -21,6 +21,7 @@ from maka_es.wire.facts import Observation
 
 __all__ = [
     "OUTCOME_UNKNOWN_CODE",
+    "RECONCILED_NOT_APPLIED_CODE",
     "Observation",
     "PermissionPolicy",
     "ReconcileObservation",
@@ -33,6 +34,7 @@ __all__ = [
     "args_wire",
     "error_result",
     "outcome_unknown_result",
+    "reconciled_not_applied_result",
     "state_digest",
 ]
 
@@ -108,7 +110,7 @@ class ToolResult:
 class RecoveryAction:
     operation_id: str
     tool_name: str
-    action: Literal["completed", "parked", "reexecuted", "left_indeterminate"]
+    action: Literal["completed", "not_applied", "parked", "reexecuted", "left_indeterminate"]
     reason: str
 
 
@@ -131,6 +133,20 @@ def outcome_unknown_result(message: str) -> dict[str, Any]:
         "kind": "text",
         "text": f"{OUTCOME_UNKNOWN_CODE}: {message}",
         "uncertainOutcome": {"code": OUTCOME_UNKNOWN_CODE, "retrySafe": False},
+    }
+
+
+#: The code the model reads when a reconciler proved an interrupted call left the world as it was.
+RECONCILED_NOT_APPLIED_CODE = "reconcile_not_applied"
+
+
+def reconciled_not_applied_result(tool_name: str) -> dict[str, Any]:
+    """The error result recovery commits as T2 when the reconciler observed the prior state:
+    the call did not take effect, so the model decides again (ADR 0019, amendment)."""
+    return {
+        "kind": "text",
+        "text": f"{RECONCILED_NOT_APPLIED_CODE}: the process stopped before this {tool_name} "
+        "call took effect; recovery found the state unchanged, so nothing was applied",
     }
 
 

@@ -350,7 +350,8 @@ def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
 ) -> None:
     """The tool ran, its T2 never committed: a terminal now would seal an operation recovery
     must settle first (ADR 0019), so the error propagates and the run stays open; startup
-    recovery then ends it like any interrupted run (ADR 0020)."""
+    recovery then leaves it awaiting the operator, unsealed (a ``never_auto_retry`` call;
+    ADR 0019, amendment of 2026-12-01), and the attestation ends it (ADR 0020)."""
     failing_at(BEFORE_T2)
     provider = ScriptedProvider([ProviderTurn(outputs=(call("n1", "x"),))])
     with pytest.raises(StoreWentAwayError):
@@ -360,10 +361,24 @@ def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
     assert [e.is_terminal for e in env.app.read_run_events(TARGET)][-1] is False
     assert [o.state for o in env.app.tool_operations(TARGET)] == ["prepared"]
     report = env.app.recover()
+    (operation,) = env.app.tool_operations(TARGET)
+    waiting = {"operationId": operation.operation_id, "toolName": "Note"}
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
-        (TARGET, "terminal_recovered", {"recoveryReason": "tool_interrupted"})
+        (
+            TARGET,
+            "left_awaiting_operator",
+            {"operations": [{**waiting, "recoveryMode": "never_auto_retry"}]},
+        )
     ]
     assert len(env.witness.runs) == 1  # Note is never_auto_retry: recovery did not rerun it
+    attested = env.app.attest_operation(
+        TARGET, operation.operation_id, applied=False, actor="alice"
+    )
+    assert [(r.kind, r.detail) for r in attested.recovery] == [
+        ("terminal_recovered", {"recoveryReason": "run_interrupted"})
+    ]
+    assert env.app.get_run_header(TARGET).status == "failed"
+    assert len(env.witness.runs) == 1
 
 
 def test_a_tool_step_error_with_every_operation_settled_ends_the_run_failed(

@@ -30,6 +30,7 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.testing.store_probe import store_snapshot
+from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import RESULT, Killed, send_tool
 
 NOW = 1_700_000_000_000
@@ -68,8 +69,12 @@ def test_attest_applied_commits_the_result_and_its_provenance(store_url: str) ->
         assert op.state == "outcome_committed"
         (decision,) = app.resolve_run("r1").decisions
         assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
-        response = app.read_run_events("r1")[-1]
-        assert response.id == f"{operation}_response"
+        # nothing else awaited an operator: the attestation finished the run's recovery
+        assert [(r.kind, r.detail) for r in report.recovery] == [
+            ("terminal_recovered", {"recoveryReason": "run_interrupted"})
+        ]
+        response, terminal = app.read_run_events("r1")[-2:]
+        assert (response.id, terminal.id) == (f"{operation}_response", "r1-recovered-terminal")
         assert response.function_response is not None
         assert response.function_response.result == RESULT
         assert response.function_response.is_error is None
@@ -95,7 +100,7 @@ def test_attest_not_applied_gives_the_model_an_error_result(store_url: str) -> N
     operation = _interrupted(store_url)
     with _open(store_url) as app:
         app.attest_operation("r1", operation, applied=False, actor="bob")
-        response = app.read_run_events("r1")[-1].function_response
+        response = app.read_run_events("r1")[-2].function_response
         assert response is not None
         assert response.is_error is True
         assert response.result == {
@@ -178,13 +183,20 @@ def test_only_an_indeterminate_operation_is_attestable(store_url: str) -> None:
 
 
 def test_a_run_sealed_by_recovery_refuses_the_attestation(store_url: str) -> None:
-    """The reference's write rules stand: nothing follows a run's terminal event."""
+    """The reference's write rules stand: nothing follows a run's terminal event. A run the
+    recovery of an older version sealed refuses, and the refusal names the way on (a fork)."""
     operation = _interrupted(store_url)
     with _open(store_url) as app:
-        app.recover()
+        seal_like_old_recovery(app, "r1")
         before = store_snapshot(app)
-        with pytest.raises(RunSealedError):
+        with pytest.raises(RunSealedError) as refused:
             app.attest_operation("r1", operation, applied=False, actor="alice")
+        assert refused.value.detail == {
+            "eventId": f"{operation}_response",
+            "operationId": operation,
+            "wayOn": "fork_run",
+        }
+        assert "fork" in str(refused.value)
         assert store_snapshot(app) == before
 
 

@@ -1,8 +1,9 @@
 """An operator forks a run before an uncertain call (ADR 0022), on a real SQLite file.
 
 The source: a ``never_auto_retry`` Send whose process died after T1, then sealed by startup
-recovery, so it can be neither attested nor continued. The fork continues the prefix before
-the call; the source's committed events stay byte for byte as they were.
+recovery as it did before ADR 0019's amendment of 2026-12-01 (today's recovery leaves such a
+run awaiting the operator), so it can be neither attested nor continued. The fork continues
+the prefix before the call; the source's committed events stay byte for byte as they were.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.telemetry import RecordingTelemetrySink, RunForkedEvent, Telemetry
 from maka_es.errors import CodecInputError, MakaError, RunForkRefusedError
 from maka_es.testing.store_probe import store_snapshot
+from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import Killed, send_tool
 
 NOW = 1_700_000_000_000
@@ -53,7 +55,8 @@ def _continuing(db: str, **kwargs: Any) -> RuntimeApplication:
 
 
 def _parked(db: str) -> str:
-    """A run whose ``never_auto_retry`` Send died after T1, sealed by recovery; its op id."""
+    """A run whose ``never_auto_retry`` Send died after T1, sealed by the old recovery rule
+    (a store recovered before the rule changed); its op id."""
     with _open(db, tools=[send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
         app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
@@ -63,7 +66,7 @@ def _parked(db: str) -> str:
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     with _open(db) as app:
-        app.recover()
+        seal_like_old_recovery(app, "r1")
         assert app.get_run_header("r1").status == "failed"
         assert app.plan_resume("r1").disposition == "blocked"
     return SPINE.operation_id("c1")

@@ -116,10 +116,17 @@ def test_recovering_an_interrupted_run_reads_none_of_its_snapshot_history(
     recovered = _recover(store, "never_auto_retry", snapshots=True, reads=history_reads)
     assert history_reads == [0]  # no event the snapshot covers was read
     report, rows, _, _, header = recovered
+    # only an operator can settle a never_auto_retry call: the run is left for the attestation
+    # unsealed (ADR 0019, amendment of 2026-12-01), and deciding so read no history either
+    operation = {
+        "operationId": Spine().operation_id("cz"),
+        "toolName": "Echo",
+        "recoveryMode": "never_auto_retry",
+    }
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
-        ("r1", "terminal_recovered", {"recoveryReason": "tool_interrupted"})
+        ("r1", "left_awaiting_operator", {"operations": [operation]})
     ]
-    assert header.status == "failed"
+    assert header.status == "running"
     assert [(r.resume_disposition, r.resume_reasons) for r in rows] == [
         ("blocked", ("dangling_tool_state",))
     ]

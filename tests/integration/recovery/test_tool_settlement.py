@@ -132,16 +132,30 @@ def test_a_missing_idempotent_tool_leaves_the_run_unsealed(store_url: str) -> No
         assert store_snapshot(app) == before
 
 
-def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(store_url: str) -> None:
-    """Only an operator can settle a ``never_auto_retry`` call: holding its run would gain
-    nothing, so the run ends and Phase 0 stays ``blocked``. Continuation planning keeps the
-    reference's park code and names the operation and the tool in its diagnostic."""
+def test_never_auto_retry_stays_indeterminate_and_the_run_awaits_the_operator(
+    store_url: str,
+) -> None:
+    """Only an operator can settle a ``never_auto_retry`` call, and a sealed run could no
+    longer take the attested outcome: the run is left unsealed, awaiting the operator, at every
+    start (ADR 0019, amendment of 2026-12-01), and Phase 0 stays ``blocked``. Continuation
+    planning keeps the reference's park code and its diagnostic says plainly that the tool may
+    have run, naming the operation and the tool."""
     operation = _interrupted_run(store_url, bump_tool([], "never_auto_retry"), {"key": "a"})
     with _open(store_url) as app:
         report = app.recover()
-        assert _kinds(report) == [("r1", "terminal_recovered")]
+        assert _kinds(report) == [("r1", "left_awaiting_operator")]
+        assert report.repairs[0].detail == {
+            "operations": [
+                {"operationId": operation, "toolName": "Bump", "recoveryMode": "never_auto_retry"}
+            ]
+        }
+        assert report.changed_anything is False
+        assert app.get_run_header("r1").status == "running"
         assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
         assert app.plan_resume("r1").disposition == "blocked"
+        before = store_snapshot(app)
+        assert app.recover().repairs == report.repairs  # again at every start, nothing written
+        assert store_snapshot(app) == before
     observation = HostObservation(
         workspace_identity=IDENTITY,
         background_operations_settled=True,
@@ -152,7 +166,7 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(store_u
         env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
         host_inspector=StaticHostInspector(observation),
     ) as app:
-        plan = app.plan_continuation("s1")
+        plan = app.plan_continuation("s1", "r1")  # a running run is no default candidate
     assert plan.rejection_reasons == ("runtime_ledger_unreadable",)
     (diagnostic,) = plan.diagnostics
     assert diagnostic.detail == {
@@ -163,6 +177,7 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_ends_as_before(store_u
     }
     assert (diagnostic.tool_call_id, diagnostic.tool_name) == ("c1", "Bump")
     assert operation in diagnostic.message
+    assert f"tool Bump may have run: operation {operation} (call c1)" in diagnostic.message
 
 
 def test_a_tool_whose_recovery_mode_changed_holds_the_run(store_url: str, tmp_path: Path) -> None:
