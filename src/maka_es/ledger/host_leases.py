@@ -9,9 +9,11 @@ checks every write to a run against the epoch this process holds. Time is the st
 (the application's), never read here directly.
 
 The epochs a process holds are process-local on purpose: they are the fencing token the
-process presents, and the run's stored owner is what it is checked against. A restarted process
-of the same host id holds nothing and is the same host; it writes to its previous
-incarnation's runs, and startup recovery ends them.
+process presents, and the run's stored owner is what it is checked against. They are also how
+recovery tells this process's live runs (held: left alone) from its previous incarnation's: a
+restarted process of the same host id holds nothing and is the same host; it writes to its
+previous incarnation's runs, and recovery ends them. Host ids are unique per live process: the
+lease cannot tell two live processes of one id apart.
 """
 
 from __future__ import annotations
@@ -140,7 +142,13 @@ class HostLeases:
         owner = run.owner
         other = owner is not None and owner.host_id != self.host_id
         lease = self.lease(owner.host_id) if owner is not None and other else None
-        return owner_verdict(owner, lease, host_id=self.host_id, now=self._store.now_ms())
+        return owner_verdict(
+            owner,
+            lease,
+            host_id=self.host_id,
+            now=self._store.now_ms(),
+            held_epoch=self.held_epoch(run.run_id),
+        )
 
     def take_over(self, run_id: str) -> bool:
         """Take over ``run_id`` if its owner's lease has expired: the next epoch, one save at

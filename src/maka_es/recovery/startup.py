@@ -31,8 +31,9 @@ catalogue could not settle but a recovery with the right tool could is left unse
 (``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
 write unreconcilable for good.
 
-Several hosts may share one store: another host's run under a live lease is left alone, one
-whose owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
+Several hosts may share one store, and a live host may sweep periodically: a run this
+application instance holds is left alone, another host's run under a live lease too, one whose
+owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
 
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
