@@ -13,9 +13,9 @@ The rules:
 * a host's lease is its newest renewal; it is live while ``now < expires_at``;
 * a recovering host leaves alone a run its own process holds at the run's epoch (its own live
   run); it may end a run it owns itself but does not hold (its previous incarnation: a host id
-  is stable across restarts, and unique per live process), an ownerless run (written before ownership), or a run whose owner's
-  lease has expired or was never recorded, after taking it over; a run of another host with a
-  live lease is left alone;
+  is stable across restarts, and unique per live process), an ownerless run (written before
+  ownership), or a run whose owner's lease has expired or was never recorded, after taking it
+  over; a run of another host with a live lease is left alone;
 * a writer that held the run at an epoch the run no longer has, or that never held a live run
   owned by another host, is fenced: ``run_owner_fenced``, nothing written.
 """
