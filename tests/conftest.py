@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from maka_es.app import RuntimeApplication
+from tests.support.restart import Restart, restarted
 
 #: pytester runs user test modules through the installed maka_es plugin (tests/plugin/).
 pytest_plugins = ["pytester"]
@@ -150,6 +151,21 @@ def store_app(store_url: str, clock: FixedClock) -> Iterator[RuntimeApplication]
     app = RuntimeApplication.open(store_url, clock=clock)
     yield app
     app.close()
+
+
+@pytest.fixture
+def restart() -> Iterator[Restart]:
+    """``restart(app)``: the same host's next incarnation on ``app``'s store (it holds none of
+    ``app``'s runs, so its ``recover()`` ends them, ADR 0021); closed after the test."""
+    apps: list[RuntimeApplication] = []
+
+    def open_restarted(app: RuntimeApplication) -> RuntimeApplication:
+        apps.append(restarted(app))
+        return apps[-1]
+
+    yield open_restarted
+    for app in apps:
+        app.close()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

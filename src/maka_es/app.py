@@ -291,12 +291,14 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         a missing tool could settle is left unsealed (``left_unreconciled``). ``tool_runtime``
         replaces that catalogue for this call (kept for hosts written before ``tools=``).
         Only the runs the recovery-status read model marks as needing attention are touched;
-        the read model is caught up first and again afterwards. Another host's run is ended
-        only once its owner's lease expired, after taking it over (ADR 0021). A continuation
-        or fork killed before it committed anything past its start is ended once its owner is
-        gone, and the session continues from its boundary (ADR 0035);
-        ``end_start_only_continuations=False`` keeps the reference's rule (left alone, planning
-        parks ``continuation_started_indeterminate``).
+        the read model is caught up first and again afterwards. Only runs whose owning process
+        is gone are ended: a run this instance holds (any thread may be running it) is left
+        alone (``left_own_live_run``), so a live host may call this periodically to sweep for
+        dead hosts' runs; another host's run is ended only once its owner's lease expired,
+        after taking it over (ADR 0021). A continuation or fork killed before it committed
+        anything past its start is ended once its owner is gone, and the session continues
+        from its boundary (ADR 0035); ``end_start_only_continuations=False`` keeps the
+        reference's rule (left alone, planning parks ``continuation_started_indeterminate``).
         """
         attention = self.recovery_status.needing_attention()
         run_ids = [row.run_id for row in attention if row.header_status != "missing"]

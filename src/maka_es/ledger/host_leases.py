@@ -9,17 +9,20 @@ checks every write to a run against the epoch this process holds. Time is the st
 (the application's), never read here directly.
 
 The epochs a process holds are process-local on purpose: they are the fencing token the
-process presents, and the run's stored owner is what it is checked against. A restarted process
-of the same host id holds nothing and is the same host; it writes to its previous
-incarnation's runs, and startup recovery ends them.
+process presents, and the run's stored owner is what it is checked against. They are also how
+recovery tells this process's live runs (held: left alone) from its previous incarnation's: a
+restarted process of the same host id holds nothing and is the same host; it writes to its
+previous incarnation's runs, and recovery ends them. Host ids are unique per live process: the
+lease cannot tell two live processes of one id apart.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
-from maka_es.errors import ConcurrentWriteError
+from maka_es.errors import ConcurrentWriteError, StoreUnavailableError
 from maka_es.ledger.facts import EpochMs, HostLeaseRenewed, StoredFact, host_stream_id
 from maka_es.ledger.ownership import (
     HostLease,
@@ -43,6 +46,12 @@ DEFAULT_HOST_ID = "local"
 #: Heartbeat attempts when another process with the same host id renews at the same moment.
 RENEWAL_ATTEMPTS = 3
 
+#: The first pause before a heartbeat retries a locked store (doubled up to a quarter lease).
+LOCKED_RETRY_PAUSE_S = 0.02
+
+#: A heartbeat slower than ``lease_ms // SLOW_WRITE_FRACTION`` waited on a locked store.
+SLOW_WRITE_FRACTION = 4
+
 
 class HostLeases:
     """One host's lease and held runs on a :class:`RunStore` (see module docstring)."""
@@ -56,6 +65,7 @@ class HostLeases:
         self.lease_ms = lease_ms
         self._held: dict[str, int] = {}
         self._expires_at: EpochMs | None = None  # of this process's newest renewal
+        self._store_waited_at: EpochMs | None = None  # a heartbeat last waited on the store
         self._lock = threading.Lock()
 
     # -- the lease ------------------------------------------------------------------------------
@@ -67,7 +77,47 @@ class HostLeases:
     def heartbeat(self) -> HostLease:
         """Renew this host's lease until now + the lease duration (one save). Creating a run
         renews it when due; a host with live runs calls this more often than the lease
-        duration (from its loop or a timer thread)."""
+        duration (from its loop or a timer thread).
+
+        A store locked by another writer (SQLite: a process paused inside its write
+        transaction) is retried, with backoff, for up to one lease duration; the renewal lands
+        as soon as the lock is free. Still locked then: ``store_unavailable`` (``locked``),
+        and the host must take its lease as lapsed (its writes stay fenced by epoch). Any wait
+        is remembered: this process then takes over no run for a lease duration (see
+        :meth:`take_over`)."""
+        started = self._store.now_ms()
+        pause_s, slept_s = LOCKED_RETRY_PAUSE_S, 0.0
+        while True:
+            try:
+                lease = self._renew()
+            except StoreUnavailableError as exc:
+                self._note_store_wait()
+                if exc.detail.get("reason") != "locked" or (
+                    max(self._store.now_ms() - started, slept_s * 1000) >= self.lease_ms
+                ):
+                    raise
+                time.sleep(pause_s)
+                slept_s += pause_s
+                pause_s = min(pause_s * 2, self.lease_ms / 4000)
+                continue
+            if self._store.now_ms() - started > self.lease_ms // SLOW_WRITE_FRACTION:
+                self._note_store_wait()
+            return lease
+
+    def _note_store_wait(self) -> None:
+        with self._lock:
+            self._store_waited_at = self._store.now_ms()
+
+    def store_waited_recently(self) -> bool:
+        """Whether a heartbeat of this process waited on (or failed in) the store less than a
+        lease duration ago: another host's heartbeat may have been stuck behind the same
+        lock, so its lapsed lease says nothing about whether it is alive."""
+        with self._lock:
+            waited_at = self._store_waited_at
+        return waited_at is not None and self._store.now_ms() - waited_at < self.lease_ms
+
+    def _renew(self) -> HostLease:
+        """One renewal (a concurrent renewal of the same host id is retried)."""
         for attempt in range(RENEWAL_ATTEMPTS):
             with self._store.command():
                 fact = decide_renewal(
@@ -140,13 +190,33 @@ class HostLeases:
         owner = run.owner
         other = owner is not None and owner.host_id != self.host_id
         lease = self.lease(owner.host_id) if owner is not None and other else None
-        return owner_verdict(owner, lease, host_id=self.host_id, now=self._store.now_ms())
+        return owner_verdict(
+            owner,
+            lease,
+            host_id=self.host_id,
+            now=self._store.now_ms(),
+            held_epoch=self.held_epoch(run.run_id),
+        )
 
     def take_over(self, run_id: str) -> bool:
         """Take over ``run_id`` if its owner's lease has expired: the next epoch, one save at
         the run's next version, held by this process from then on. ``False`` when the run is
         not (or no longer) for this host to take: its owner is live, or another host took it
-        over first (the store refused the second takeover; nothing was written)."""
+        over first (the store refused the second takeover; nothing was written).
+
+        Also ``False`` while the store has just been blocked: a takeover first renews this
+        host's own lease, and when that renewal (or one in the last lease duration) had to
+        wait on a locked store, the owner's heartbeat was likely waiting behind the same lock:
+        its lease lapsed because nobody could write, not because it died. The takeover is
+        deferred to a sweep one lease duration after the store wrote freely again."""
+        if self.store_waited_recently():
+            return False
+        try:
+            self.heartbeat()
+        except StoreUnavailableError:
+            return False
+        if self.store_waited_recently():
+            return False
         with self._store.command():
             run = self._store.load_run(run_id)
             if run.owner is None or self.verdict(run) != "expired":

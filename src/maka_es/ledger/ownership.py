@@ -11,10 +11,11 @@ The rules:
 
 * a run is owned by ``(host id, epoch)``; epoch 1 at creation, ``+1`` at each takeover;
 * a host's lease is its newest renewal; it is live while ``now < expires_at``;
-* a recovering host may end a run it owns itself (its previous incarnation: a host id is
-  stable across restarts), an ownerless run (written before ownership), or a run whose owner's
-  lease has expired or was never recorded, after taking it over; a run of another host with a
-  live lease is left alone;
+* a recovering host leaves alone a run its own process holds at the run's epoch (its own live
+  run); it may end a run it owns itself but does not hold (its previous incarnation: a host id
+  is stable across restarts, and unique per live process), an ownerless run (written before
+  ownership), or a run whose owner's lease has expired or was never recorded, after taking it
+  over; a run of another host with a live lease is left alone;
 * a writer that held the run at an epoch the run no longer has, or that never held a live run
   owned by another host, is fenced: ``run_owner_fenced``, nothing written.
 """
@@ -45,10 +46,11 @@ __all__ = [
     "project_host_lease",
 ]
 
-#: What a recovering host may do with a run: ``own`` (this host's, ended without takeover),
+#: What a recovering host may do with a run: ``held`` (this process's own live run: leave it
+#: alone), ``own`` (this host's previous incarnation's, ended without takeover),
 #: ``ownerless`` (older than ownership), ``expired`` (take it over, then end it), ``live``
 #: (another host's live run: leave it alone).
-OwnerVerdict = Literal["own", "ownerless", "expired", "live"]
+OwnerVerdict = Literal["held", "own", "ownerless", "expired", "live"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +123,21 @@ def decide_renewal(
 
 
 def owner_verdict(
-    owner: RunOwner | None, lease: HostLease | None, *, host_id: str, now: EpochMs
+    owner: RunOwner | None,
+    lease: HostLease | None,
+    *,
+    host_id: str,
+    now: EpochMs,
+    held_epoch: int | None = None,
 ) -> OwnerVerdict:
     """May host ``host_id`` end this run at ``now`` (see :data:`OwnerVerdict`)? ``lease`` is
-    the owner's lease (``None``: the owner never recorded one, so it cannot be live)."""
+    the owner's lease (``None``: the owner never recorded one, so it cannot be live);
+    ``held_epoch``: the epoch at which the asking process holds the run (``None``: it never
+    did)."""
     if owner is None:
         return "ownerless"
     if owner.host_id == host_id:
-        return "own"
+        return "held" if held_epoch == owner.epoch else "own"
     if lease is not None and lease.is_live(now):
         return "live"
     return "expired"

@@ -7,9 +7,15 @@ candidates first: a run owned by another host whose lease is live is left alone
 (``left_live_owner``); one whose owner's lease expired is taken over (``owner_taken_over``: one
 save at the run's next version, the store picks one winner between two recovering hosts)
 before recovery writes anything to it (a recovered terminal, or a lagging header made to follow
-its terminal event: the former owner's late header write is then fenced, not raced); this
-host's own runs (its previous incarnation) and ownerless runs are kept as they are. A run
-recovery would not write to is never taken over.
+its terminal event: the former owner's late header write is then fenced, not raced), unless
+this host's own heartbeat just waited on a locked store: the owner's lease may have lapsed
+only because nobody could write, so the takeover waits for a later sweep (``left_live_owner``
+with ``deferred: store_was_locked``); this
+host's own runs of its previous incarnation and ownerless runs are kept as they are. A run
+this application instance holds (created or took over, at the run's current epoch) is its own
+live run, whichever thread is running it: it is left alone (``left_own_live_run``), so a live
+host may call ``recover()`` periodically to sweep for dead hosts' runs. A run recovery would
+not write to is never taken over.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger
 from maka_es.wire.run_header import header_matches_terminal
 
-OwnershipKind = Literal["left_live_owner", "owner_taken_over"]
+OwnershipKind = Literal["left_live_owner", "left_own_live_run", "owner_taken_over"]
 
 
 @dataclass
@@ -55,6 +61,12 @@ def sort_by_owner(
     for run_id in run_ids:
         run = ledger.load_run(run_id)
         verdict = ownership.verdict(run)
+        if verdict == "held":
+            owner = run.owner
+            assert owner is not None
+            detail = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
+            sorting.report.append((run_id, "left_own_live_run", detail))
+            continue
         if verdict == "expired" and (header_lags(run) or would_end(run_id)):
             previous = run.owner
             if ownership.take_over(run_id):
@@ -65,13 +77,14 @@ def sort_by_owner(
                 sorting.report.append((run_id, "owner_taken_over", detail))
                 sorting.kept.append(run_id)
                 continue
-            run = ledger.load_run(run_id)  # another host took it over first
+            run = ledger.load_run(run_id)  # another host took it over first, or deferred
         elif verdict != "live":
             sorting.kept.append(run_id)
             continue
         owner = run.owner
         assert owner is not None
-        sorting.report.append(
-            (run_id, "left_live_owner", {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch})
-        )
+        left: dict[str, Any] = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
+        if verdict == "expired" and ownership.store_waited_recently():
+            left["deferred"] = "store_was_locked"
+        sorting.report.append((run_id, "left_live_owner", left))
     return sorting

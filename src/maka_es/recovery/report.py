@@ -23,13 +23,14 @@ RepairKind = Literal[
     "left_unreconciled",
     "left_awaiting_operator",
     "left_live_owner",
+    "left_own_live_run",
     "owner_taken_over",
 ]
 
 #: Repair kinds that report a run left as it was (nothing written for it).
 LEFT_KINDS = frozenset(
     {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
-    | {"left_live_owner", "left_awaiting_operator"}
+    | {"left_live_owner", "left_awaiting_operator", "left_own_live_run"}
 )
 
 

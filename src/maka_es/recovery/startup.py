@@ -32,8 +32,9 @@ write unreconcilable for good. A run whose interrupted call only an operator can
 (``never_auto_retry``, ...) is left unsealed too (``left_awaiting_operator``), so the operator
 can still attest it after any number of restarts.
 
-Several hosts may share one store: another host's run under a live lease is left alone, one
-whose owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
+Several hosts may share one store, and a live host may sweep periodically: a run this
+application instance holds is left alone, another host's run under a live lease too, one whose
+owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
 
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
@@ -319,8 +320,8 @@ class StartupRecovery:
     def _append_recovered_terminal(
         self, header: RunHeader, newest_first: Iterator[RuntimeEvent]
     ) -> tuple[str, str | None]:
-        """End the run with the recovered terminal (docs/reference/continuation.md#recovered-
-        terminal); ``(recoveryReason, lastEventType)`` it recorded."""
+        """End the run with the recovered terminal; ``(recoveryReason, lastEventType)`` it
+        recorded (docs/reference/continuation.md#recovered-terminal)."""
         reason, last_type = recovery_reason_newest_first(header.status, newest_first)
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:

@@ -27,6 +27,7 @@ from maka_es.errors import InvalidPlanRequestError
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T2, BEFORE_T2, Tool, ToolContext
 from maka_es.wire.codec import operation_id_for
+from tests.support.restart import Restart
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 TARGET = "new-2"  # ids drawn in planner order: invocation, run, turn, claim
@@ -346,7 +347,7 @@ def failing_at() -> Iterator[Any]:
 
 
 def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
-    env: Env, failing_at: Any
+    restart: Restart, env: Env, failing_at: Any
 ) -> None:
     """The tool ran, its T2 never committed: a terminal now would seal an operation recovery
     must settle first (ADR 0019), so the error propagates and the run stays open; startup
@@ -360,8 +361,9 @@ def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
     assert env.app.get_run_header(TARGET).status == "running"
     assert [e.is_terminal for e in env.app.read_run_events(TARGET)][-1] is False
     assert [o.state for o in env.app.tool_operations(TARGET)] == ["prepared"]
-    report = env.app.recover()
-    (operation,) = env.app.tool_operations(TARGET)
+    host = restart(env.app)
+    report = host.recover()
+    (operation,) = host.tool_operations(TARGET)
     waiting = {"operationId": operation.operation_id, "toolName": "Note"}
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
         (
@@ -371,9 +373,7 @@ def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
         )
     ]
     assert len(env.witness.runs) == 1  # Note is never_auto_retry: recovery did not rerun it
-    attested = env.app.attest_operation(
-        TARGET, operation.operation_id, applied=False, actor="alice"
-    )
+    attested = host.attest_operation(TARGET, operation.operation_id, applied=False, actor="alice")
     assert [(r.kind, r.detail) for r in attested.recovery] == [
         ("terminal_recovered", {"recoveryReason": "run_interrupted"})
     ]

@@ -32,6 +32,7 @@ from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.codec import canonical_json
+from tests.support.restart import Restart
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 CANARY = "CANARY-SECRET-7f3a9c"
@@ -441,7 +442,7 @@ def test_crash_continue_chain_keeps_one_user_message(env: Env) -> None:
 # -- startup recovery ------------------------------------------------------------------------
 
 
-def test_recovery_repairs_headers_and_missing_terminals(env: Env) -> None:
+def test_recovery_repairs_headers_and_missing_terminals(restart: Restart, env: Env) -> None:
     lagging = Spine("s1", "i1", "r1", "t1")
     ledger = LedgerBuilder(lagging)
     env.app.create_run(run_header(lagging))
@@ -464,7 +465,7 @@ def test_recovery_repairs_headers_and_missing_terminals(env: Env) -> None:
     env.app.append_events("r3", ledger3.events)
     env.app.update_run_header("r3", {"status": "completed"})
 
-    report = env.app.recover()
+    report = restart(env.app).recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [
         ("r1", "header_repaired"),
         ("r2", "terminal_recovered"),
@@ -477,14 +478,14 @@ def test_recovery_repairs_headers_and_missing_terminals(env: Env) -> None:
     assert terminal.actions.state_delta is not None
     assert terminal.actions.state_delta["recoveryReason"] == "tool_interrupted"
     before = store_snapshot(env.app).rows
-    assert env.app.recover().repairs == ()  # re-running recovery changes nothing
+    assert restart(env.app).recover().repairs == ()  # re-running recovery changes nothing
     assert store_snapshot(env.app).rows == before
     # the interrupted tool call is still not replayable
     assert env.app.plan_resume("r2").disposition == "blocked"
 
 
 def test_recovery_touches_only_runs_needing_attention(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    restart: Restart, env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for n in range(1, 9):
         spine = Spine("s1", f"i{n}", f"r{n}", f"t{n}")
@@ -505,7 +506,7 @@ def test_recovery_touches_only_runs_needing_attention(
         return original(self, run_id)
 
     monkeypatch.setattr(EventSourcedRunStore, "load_run", counting)
-    report = env.app.recover()
+    report = restart(env.app).recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r5", "terminal_recovered")]
     assert set(loaded) == {"r5"}
 
@@ -552,7 +553,7 @@ def test_claim_without_a_started_target_is_repaired_without_the_provider(env: En
     assert env.app.recover().repairs == ()
 
 
-def test_live_start_without_terminal_is_left_alone(env: Env) -> None:
+def test_live_start_without_terminal_is_left_alone(restart: Restart, env: Env) -> None:
     """Under the reference's rule (``end_start_only_continuations=False``, ADR 0035)."""
 
     class Crash(BaseException):
@@ -569,7 +570,7 @@ def test_live_start_without_terminal_is_left_alone(env: Env) -> None:
     assert env.app.plan_continuation("s1", "r1").rejection_reasons == (
         "continuation_started_indeterminate",
     )
-    report = env.app.recover(end_start_only_continuations=False)
+    report = restart(env.app).recover(end_start_only_continuations=False)
     assert [(r.run_id, r.kind) for r in report.repairs] == [("new-2", "left_live_start")]
     assert env.app.get_run_header("new-2").status == "running"  # admitted: start committed
     assert env.app.plan_continuation("s1", "r1").rejection_reasons == (

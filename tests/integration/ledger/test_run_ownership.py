@@ -5,9 +5,12 @@ lease expired, and the fenced-off former owner's later writes are refused with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
@@ -15,6 +18,7 @@ from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError, RunSealedE
 from maka_es.ledger.ownership import RunOwner, decide_take_over
 from maka_es.recovery.report import recovered_terminal_id
 from maka_es.testing.store_probe import store_snapshot
+from maka_es.tooljournal.runtime import Tool, ToolContext, ToolResult
 
 LEASE_MS = 1_000
 T0 = 1_700_000_000_000
@@ -241,3 +245,87 @@ def test_an_owner_stalled_between_its_terminal_event_and_header_is_fenced_not_ra
     clock3.now = T0 + 100 * LEASE_MS
     assert w3.recover().repairs == ()
     assert w3.ledger.load_run("r1").owner == RunOwner("w2", 2)
+
+
+class Wait(BaseModel):
+    text: str
+
+
+class Gate:
+    """A tool that runs until the test lets it finish: a tool step in flight in a thread."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def run(self, args: Wait, context: ToolContext) -> Any:
+        self.entered.set()
+        assert self.release.wait(30)
+        return {"kind": "text", "text": args.text}
+
+
+def test_a_live_host_sweeps_without_ending_its_own_runs(host: Host) -> None:
+    """A live host calls ``recover()`` while one of its threads is inside a tool step (T1
+    committed, the tool running): its own run is left alone and its next writes land; its
+    previous incarnation's run (same host id, not held by this instance) is ended; another
+    host's run under a live lease is left alone; an expired owner's run is taken over."""
+    dead, _ = host("w3")
+    _start_run(dead, "r3")  # w3's lease runs until T0 + LEASE_MS
+    previous, _ = host("w1")  # this host's previous incarnation, gone
+    _start_run(previous, "rp")
+    live, clock2 = host("w2")
+    clock2.now = T0 + 600
+    _start_run(live, "r2")  # w2's lease runs until T0 + 1600
+    w1, clock1 = host("w1")  # the live incarnation of w1
+    clock1.now = T0 + 1200
+    gate = Gate()
+    w1.tool_runtime.tools["Wait"] = Tool("Wait", Wait, gate.run)
+    ledger = _start_run(w1, "r1")
+    results: list[ToolResult] = []
+    call = ledger.call("c1", "Wait", {"text": "done"})
+    step = threading.Thread(target=lambda: results.append(w1.tool_runtime.execute("r1", call)))
+    step.start()
+    try:
+        assert gate.entered.wait(30)  # T1 is committed, the tool is running
+        report = w1.recover()
+    finally:
+        gate.release.set()
+        step.join(30)
+    lines = sorted((r.run_id, r.kind, r.detail) for r in report.repairs)
+    assert [(run_id, kind) for run_id, kind, _ in lines] == [
+        ("r1", "left_own_live_run"),
+        ("r2", "left_live_owner"),
+        ("r3", "owner_taken_over"),
+        ("r3", "terminal_recovered"),
+        ("rp", "terminal_recovered"),
+    ]
+    assert lines[0][2] == {"ownerHostId": "w1", "ownerEpoch": 1}
+    # the tool step finished (T2) and the owner goes on writing to its run, accepted
+    assert [r.operation_id for r in results] == [w1.tool_operations("r1")[0].operation_id]
+    assert w1.tool_operations("r1")[0].state == "outcome_committed"
+    w1.end_run("r1", ledger.terminal("completed", event_id="r1-end"))
+    assert w1.get_run_header("r1").status == "completed"
+    assert w1.ledger.load_run("r1").owner == RunOwner("w1", 1)
+    assert live.ledger.load_run("r2").terminal_event is None
+    assert w1.ledger.load_run("r3").owner == RunOwner("w1", 2)
+    with pytest.raises(RunSealedError):  # the previous incarnation's run is over
+        previous.append_events("rp", [LedgerBuilder(Spine("s1", "i-rp", "rp", "t1")).user()])
+
+
+def test_a_sweep_after_a_takeover_leaves_the_taken_run_to_its_new_owner(host: Host) -> None:
+    """A run this instance took over is held at the new epoch: a later sweep of the same
+    instance leaves it alone, and the same host's next incarnation ends it."""
+    w1, _ = host("w1")
+    _start_run(w1, "r1")
+    w2, clock2 = host("w2")
+    clock2.now = T0 + LEASE_MS
+    assert w2.ownership.take_over("r1")
+    report = w2.recover()
+    assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
+        ("r1", "left_own_live_run", {"ownerHostId": "w2", "ownerEpoch": 2})
+    ]
+    restarted, clock3 = host("w2")
+    clock3.now = clock2.now
+    assert [(r.run_id, r.kind) for r in restarted.recover().repairs] == [
+        ("r1", "terminal_recovered")
+    ]

@@ -17,6 +17,7 @@ from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
+from tests.support.restart import Restart
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 START = 1_700_000_000_000.25
@@ -82,7 +83,9 @@ def app(store_url: str) -> Any:
     application.close()
 
 
-def test_library_written_timestamps_are_integer_milliseconds(app: RuntimeApplication) -> None:
+def test_library_written_timestamps_are_integer_milliseconds(
+    restart: Restart, app: RuntimeApplication
+) -> None:
     app.open_session("s1", "/workspace")
     app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger = LedgerBuilder(Spine(), prefix="r1-")
@@ -100,7 +103,7 @@ def test_library_written_timestamps_are_integer_milliseconds(app: RuntimeApplica
     interrupted = Spine("s1", "i9", "r9", "t9")
     app.create_run(run_header(interrupted))
     app.append_events("r9", [LedgerBuilder(interrupted, prefix="r9-").user()])
-    app.recover()
+    restart(app).recover()
 
     [claim] = app.all_claims()
     assert type(claim.claimed_at) is int

@@ -27,6 +27,7 @@ from maka_es.recovery.report import repair_id
 from maka_es.recovery.startup import StartupRecovery, claim_boundary
 from maka_es.testing.claims import leave_unstarted_claim
 from maka_es.testing.store_probe import store_snapshot
+from tests.support.restart import Restart
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 ABANDONED = "continuation_abandoned_before_provider_dispatch"
@@ -123,7 +124,7 @@ def _assert_repaired(app: RuntimeApplication, claim: ContinuationClaim) -> None:
 
 @pytest.mark.parametrize("create_target", [False, True], ids=["claim_only", "target_created"])
 def test_a_claim_whose_target_never_started_is_repaired(
-    app: RuntimeApplication, create_target: bool
+    restart: Restart, app: RuntimeApplication, create_target: bool
 ) -> None:
     claim = _claim(app, create_target=create_target)
     assert app.run_exists("tr") is create_target
@@ -131,14 +132,14 @@ def test_a_claim_whose_target_never_started_is_repaired(
         "continuation_claim_repair_required",
     )
 
-    report = app.recover()
+    report = restart(app).recover()
 
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
         ("tr", "claim_repaired", {"claimId": claim.claim_id})
     ]
     _assert_repaired(app, claim)
     before = store_snapshot(app).rows
-    assert app.recover().repairs == ()
+    assert restart(app).recover().repairs == ()
     assert store_snapshot(app).rows == before
 
 
@@ -158,7 +159,7 @@ def test_a_created_target_that_is_not_the_claimed_one_is_left_alone(
 
 @pytest.mark.parametrize("create_target", [False, True], ids=["claim_only", "target_created"])
 def test_a_repair_interrupted_after_its_start_converges(
-    app: RuntimeApplication, tmp_path: Path, create_target: bool
+    restart: Restart, app: RuntimeApplication, tmp_path: Path, create_target: bool
 ) -> None:
     """Recovery committed the repair start and stopped (in-process here; the SIGKILL version
     is in tests/crash): the next pass writes the same terminal, with the same id, and the
@@ -183,7 +184,7 @@ def test_a_repair_interrupted_after_its_start_converges(
     assert len(app.read_run_events("tr")) == 1
     assert app.get_run_header("tr").status == "created"
 
-    report = app.recover()
+    report = restart(app).recover()
 
     assert [(r.run_id, r.kind) for r in report.repairs] == [("tr", "claim_repaired")]
     _assert_repaired(app, claim)
@@ -208,6 +209,7 @@ class _DyingProvider:
 
 
 def test_an_admitted_target_is_running_once_its_start_is_committed(
+    restart: Restart,
     app: RuntimeApplication,
 ) -> None:
     plan = app.plan_continuation("s1")
@@ -224,7 +226,7 @@ def test_an_admitted_target_is_running_once_its_start_is_committed(
         "continuation_started_indeterminate",
     )
     before = store_snapshot(app).rows
-    report = app.recover(end_start_only_continuations=False)
+    report = restart(app).recover(end_start_only_continuations=False)
     assert [(r.run_id, r.kind) for r in report.repairs] == [(target, "left_live_start")]
     assert store_snapshot(app).rows == before
     assert app.get_run_header(target).status == "running"

@@ -20,6 +20,7 @@ from maka_es.recovery.report import recovered_terminal_id
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
+from tests.support.restart import Restart
 
 SPINE = Spine("s1", "i1", "r1", "t1")
 NOW = 1_700_000_000_000
@@ -139,7 +140,12 @@ LEDGERS: list[tuple[str, str, Build, str, str | None]] = [
     ids=[case[0] for case in LEDGERS],
 )
 def test_recovered_terminal_speaks_the_reference_vocabulary(
-    app: RuntimeApplication, status: str, build: Build, reason: str, last_type: str | None
+    restart: Restart,
+    app: RuntimeApplication,
+    status: str,
+    build: Build,
+    reason: str,
+    last_type: str | None,
 ) -> None:
     app.create_run(run_header(SPINE, status=status))
     ledger = LedgerBuilder(SPINE)
@@ -147,7 +153,7 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
     if ledger.events:
         app.append_events("r1", ledger.events)
 
-    report = app.recover()
+    report = restart(app).recover()
 
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
         ("r1", "terminal_recovered", {"recoveryReason": reason})
@@ -178,7 +184,7 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
         NOW,
     )
     before = store_snapshot(app).rows
-    assert app.recover().repairs == ()
+    assert restart(app).recover().repairs == ()
     assert store_snapshot(app).rows == before
 
 
@@ -236,6 +242,7 @@ def test_the_reference_fallback_reason_is_kept_for_other_statuses() -> None:
 
 
 def test_failed_terminal_without_failure_class_gives_the_header_app_restarted(
+    restart: Restart,
     app: RuntimeApplication,
 ) -> None:
     app.create_run(run_header(SPINE))
@@ -245,23 +252,25 @@ def test_failed_terminal_without_failure_class_gives_the_header_app_restarted(
     app.append_events("r1", ledger.events)
     events_before = app.read_run_payloads("r1")
 
-    report = app.recover()
+    report = restart(app).recover()
 
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "header_repaired")]
     header = app.get_run_header("r1")
     assert (header.status, header.failure_class) == ("failed", "app_restarted")
     assert app.read_run_payloads("r1") == events_before  # no new event
     assert app.recovery_status.status("r1").header_matches_terminal  # type: ignore[union-attr]
-    assert app.recover().repairs == ()
+    assert restart(app).recover().repairs == ()
 
 
-def test_aborted_terminal_without_abort_source_gives_unknown(app: RuntimeApplication) -> None:
+def test_aborted_terminal_without_abort_source_gives_unknown(
+    restart: Restart, app: RuntimeApplication
+) -> None:
     app.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     ledger.user()
     ledger.terminal("aborted")
     app.append_events("r1", ledger.events)
-    app.recover()
+    restart(app).recover()
     header = app.get_run_header("r1")
     assert (header.status, header.abort_source) == ("cancelled", "unknown")
 
@@ -295,7 +304,7 @@ def _force_terminal_header(app: RuntimeApplication, run_id: str, patch: dict[str
     ids=["empty_ledger", "events_without_terminal"],
 )
 def test_terminal_header_without_terminal_event_gets_missing_terminal_event(
-    app: RuntimeApplication, build: Build, patch: dict[str, Any]
+    restart: Restart, app: RuntimeApplication, build: Build, patch: dict[str, Any]
 ) -> None:
     app.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
@@ -305,7 +314,7 @@ def test_terminal_header_without_terminal_event_gets_missing_terminal_event(
     _force_terminal_header(app, "r1", patch)
     assert app.recovery_status.status("r1").needs_attention  # type: ignore[union-attr]
 
-    report = app.recover()
+    report = restart(app).recover()
 
     ts = patch.get("completedAt", patch["updatedAt"])
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "terminal_recovered")]
@@ -334,18 +343,18 @@ def test_terminal_header_without_terminal_event_gets_missing_terminal_event(
     assert (header.updated_at, header.completed_at) == (ts, ts)
     assert not app.recovery_status.status("r1").needs_attention  # type: ignore[union-attr]
     before = store_snapshot(app).rows
-    assert app.recover().repairs == ()
+    assert restart(app).recover().repairs == ()
     assert store_snapshot(app).rows == before
 
 
 def test_missing_terminal_repair_interrupted_before_the_header_converges(
-    app: RuntimeApplication, tmp_path: Path
+    restart: Restart, app: RuntimeApplication, tmp_path: Path
 ) -> None:
     """The recovered terminal is durable, the header still says completed (a crash between
     the two): the next pass repairs the header from the event and writes nothing else."""
     app.create_run(run_header(SPINE))
     _force_terminal_header(app, "r1", {"status": "completed", "updatedAt": 1500})
-    app.recover()
+    restart(app).recover()
     expected_events = app.read_run_payloads("r1")
     expected_header = app.get_run_header("r1").to_wire()
 
@@ -356,7 +365,7 @@ def test_missing_terminal_repair_interrupted_before_the_header_converges(
         _force_terminal_header(other, "r1", {"status": "completed", "updatedAt": 1500})
         other.append_events("r1", app.read_run_events("r1"))  # the event, not the header
         assert other.get_run_header("r1").status == "completed"
-        report = other.recover()
+        report = restart(other).recover()
         assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "header_repaired")]
         assert other.read_run_payloads("r1") == expected_events
         assert other.get_run_header("r1").to_wire() == expected_header
@@ -365,6 +374,7 @@ def test_missing_terminal_repair_interrupted_before_the_header_converges(
 
 
 def test_a_terminal_header_changes_only_to_follow_a_durable_fact(
+    restart: Restart,
     app: RuntimeApplication,
 ) -> None:
     app.create_run(run_header(SPINE))
@@ -375,7 +385,7 @@ def test_a_terminal_header_changes_only_to_follow_a_durable_fact(
     with pytest.raises(HeaderUpdateRefusedError):  # never back to non-terminal
         app.update_run_header("r1", {"status": "running"})
     assert store_snapshot(app).rows == before
-    app.recover()
+    restart(app).recover()
     backed = store_snapshot(app).rows
     with pytest.raises(HeaderUpdateRefusedError):  # a backed terminal header is final
         app.update_run_header("r1", {"failureClass": "other"})

@@ -81,6 +81,17 @@ def test_verdicts_own_ownerless_and_never_leased() -> None:
     assert owner_verdict(RunOwner("w2", 1), None, host_id="w1", now=NOW) == "expired"
 
 
+def test_a_run_this_process_holds_at_its_epoch_is_held_and_only_then() -> None:
+    owner = RunOwner("w1", 3)
+    assert owner_verdict(owner, None, host_id="w1", now=NOW, held_epoch=3) == "held"
+    # held at an older epoch (taken over since by another process of w1): not this one's
+    assert owner_verdict(owner, None, host_id="w1", now=NOW, held_epoch=2) == "own"
+    # another host's run is judged by its lease, whatever this process once held
+    assert owner_verdict(RunOwner("w2", 3), None, host_id="w1", now=NOW, held_epoch=3) == (
+        "expired"
+    )
+
+
 def test_a_takeover_bumps_the_epoch_at_the_runs_next_version() -> None:
     fact = decide_take_over("r1", RunOwner("w1", 2), 7, host_id="w2", taken_at=NOW)
     assert (fact.originator_id, fact.originator_version) == (run_stream_id("r1"), 8)
