@@ -18,7 +18,8 @@ SWITCH = "Never raised with this code; catch the class and switch on the specifi
 WIRE = (
     error(
         "invalid_runtime_event",
-        "An event (or a part of it) is not the exact wire shape; .field names where.",
+        "An event (or a part of it), or an id or open_session argument, is not the exact wire "
+        "shape (an id that is no UTF-8 text, or no str); .field names where.",
         FIX_CALLER,
         e.InvalidRuntimeEventError,
     ),
@@ -28,6 +29,13 @@ WIRE = (
         "without invocationId.",
         FIX_CALLER,
         e.InvalidRunHeaderError,
+    ),
+    error(
+        "invalid_host_config",
+        "A HostConfig was built with a missing, unknown or ill-typed field; detail.errors "
+        "names each field and pydantic's error type (never the value).",
+        FIX_CALLER,
+        e.InvalidHostConfigError,
     ),
     error(
         "non_strict_json",

@@ -168,6 +168,9 @@ from maka_es.errors.wire import (
     CodecInputError as CodecInputError,
 )
 from maka_es.errors.wire import (
+    InvalidHostConfigError as InvalidHostConfigError,
+)
+from maka_es.errors.wire import (
     InvalidRunHeaderError as InvalidRunHeaderError,
 )
 from maka_es.errors.wire import (
