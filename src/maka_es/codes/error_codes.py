@@ -218,9 +218,11 @@ STORE_FAULTS = (
     ),
     error(
         "store_corruption",
-        "Stored facts cannot be folded (a version gap, an unexpected fact): it fails closed.",
+        "Stored facts cannot be folded (a version gap, an unexpected fact), or the store file is "
+        "damaged or no database (StoreFileCorruptionError, detail.reason): it fails closed.",
         "Stop writing to it; keep the file for inspection and restore from a backup.",
         e.StoreCorruptionError,
+        e.StoreFileCorruptionError,
     ),
 )
 

@@ -126,6 +126,9 @@ from maka_es.errors.store import (
     StoreCorruptionError as StoreCorruptionError,
 )
 from maka_es.errors.store import (
+    StoreFileCorruptionError as StoreFileCorruptionError,
+)
+from maka_es.errors.store import (
     StoreOutcomeUnknownError as StoreOutcomeUnknownError,
 )
 from maka_es.errors.store import (
