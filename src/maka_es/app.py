@@ -67,6 +67,7 @@ from maka_es.adapters.store_url import (
     READ_ONLY_ENV,
     is_postgres_url,
     postgres_env_from_url,
+    sqlite_path_of,
 )
 from maka_es.adapters.workspace_marker import workspace_identity_of
 from maka_es.app_api import RuntimeApi
@@ -184,11 +185,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
     def open(cls, store: str, **kwargs: Any) -> RuntimeApplication:
         """An application on the store named by one setting (ADR 0028): a PostgreSQL URL
         (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.store_url``) or else a
-        SQLite path (``open_sqlite``). ``read_only=True`` makes every write fail in the store
+        SQLite path or ``sqlite:///PATH`` (``open_sqlite``); another URL scheme is
+        ``store_path_unusable``. ``read_only=True`` makes every write fail in the store
         itself: SQLite's ``mode=ro``, or PostgreSQL's ``default_transaction_read_only`` on every
         connection (a write is then a typed ``store_unavailable``)."""
         if not is_postgres_url(store):
-            return cls.open_sqlite(store, **kwargs)
+            return cls.open_sqlite(sqlite_path_of(store), **kwargs)
         env = postgres_env_from_url(store)
         if kwargs.pop("read_only", False):
             env.update({READ_ONLY_ENV: "y", "CREATE_TABLE": "n"})

@@ -27,6 +27,7 @@ from eventsourcing.persistence import ConnectionPoolClosedError, IntegrityError,
 
 from maka_es.errors import (
     MakaError,
+    StoreFileCorruptionError,
     StorePathError,
     StoreSchemaMissingError,
     StoreUnavailableError,
@@ -45,6 +46,12 @@ _REASONS: Final = {
     "SQLITE_PERM": "permission_denied",
     "SQLITE_AUTH": "permission_denied",
 }
+
+
+#: Reasons that are a verdict about the file, not a passing fault.
+_CORRUPTION: Final = frozenset({"corrupt", "not_a_database"})
+#: Reasons the path itself may explain (a directory opened read-only is an I/O error).
+_PATH_REASONS: Final = frozenset({"cannot_open", "io_error"})
 
 
 def _sqlite_cause(exc: BaseException) -> sqlite3.Error | None:
@@ -111,7 +118,13 @@ def store_fault(
             "tables dropped under the application; nothing was read or written",
             detail=detail,
         )
-    if reason == "cannot_open" and path is not None:
+    if reason in _CORRUPTION:
+        return StoreFileCorruptionError(
+            f"the store file{where} is damaged or not a SQLite database ({error_name}): "
+            f"{exc}; nothing was read or written",
+            detail=detail,
+        )
+    if reason in _PATH_REASONS and path is not None:
         problem = _path_problem(path, read_only)
         if problem is not None:
             detail["reason"] = problem

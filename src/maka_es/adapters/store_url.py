@@ -5,17 +5,27 @@ the same string names the same store on every machine. ``postgresql://user:pw@ho
 (or ``postgres://``) becomes eventsourcing's ``POSTGRES_*`` environment for
 ``maka_es.adapters.postgres``; query parameters ``schema``, ``connect_timeout``, ``pool_size``,
 ``max_overflow``, ``lock_timeout`` and ``statement_timeout_ms`` map to their settings.
-Anything else is a SQLite path (ADR 0028).
+``sqlite:///PATH`` names the SQLite file ``PATH`` (SQLAlchemy's form: ``sqlite:///rel.db`` is
+relative, ``sqlite:////abs/x.db`` absolute); any other ``scheme://`` is refused rather than
+taken as a file name; everything else is a SQLite path (ADR 0028, amended).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from maka_es.errors import StoreUnavailableError
+from maka_es.errors import StorePathError, StoreUnavailableError
 
-__all__ = ["POSTGRES_MODULE", "is_postgres_url", "postgres_env_from_url", "redact_store_url"]
+__all__ = [
+    "POSTGRES_MODULE",
+    "is_postgres_url",
+    "postgres_env_from_url",
+    "redact_store_url",
+    "sqlite_path_of",
+    "store_scheme",
+]
 
 POSTGRES_MODULE: Final = "maka_es.adapters.postgres"
 
@@ -23,6 +33,9 @@ POSTGRES_MODULE: Final = "maka_es.adapters.postgres"
 #: counterpart of SQLite's ``mode=ro`` (``RuntimeApplication.open(url, read_only=True)``).
 READ_ONLY_ENV: Final = "MAKA_PG_READ_ONLY"
 _SCHEMES: Final = ("postgresql", "postgres")
+_SQLITE_PREFIX: Final = "sqlite:///"
+#: RFC 3986's scheme, followed by ``://``: ``C:\\x`` or ``./a:b`` are paths, not URLs.
+_URL_SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 _QUERY_KEYS: Final = {
     "schema": "POSTGRES_SCHEMA",
@@ -37,6 +50,39 @@ _QUERY_KEYS: Final = {
 def is_postgres_url(store: str) -> bool:
     """Whether ``store`` names a PostgreSQL server (else it is a SQLite path)."""
     return store.partition("://")[0].lower() in _SCHEMES and "://" in store
+
+
+def store_scheme(store: str) -> str | None:
+    """The URL scheme of ``store`` in lower case, ``None`` for a plain SQLite path."""
+    match = _URL_SCHEME.match(store)
+    return match.group(1).lower() if match else None
+
+
+def sqlite_path_of(store: str) -> str:
+    """The SQLite file a store setting that is no PostgreSQL URL names: a plain path as is,
+    ``sqlite:///PATH`` as ``PATH`` (taken literally: no host, no query, no percent-decoding).
+
+    Why a refusal for another scheme: ``mysql://h/db`` taken as a path would create a SQLite
+    file ``mysql:/h/db`` (or fail on its missing directory) instead of saying what is wrong.
+    ``store_path_unusable`` with ``detail.reason`` ``unsupported_scheme`` or ``bad_sqlite_url``.
+    """
+    scheme = store_scheme(store)
+    if scheme is None:
+        return store
+    if scheme != "sqlite":
+        raise StorePathError(
+            f"a store URL with the scheme {scheme!r} is not supported: use a SQLite path, "
+            "sqlite:///PATH, or postgresql://user:pw@host:port/db",
+            detail={"reason": "unsupported_scheme", "scheme": scheme},
+        )
+    path = store[len(_SQLITE_PREFIX) :] if store.lower().startswith(_SQLITE_PREFIX) else ""
+    if not path or "?" in path:
+        raise StorePathError(
+            f"{store!r} is no SQLite URL this library reads: write sqlite:///relative.db or "
+            "sqlite:////absolute/path.db (no host, no query)",
+            detail={"reason": "bad_sqlite_url", "path": store},
+        )
+    return path
 
 
 def redact_store_url(store: str) -> str:

@@ -18,11 +18,13 @@ import typer
 
 from maka_es.adapters.jsonl import JsonlLedger
 from maka_es.adapters.ledger_io import export_jsonl_run, import_jsonl_ledgers
+from maka_es.adapters.output_path import refuse_unusable_output
+from maka_es.app import RuntimeApplication
 from maka_es.cli.output import console, emit_json
 from maka_es.cli.root import JsonFlag, app, settings
-from maka_es.cli.store import open_store
+from maka_es.cli.store import is_postgres, open_store, sqlite_path
 from maka_es.continuation.provider_export import to_anthropic_messages, to_openai_chat_messages
-from maka_es.errors import CommandLineUsageError
+from maka_es.errors import CommandLineUsageError, MakaError, ReportOutputError
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 
@@ -44,8 +46,11 @@ def import_(
         raise CommandLineUsageError(
             f"{directory} is not a directory", "pass the ledger root directory"
         )
-    with open_store(settings(ctx).store) as runtime:
-        report = import_jsonl_ledgers(runtime, JsonlLedger(directory))
+    store, ledger = settings(ctx).store, JsonlLedger(directory)
+    if not is_postgres(store) and not Path(sqlite_path(store)).exists():
+        _rehearse(ledger)
+    with open_store(store) as runtime:
+        report = import_jsonl_ledgers(runtime, ledger)
     document = {"runs": report.runs, "appended": report.appended, "retried": report.retried}
     if as_json:
         emit_json(document)
@@ -55,6 +60,14 @@ def import_(
         f"{report.retried} already present",
         highlight=False,
     )
+
+
+def _rehearse(ledger: JsonlLedger) -> None:
+    """Import into an empty in-memory store first, with the same gates: a refused import then
+    creates neither the SQLite file nor its directory. Only for a store that does not exist
+    yet (an existing one is not created by the import, and its own content may decide)."""
+    with RuntimeApplication.in_memory() as rehearsal:
+        import_jsonl_ledgers(rehearsal, ledger)
 
 
 @app.command()
@@ -74,10 +87,11 @@ def export(
         raise CommandLineUsageError(
             "-o/--output writes the JSONL layout only", "drop -o or use jsonl"
         )
+    if output is not None:
+        refuse_unusable_output(output, kind="directory", what="a ledger")
     with open_store(settings(ctx).store, read_only=True) as runtime:
         if output is not None:
-            export_jsonl_run(runtime, JsonlLedger(output), run)
-            console.print(f"exported {run} under {output}", highlight=False)
+            _export_to(runtime, output, run)
             return
         events = runtime.read_run_events(run)
     if format_ is ExportFormat.jsonl:
@@ -86,6 +100,21 @@ def export(
         emit_json(to_openai_chat_messages(events))
     else:
         emit_json(to_anthropic_messages(events))
+
+
+def _export_to(runtime: RuntimeApplication, output: Path, run: str) -> None:
+    """The reference layout of ``run`` under ``output``; an ``OSError`` the check could not
+    foresee (the disk filled, the directory vanished) is the same typed refusal."""
+    try:
+        export_jsonl_run(runtime, JsonlLedger(output), run)
+    except MakaError:
+        raise
+    except OSError as exc:
+        raise ReportOutputError(
+            f"cannot write a ledger to {str(output)!r}: {exc.strerror or exc}",
+            detail={"path": str(output), "reason": "write_failed"},
+        ) from None
+    console.print(f"exported {run} under {output}", highlight=False)
 
 
 @app.command()

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from maka_es.cli.output import EXIT_ERROR, console, emit_json, err_console
 from maka_es.cli.root import JsonFlag, app, settings
-from maka_es.cli.store import is_postgres
+from maka_es.cli.store import is_postgres, sqlite_path
 from maka_es.errors import CommandLineUsageError
 
 SUITES = ("phase0", "tooljournal", "continuation")
@@ -92,6 +92,8 @@ def crash_matrix(
     """Kill a real child at every failpoint and compare the decisions; exit 1 on a mismatch."""
     store = settings(ctx).store
     postgres = store if is_postgres(store) else None
+    if postgres is None:
+        sqlite_path(store)  # another URL scheme is a usage error here too
     chosen = list(dict.fromkeys(suite or SUITES))
     unknown = [name for name in chosen if name not in SUITES]
     if unknown:

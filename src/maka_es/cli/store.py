@@ -2,7 +2,8 @@
 
 Why one function: every command opens its store the same way, read commands read-only on SQLite
 (``mode=ro`` makes "planning never writes" a property of the file handle, not of our care), and
-a PostgreSQL URL goes to ``RuntimeApplication.open`` (ADR 0028).
+a PostgreSQL URL goes to ``RuntimeApplication.open`` (ADR 0028). A URL of another scheme is a
+usage error (exit 2) before anything is opened or created; ``sqlite:///PATH`` is the file PATH.
 """
 
 from __future__ import annotations
@@ -11,16 +12,29 @@ import os
 from pathlib import Path
 from typing import Any
 
+from maka_es.adapters.store_url import is_postgres_url, sqlite_path_of
 from maka_es.app import RuntimeApplication
+from maka_es.errors import CommandLineUsageError, StorePathError
 
 #: The store used when neither ``--store`` nor ``MAKA_ES_STORE`` names one.
 DEFAULT_STORE = "./.maka/runtime.sqlite"
 STORE_ENV = "MAKA_ES_STORE"
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres(store: str) -> bool:
-    return store.startswith(_POSTGRES_SCHEMES)
+    return is_postgres_url(store)
+
+
+def sqlite_path(store: str) -> str:
+    """The SQLite file ``--store`` names (a path, or ``sqlite:///PATH``); any other URL scheme
+    is a usage error (exit 2), raised before anything is opened or created."""
+    try:
+        return sqlite_path_of(store)
+    except StorePathError as exc:
+        raise CommandLineUsageError(
+            str(exc.args[0]),
+            "pass --store a SQLite path, sqlite:///PATH or postgresql://user:pw@host:port/db",
+        ) from None
 
 
 def open_store(store: str, *, read_only: bool = False, **kwargs: Any) -> RuntimeApplication:
@@ -33,9 +47,10 @@ def open_store(store: str, *, read_only: bool = False, **kwargs: Any) -> Runtime
     if is_postgres(store):
         # Read commands run in read-only transactions: the server itself refuses any write.
         return RuntimeApplication.open(store, read_only=read_only, **kwargs)
+    path = Path(sqlite_path(store))
     if not read_only:
-        Path(store).parent.mkdir(parents=True, exist_ok=True)
-    return RuntimeApplication.open_sqlite(str(Path(store)), read_only=read_only, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return RuntimeApplication.open_sqlite(str(path), read_only=read_only, **kwargs)
 
 
 def store_from_environment() -> str:

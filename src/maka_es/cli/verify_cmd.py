@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from maka_es.cli.integrity import corrupt_rows, run_health, sqlite_integrity
 from maka_es.cli.output import EXIT_CORRUPTION, console, emit_json, err_console
 from maka_es.cli.root import JsonFlag, app, settings
-from maka_es.cli.store import is_postgres, open_store
+from maka_es.cli.store import is_postgres, open_store, sqlite_path
 from maka_es.errors import StoreCorruptionError
 
 
@@ -31,7 +31,9 @@ def verify(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Check the store file, every stored row and every run; exit 4 on corruption."""
     store = settings(ctx).store
     with open_store(store, read_only=True) as runtime:
-        file_check = "not_applicable" if is_postgres(store) else sqlite_integrity(store)
+        file_check = (
+            "not_applicable" if is_postgres(store) else sqlite_integrity(sqlite_path(store))
+        )
         rows = corrupt_rows(runtime)
         try:
             run_ids = runtime.all_run_ids()

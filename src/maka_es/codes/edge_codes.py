@@ -100,9 +100,11 @@ WORKSPACE_PATHS = group(
 REPORT = (
     error(
         "report_output_invalid",
-        "A run report cannot be written where asked: the path is a directory, its parent is "
-        "missing, or writing failed (ADR 0030).",
-        "Choose a file path in an existing, writable directory; no file was left behind.",
+        "A run report (or an export -o ledger) cannot be written where asked: a directory for "
+        "a file or a file for a directory, a missing or unwritable parent, a failed write "
+        "(detail.reason; ADR 0030).",
+        "Choose a path in an existing, writable directory (a file for a report, a directory "
+        "for export -o); nothing was left behind.",
         e.ReportOutputError,
     ),
 )

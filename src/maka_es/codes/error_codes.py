@@ -18,7 +18,8 @@ SWITCH = "Never raised with this code; catch the class and switch on the specifi
 WIRE = (
     error(
         "invalid_runtime_event",
-        "An event (or a part of it) is not the exact wire shape; .field names where.",
+        "An event (or a part of it), or an id or open_session argument, is not the exact wire "
+        "shape (an id that is no UTF-8 text, or no str); .field names where.",
         FIX_CALLER,
         e.InvalidRuntimeEventError,
     ),
@@ -28,6 +29,13 @@ WIRE = (
         "without invocationId.",
         FIX_CALLER,
         e.InvalidRunHeaderError,
+    ),
+    error(
+        "invalid_host_config",
+        "A HostConfig was built with a missing, unknown or ill-typed field; detail.errors "
+        "names each field and pydantic's error type (never the value).",
+        FIX_CALLER,
+        e.InvalidHostConfigError,
     ),
     error(
         "non_strict_json",
@@ -232,9 +240,11 @@ STORE_FAULTS = (
     ),
     error(
         "store_corruption",
-        "Stored facts cannot be folded (a version gap, an unexpected fact): it fails closed.",
+        "Stored facts cannot be folded (a version gap, an unexpected fact), or the store file is "
+        "damaged or no database (StoreFileCorruptionError, detail.reason): it fails closed.",
         "Stop writing to it; keep the file for inspection and restore from a backup.",
         e.StoreCorruptionError,
+        e.StoreFileCorruptionError,
     ),
 )
 

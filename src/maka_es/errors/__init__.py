@@ -132,6 +132,9 @@ from maka_es.errors.store import (
     StoreDatabaseMissingError as StoreDatabaseMissingError,
 )
 from maka_es.errors.store import (
+    StoreFileCorruptionError as StoreFileCorruptionError,
+)
+from maka_es.errors.store import (
     StoreOutcomeUnknownError as StoreOutcomeUnknownError,
 )
 from maka_es.errors.store import (
@@ -175,6 +178,9 @@ from maka_es.errors.store import (
 )
 from maka_es.errors.wire import (
     CodecInputError as CodecInputError,
+)
+from maka_es.errors.wire import (
+    InvalidHostConfigError as InvalidHostConfigError,
 )
 from maka_es.errors.wire import (
     InvalidRunHeaderError as InvalidRunHeaderError,

@@ -224,3 +224,11 @@ class StoreCorruptionError(MakaError):
     """Stored data cannot be decoded: fail closed, never guess."""
 
     default_code = "store_corruption"
+
+
+class StoreFileCorruptionError(StoreCorruptionError, StoreUnavailableError):
+    """The store file itself is damaged or no database at all (SQLite's ``SQLITE_CORRUPT``,
+    ``SQLITE_NOTADB``; ``detail.reason`` ``corrupt`` or ``not_a_database``): a verdict about
+    the file, so its code is ``store_corruption`` (the CLI exits 4), not "retry later".
+    Also a ``StoreUnavailableError``, so every reader that treats a store it cannot read as a
+    fault still does (the planner parks, a failed command forgets its cached streams)."""

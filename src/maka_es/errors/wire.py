@@ -33,6 +33,18 @@ class InvalidRunHeaderError(MakaError, ValueError):
         self.field = field
 
 
+class InvalidHostConfigError(MakaError, ValueError):
+    """A :class:`~maka_es.HostConfig` cannot be built from the values given.
+
+    ``detail["errors"]`` lists ``{"field", "type"}`` per bad field (pydantic's error type, e.g.
+    ``literal_error``, ``string_type``, ``missing``, ``extra_forbidden``); the values are never
+    echoed, since a host config may be built from secrets in its environment. A ``ValueError``,
+    as pydantic's ``ValidationError`` it replaces, so ``except ValueError`` still catches it.
+    """
+
+    default_code = "invalid_host_config"
+
+
 class NonStrictJsonError(MakaError, ValueError):
     """A value is not strict JSON (NaN, Infinity, non-string key, unsupported type, ...)."""
 

@@ -4,58 +4,52 @@ Why explicit topics: eventsourcing resolves stored events by topic. A topic that
 breaks every stored row when a class moves; here each fact declares a stable ``TOPIC`` string
 and the mapper resolves through :data:`FACT_TYPES`, so renames never break decoding.
 
-Why stream ids are derived (uuid5 of a typed name): "the stream of run r1" and "the claim on
-invocation i1" must be the same row for every process and every machine, so that the store's
-``(originator_id, originator_version)`` uniqueness is the arbiter between concurrent writers.
+The stream ids are derived in :mod:`maka_es.ledger.stream_ids` (re-exported here).
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
+from maka_es.ledger.stream_ids import (
+    STREAM_NAMESPACE as STREAM_NAMESPACE,
+)
+from maka_es.ledger.stream_ids import (
+    checked_session_args as checked_session_args,
+)
+from maka_es.ledger.stream_ids import (
+    checked_text as checked_text,
+)
+from maka_es.ledger.stream_ids import (
+    claim_stream_id as claim_stream_id,
+)
+from maka_es.ledger.stream_ids import (
+    fork_stream_id as fork_stream_id,
+)
+from maka_es.ledger.stream_ids import (
+    host_stream_id as host_stream_id,
+)
+from maka_es.ledger.stream_ids import (
+    invocation_stream_id as invocation_stream_id,
+)
+from maka_es.ledger.stream_ids import (
+    run_stream_id as run_stream_id,
+)
+from maka_es.ledger.stream_ids import (
+    session_stream_id as session_stream_id,
+)
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.
 EpochMs = int | float
-
-#: Namespace for every maka_es stream id. Never change it: ids are persistent.
-STREAM_NAMESPACE = uuid.UUID("5b3c7d4e-0f7a-5c8e-9a51-6d2e8f1b4c90")
-
-
-@lru_cache(maxsize=4096)
-def run_stream_id(run_id: str) -> uuid.UUID:
-    """The run's stream id; remembered, since every command of a run asks for it (uuid5 hashes
-    with SHA-1 each time) and the answer never changes (ADR 0033)."""
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/run/{run_id}")
-
-
-def session_stream_id(session_id: str) -> uuid.UUID:
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/session/{session_id}")
-
-
-def invocation_stream_id(invocation_id: str) -> uuid.UUID:
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/invocation/{invocation_id}")
-
-
-def claim_stream_id(claim_id: str) -> uuid.UUID:
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{claim_id}")
-
-
-def fork_stream_id(claim_id: str) -> uuid.UUID:
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/fork/{claim_id}")
-
-
-def host_stream_id(host_id: str) -> uuid.UUID:
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{host_id}")
 
 
 class StoredFact(BaseModel):

@@ -10,10 +10,11 @@ the ids are passed in by the application edge (its clock and id factory).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 
+from maka_es.errors import InvalidHostConfigError
 from maka_es.wire.run_header import RunHeader
 
 __all__ = ["HostConfig", "header_for_run"]
@@ -31,6 +32,46 @@ class HostConfig(BaseModel):
     model_id: StrictStr
     permission_mode: StrictStr
     cwd: StrictStr | None = None
+
+    if not TYPE_CHECKING:  # the pydantic mypy plugin keeps the typed keyword signature
+
+        def __init__(self, **data: Any) -> None:
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise _invalid(exc) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """Validate a mapping (or an instance); ``invalid_host_config`` when it does not fit."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        """Validate a JSON document; ``invalid_host_config`` when it does not fit."""
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+
+
+def _invalid(exc: ValidationError) -> InvalidHostConfigError:
+    """The typed refusal for ``exc``: each bad field and pydantic's error type, no values
+    (a host config may be built from secrets in the environment). pydantic validates a
+    mapping through ``__init__``, so the refusal it raised there may come back wrapped."""
+    for error in exc.errors(include_url=False, include_input=False):
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, InvalidHostConfigError):
+            return cause
+    errors = [
+        {"field": ".".join(str(part) for part in error["loc"]) or "<root>", "type": error["type"]}
+        for error in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+    named = ", ".join(f"{error['field']} ({error['type']})" for error in errors)
+    return InvalidHostConfigError(f"HostConfig: invalid {named}", detail={"errors": errors})
 
 
 def header_for_run(

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from maka_es.errors import InvalidRunHeaderError
+from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError
+from maka_es.ledger.facts import checked_session_args
 from maka_es.ledger.host_config import HostConfig, header_for_run
 from maka_es.ledger.service import Ledger, SessionInfo
 from maka_es.wire.run_header import RunHeader
@@ -56,10 +57,17 @@ class HostSessions:
         """Open (or reopen, idempotently) a session. ``cwd`` defaults to the host config's;
         without an explicit identity the resolver's identity of ``cwd`` is recorded - the same
         marker is read at every start, so repeating the call returns the same session. A
-        resolver failure raises its typed error before anything is written."""
+        resolver failure, and an argument that is not UTF-8 text (``invalid_runtime_event``),
+        raise their typed error before anything is written."""
         chosen_cwd = cwd if cwd is not None else (self.config.cwd if self.config else None)
         if chosen_cwd is None:
-            raise TypeError("open_session needs a cwd (no host config with a cwd)")
+            raise InvalidRuntimeEventError(
+                "open_session needs a cwd (no host config with a cwd)",
+                field="cwd",
+                detail={"reason": "cwd_missing"},
+            )
+        # Checked before the resolver, which may publish a workspace marker in ``cwd``.
+        checked_session_args(session_id, chosen_cwd, workspace_identity)
         if workspace_identity is None and self.resolver is not None:
             workspace_identity = self.resolver(chosen_cwd)
         return self._ledger.open_session(session_id, chosen_cwd, workspace_identity)

@@ -27,6 +27,7 @@ from maka_es.ledger.facts import (
     RunCreated,
     SessionOpened,
     StoredFact,
+    checked_session_args,
     invocation_stream_id,
     run_stream_id,
 )
@@ -131,6 +132,7 @@ class Ledger:
         every start. An existing session with another cwd or identity is refused with
         ``session_already_exists`` and ``detail.fields`` naming what differs; nothing is written.
         Two processes opening it at once: one writes, the other compares with what it wrote."""
+        checked_session_args(session_id, cwd, workspace_identity)
         with self._store.command():
             existing = self._session_if_open(session_id)
             if existing is None:

@@ -11,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from maka_es.adapters.output_path import refuse_unusable_output
 from maka_es.app_api import RuntimeApi
 from maka_es.errors import ReportOutputError
 from maka_es.report.read import read_run_report, read_session_report
@@ -42,14 +43,11 @@ def write_session_report(app: RuntimeApi, session_id: str, path: str | os.PathLi
 
 def write_html(html: str, path: str | os.PathLike[str]) -> Path:
     """Write ``html`` to ``path`` whole or not at all: a temporary file beside it, flushed,
-    then renamed over it. A directory, a missing parent or an I/O failure raises
-    ``ReportOutputError`` (``report_output_invalid``) and leaves no file behind."""
+    then renamed over it. A directory, a missing or unwritable parent (the check ``export -o``
+    shares) or an I/O failure raises ``ReportOutputError`` (``report_output_invalid``) and
+    leaves no file behind."""
     target = Path(path)
-    if target.is_dir() or not target.parent.is_dir():
-        raise ReportOutputError(
-            f"cannot write a report to {str(target)!r}: not a file in an existing directory",
-            detail={"path": str(target)},
-        )
+    refuse_unusable_output(target, kind="file", what="a report")
     temporary: str | None = None
     try:
         fd, temporary = tempfile.mkstemp(prefix=".maka-report-", suffix=".tmp", dir=target.parent)

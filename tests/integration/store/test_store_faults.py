@@ -315,6 +315,10 @@ NO_STORE_ACCESS: dict[str, str] = {
     "safe_boundary_resume_enabled": "reads the environment only",
     "now_ms": "reads the injected clock only",
     "close": "releases connections",
+    "save": "refused (write_path_refused) before any store access",
+    "take_snapshot": "refused (write_path_refused) before any store access",
+    "notify": "refused (write_path_refused) before any store access",
+    "repository": "refused (write_path_refused) before any store access",
 }
 
 
