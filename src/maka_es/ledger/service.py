@@ -319,10 +319,9 @@ class Ledger:
             )
             if decision.facts:
                 self._store.commit(decision.facts, conflict=lambda: concurrent_write(run_id))
-            high_water = run.high_water + len(decision.appended)
         if decision.appended:
             self._on_committed(run_id, decision.appended)
-        return AppendResult(len(decision.appended), decision.retried, high_water)
+        return AppendResult(len(decision.appended), decision.retried, decision.high_water)
 
     def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
         """Patch the mutable header fields. A terminal status is accepted only when the run's
@@ -331,10 +330,11 @@ class Ledger:
             run = self._store.load_run(run_id)
             self.check_writer(run)
             fact = run.decide_header_update(patch, updated_at=self._store.now_ms())
+            decided = run.header_after(fact)
             self._store.commit([fact], conflict=lambda: concurrent_write(run_id))
         # The decided header, not a re-read: once COMMIT returned, the command is saved, and a
         # store fault on a read after it must not report it as not written (ADR 0028).
-        return run.header_after(fact)
+        return decided
 
     def end_run(self, run_id: str, terminal: RuntimeEvent | Mapping[str, Any]) -> RunHeader:
         """End a run: the terminal event is made durable FIRST, then the header derived from
