@@ -25,7 +25,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.errors import MakaError
+from maka_es.errors import ConcurrentWriteError, MakaError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.ledger.run_state import RunState
 from maka_es.testing.ownership_soak import first_owner_writes_after_takeover
@@ -114,6 +114,18 @@ def _take_over(b: RuntimeApplication, run_id: str) -> None:
     raise AssertionError(f"host b never took {run_id} over")
 
 
+def _end(b: RuntimeApplication, run_id: str, terminal: dict[str, object]) -> None:
+    """``b`` ends the run; a try that lost to a write of ``a`` that landed (the defect this
+    soak looks for) is made again, so the check below reports which write it was."""
+    for _ in range(100):
+        try:
+            b.end_run(run_id, terminal)
+            return
+        except ConcurrentWriteError:
+            continue
+    raise AssertionError(f"host b never ended {run_id}")
+
+
 def _trial(a: RuntimeApplication, b: RuntimeApplication, run_id: str, rng: random.Random) -> int:
     """One takeover race; returns how many reads ``a``'s reader made meanwhile."""
     spine = Spine("s1", f"i-{run_id}", run_id, "t1")
@@ -126,7 +138,8 @@ def _trial(a: RuntimeApplication, b: RuntimeApplication, run_id: str, rng: rando
     appender.start()
     time.sleep(rng.uniform(0.0, 0.004))
     _take_over(b, run_id)
-    b.end_run(run_id, LedgerBuilder(spine, prefix=f"{run_id}-b").terminal("completed"))
+    time.sleep(rng.uniform(0.0, 0.002))  # recovery does other work before the terminal
+    _end(b, run_id, LedgerBuilder(spine, prefix=f"{run_id}-b").terminal("completed"))
     appender.join(timeout=60)
     assert not appender.is_alive()
     reader.close()
