@@ -35,6 +35,7 @@ from maka_es.ledger.run import Run, project_run
 from maka_es.ledger.session import Session, project_session
 
 A = TypeVar("A")
+T = TypeVar("T")
 
 #: Notifications read per page by a topic scan.
 PAGE = 500
@@ -79,9 +80,19 @@ class CommandLock:
 
     def __enter__(self) -> CommandLock:
         self._lock.acquire()
+        self._entered()
+        return self
+
+    def try_enter(self) -> bool:
+        """Enter without waiting (``False``: another thread is inside a command)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._entered()
+        return True
+
+    def _entered(self) -> None:
         self._owner = threading.get_ident()
         self._depth += 1
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
@@ -155,6 +166,17 @@ class EventSourcedRunStore:
         if snapshots is not None:
             snapshots.after_load(run)
         return run
+
+    def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
+        """``view`` of the run, on the commands' state while no command runs (the lock is
+        taken without waiting, so a command never waits for a reader and nothing changes the
+        state under either), else on this thread's own aggregate (:meth:`_repository`)."""
+        if not self._lock.try_enter():
+            return view(self.load_run(run_id))
+        try:
+            return view(self.load_run(run_id))
+        finally:
+            self._lock.__exit__()
 
     def load_session(self, session_id: str) -> Session:
         session = self.load(session_stream_id(session_id), project_session)

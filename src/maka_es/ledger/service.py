@@ -118,7 +118,8 @@ class Ledger:
         return self._store.command()
 
     def load_run(self, run_id: str) -> Run:
-        """The Run aggregate (a read: its deciders return facts, they never save)."""
+        """The Run aggregate (a read: its deciders return facts, they never save). Inside a
+        command, the commands' cached state; outside one, the calling thread's own."""
         return self._store.load_run(run_id)
 
     # -- sessions -------------------------------------------------------------------------------
@@ -275,7 +276,7 @@ class Ledger:
         return facts, run.high_water, (len(decision.appended), decision.retried)
 
     def get_run_header(self, run_id: str) -> RunHeader:
-        return self._store.load_run(run_id).header
+        return self._store.read_run(run_id, lambda run: run.header)
 
     def list_runs(self, session_id: str) -> list[RunHeader]:
         """Headers of the session's runs in creation order."""
@@ -364,15 +365,16 @@ class Ledger:
 
     def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
         """The run's committed RuntimeEvents, in commit order."""
-        return list(self._store.load_run(run_id).events)
+        return self._store.read_run(run_id, lambda run: list(run.events))
 
     def run_high_water(self, run_id: str) -> int:
-        return self._store.load_run(run_id).high_water
+        return self._store.read_run(run_id, lambda run: run.high_water)
 
     def read_run_payloads(self, run_id: str) -> list[str]:
         """The stored canonical JSON of each committed event (export, digests)."""
-        run = self._store.load_run(run_id)
-        return [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+        return self._store.read_run(
+            run_id, lambda run: [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+        )
 
 
 def _terminal_patch(header: RunHeader) -> dict[str, Any]:

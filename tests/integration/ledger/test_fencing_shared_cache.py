@@ -19,7 +19,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.errors import ConcurrentWriteError
+from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError
 from maka_es.ledger import run_append
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run_state import RunState
@@ -76,7 +76,8 @@ def _read_in_another_thread(app: RuntimeApplication) -> None:
     reader = threading.Thread(target=read)
     reader.start()
     reader.join(timeout=30)
-    assert not reader.is_alive() and errors == []
+    assert not reader.is_alive()
+    assert errors == []
 
 
 def _once(action: Callable[[], None]) -> Callable[[], None]:
@@ -149,9 +150,9 @@ def test_a_read_after_the_owner_check_cannot_let_a_fenced_command_write(
     assert b.ledger.load_run("r1").owner == RunOwner("b", 2)
     # a's next try reads the takeover and is fenced; still nothing written
     monkeypatch.undo()
-    with pytest.raises(Exception) as fenced:
+    with pytest.raises(RunOwnerFencedError) as fenced:
         COMMANDS[command](a, ledger)
-    assert getattr(fenced.value, "code", None) == "run_owner_fenced"
+    assert fenced.value.code == "run_owner_fenced"
     assert store_snapshot(b).rows == after_b
 
 
