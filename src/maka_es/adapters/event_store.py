@@ -169,8 +169,9 @@ class EventSourcedRunStore:
 
     def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
         """``view`` of the run, on the commands' state while no command runs (the lock is
-        taken without waiting, so a command never waits for a reader and nothing changes the
-        state under either), else on this thread's own aggregate (:meth:`_repository`)."""
+        taken without waiting: a read never waits for a command, a command waits for one view
+        at most, and nothing changes the state under either), else on this thread's own
+        aggregate (:meth:`_repository`)."""
         if not self._lock.try_enter():
             return view(self.load_run(run_id))
         try:
