@@ -26,9 +26,8 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.ledger.facts import RunOwnerTaken, RuntimeEventRecorded, run_stream_id
 from maka_es.recovery.report import recovered_terminal_id
-from maka_es.testing.ownership_soak import WorkerSpec, work
+from maka_es.testing.ownership_soak import WorkerSpec, first_owner_writes_after_takeover, work
 
 SLOTS = 8
 LEASE_MS = 6_000
@@ -157,18 +156,10 @@ def _check(app: RuntimeApplication, soak: Soak, final_repairs: list[tuple[str, s
 def _fenced_writes_absent(app: RuntimeApplication, run_id: str) -> int:
     """After a run's first takeover, no event of its first owner (``<runId>-e<n>``) lands.
     Returns the number of takeovers of the run."""
-    stream = app.recorder.select_events(run_stream_id(run_id))
-    facts = [app.mapper.to_domain_event(item) for item in stream]
-    taken = [f.originator_version for f in facts if isinstance(f, RunOwnerTaken)]
-    if taken:
-        own = re.compile(re.escape(run_id) + r"-e\d+$")
-        late = [
-            json.loads(f.payload)["id"]
-            for f in facts
-            if isinstance(f, RuntimeEventRecorded) and f.originator_version > taken[0]
-        ]
-        assert not [event_id for event_id in late if own.match(event_id)], (run_id, late)
-    return len(taken)
+    own = re.compile(re.escape(run_id) + r"-e\d+$")
+    late, takeovers = first_owner_writes_after_takeover(app, run_id, own)
+    assert late == [], (run_id, late)
+    return takeovers
 
 
 def test_eight_hosts_twenty_rounds_of_sigkill_on_one_store(tmp_path: Path, store_url: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, Repository
 from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
 
 from maka_es.adapters.fact_writer import RecorderFactWriter, SqliteFactWriter
@@ -35,6 +35,7 @@ from maka_es.ledger.run import Run, project_run
 from maka_es.ledger.session import Session, project_session
 
 A = TypeVar("A")
+T = TypeVar("T")
 
 #: Notifications read per page by a topic scan.
 PAGE = 500
@@ -42,6 +43,9 @@ PAGE = 500
 #: Committed facts kept for a later load to fold from memory, at most per stream and streams.
 OWN_FACTS_PER_STREAM = 64
 OWN_FACTS_STREAMS = 256
+
+#: Aggregates each reading thread keeps for its own later reads (see :class:`CommandLock`).
+READER_CACHE_MAXSIZE = 64
 
 
 def epoch_ms(reading: float) -> int:
@@ -56,6 +60,51 @@ def epoch_ms(reading: float) -> int:
     return math.floor(reading)
 
 
+class CommandLock:
+    """The store's command lock, which knows whether the calling thread holds it.
+
+    Why it must know: the aggregate cache is the commands' state. A command loads its
+    aggregates once under this lock, checks and decides on them, and saves; only a load under
+    the lock may advance a cached aggregate, so nothing changes the state a command decided on
+    before its save, and the versions it writes are the ones its checks saw. A load by a thread
+    that does not hold the lock (a reader) gets that thread's own aggregate instead and never
+    touches the cache (ADR 0021, ADR 0026, amendments of issue 20).
+    """
+
+    __slots__ = ("_depth", "_lock", "_owner")
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def __enter__(self) -> CommandLock:
+        self._lock.acquire()
+        self._entered()
+        return self
+
+    def try_enter(self) -> bool:
+        """Enter without waiting (``False``: another thread is inside a command)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._entered()
+        return True
+
+    def _entered(self) -> None:
+        self._owner = threading.get_ident()
+        self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._owner = None
+        self._lock.release()
+
+    def held(self) -> bool:
+        """The calling thread is inside a command (another thread's ident never matches)."""
+        return self._owner == threading.get_ident()
+
+
 class EventSourcedRunStore:
     """Implements ``RunStore`` (and the recovery read model's source) over ``app``."""
 
@@ -63,8 +112,10 @@ class EventSourcedRunStore:
         self._app = app
         self._clock = clock
         # Commands are pure until save; the lock keeps one process's read-validate-save
-        # sequences from interleaving on the shared aggregate cache.
-        self._lock = threading.RLock()
+        # sequences from interleaving on the shared aggregate cache, which only a command
+        # advances (CommandLock); each reading thread keeps aggregates of its own.
+        self._lock = CommandLock()
+        self._readers = threading.local()
         #: Facts this store committed that the cached aggregate has not folded yet (ADR 0026).
         self._own_facts: dict[UUID, list[RuntimeEventRecorded]] = {}
         self._own_facts_lock = threading.Lock()
@@ -85,19 +136,48 @@ class EventSourcedRunStore:
 
     # -- loading --------------------------------------------------------------------------------
 
+    def _repository(self) -> Repository[UUID]:
+        """The commands' repository (its cache is the aggregate cache) inside a command; else
+        this reading thread's own, whose aggregates no other thread sees."""
+        if self._lock.held():
+            return self._app._repository
+        repository: Repository[UUID] | None = getattr(self._readers, "repository", None)
+        if repository is None:
+            repository = Repository(
+                self._app.events,
+                cache_maxsize=READER_CACHE_MAXSIZE,
+                fastforward=True,
+                deepcopy_from_cache=False,
+            )
+            self._readers.repository = repository
+        return repository
+
     def load_run(self, run_id: str) -> Run:
         stream_id = run_stream_id(run_id)
         snapshots = self.snapshots
-        cold = snapshots is not None and not snapshots.cached(stream_id)
-        run = snapshots.restore(stream_id) if snapshots is not None and cold else None
+        repository = self._repository()
+        cold = snapshots is not None and not snapshots.cached(stream_id, repository.cache)
+        run = snapshots.restore(stream_id, repository.cache) if snapshots and cold else None
         if run is None:
             projector = snapshots.counting(project_run) if snapshots and cold else project_run
-            run = self.load(stream_id, projector)
+            run = self._load(repository, stream_id, projector)
         if run is None:
             raise RunNotFoundError(f"run {run_id} not found", detail={"runId": run_id})
         if snapshots is not None:
             snapshots.after_load(run)
         return run
+
+    def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
+        """``view`` of the run, on the commands' state while no command runs (the lock is
+        taken without waiting: a read never waits for a command, a command waits for one view
+        at most, and nothing changes the state under either), else on this thread's own
+        aggregate (:meth:`_repository`)."""
+        if not self._lock.try_enter():
+            return view(self.load_run(run_id))
+        try:
+            return view(self.load_run(run_id))
+        finally:
+            self._lock.__exit__()
 
     def load_session(self, session_id: str) -> Session:
         session = self.load(session_stream_id(session_id), project_session)
@@ -110,13 +190,30 @@ class EventSourcedRunStore:
     def load(
         self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
     ) -> A | None:
-        folded = self._fold_own_facts(stream_id, projector)
-        if folded is not None:
-            return folded
+        return self._load(self._repository(), stream_id, projector)
+
+    def _load(
+        self,
+        repository: Repository[UUID],
+        stream_id: UUID,
+        projector: Callable[[A | None, Iterable[Any]], A | None],
+    ) -> A | None:
+        """``stream_id`` from ``repository`` (its cached aggregate fast-forwarded); the facts
+        this store committed are folded from memory only into the commands' cache."""
+        if repository is self._app._repository:
+            folded = self._fold_own_facts(stream_id, projector)
+            if folded is not None:
+                return folded
         try:
-            aggregate = self._app._repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
+            aggregate = repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
         except AggregateNotFoundError:
             return None
+        except BaseException:
+            # a fold that failed part-way must not stay cached half-applied
+            if repository.cache is not None:
+                with contextlib.suppress(KeyError):
+                    repository.cache.get(stream_id, evict=True)
+            raise
         return cast(A, aggregate)
 
     def _fold_own_facts(

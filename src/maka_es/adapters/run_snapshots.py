@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.application import Application
+from eventsourcing.application import Application, Cache
 from eventsourcing.persistence import ApplicationRecorder
 
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
@@ -277,8 +277,8 @@ class RunSnapshots:
         table = snapshot_table_for(app.recorder)
         return None if table is None else cls(app, table)
 
-    def cached(self, stream_id: UUID) -> bool:
-        cache = self._app._repository.cache
+    def cached(self, stream_id: UUID, cache: Cache[UUID, Any] | None) -> bool:
+        """``cache`` (the commands' or a reading thread's) holds the run already."""
         if cache is None:
             return False
         try:
@@ -300,9 +300,10 @@ class RunSnapshots:
             self.facts_folded_cold += 1
             yield fact
 
-    def restore(self, stream_id: UUID) -> Run | None:
-        """The run from its verified snapshot plus the facts after it, put in the aggregate
-        cache; ``None``: no usable snapshot (the caller folds from the first fact)."""
+    def restore(self, stream_id: UUID, cache: Cache[UUID, Any] | None) -> Run | None:
+        """The run from its verified snapshot plus the facts after it, put in ``cache`` (the
+        commands' or a reading thread's); ``None``: no usable snapshot (the caller folds from
+        the first fact)."""
         run = self.table.restore(stream_id, self._replay)
         if run is None:
             return None
@@ -312,7 +313,6 @@ class RunSnapshots:
         folded = project_run(run, self._count(tail))
         assert folded is run
         self._snapshot_at[stream_id] = covered
-        cache = self._app._repository.cache
         if cache is not None:
             cache.put(stream_id, run)
         return run

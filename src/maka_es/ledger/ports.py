@@ -8,8 +8,10 @@ implements it over eventsourcing and ``maka_es.app`` wires the two (ADR 0017).
 
 The contract a writer relies on (docs/reference/ledger.md#write-rules):
 
-* ``command()`` serialises one read-decide-save sequence of this process (the aggregate cache
-  is shared);
+* ``command()`` serialises one read-decide-save sequence of this process; the aggregate cache
+  is the commands' state: only a load inside a command advances it, a load outside one gets
+  the calling thread's own aggregate, and ``read_run`` reads without ever making a command
+  wait (ADR 0021 and ADR 0026, amendments of issue 20);
 * ``commit(facts, conflict=...)`` saves every fact in ONE transaction; a lost race evicts the
   involved streams from the cache and raises ``conflict()``; any other store fault raises a
   typed ``StoreUnavailableError``; in both cases nothing of the transaction was written.
@@ -27,6 +29,7 @@ from maka_es.ledger.run import Run
 from maka_es.ledger.session import Session
 
 A = TypeVar("A")
+T = TypeVar("T")
 
 #: An eventsourcing projector: (current aggregate or None, facts) -> aggregate or None.
 Projector = Callable[[A | None, Iterable[Any]], A | None]
@@ -45,6 +48,10 @@ class RunStore(Protocol):
 
     def load_run(self, run_id: str) -> Run:
         """The Run aggregate; ``RunNotFoundError`` if it does not exist."""
+        ...
+
+    def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
+        """A read of the run: ``view`` of a state no command changes while it runs."""
         ...
 
     def load_session(self, session_id: str) -> Session:

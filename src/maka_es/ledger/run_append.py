@@ -45,11 +45,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class AppendDecision:
-    """What an append would do: the facts to save and how many events were exact retries."""
+    """What an append would do: the facts to save, how many events were exact retries, and
+    the run's high-water once they are saved (decided with them: the result of the command,
+    never read back from an aggregate after the commit)."""
 
     facts: tuple[StoredFact, ...]
     appended: tuple[RuntimeEvent, ...]
     retried: int
+    high_water: int
 
 
 def reserved_reason(event: RuntimeEvent) -> str | None:
@@ -203,7 +206,7 @@ def event_facts(
             payload_digest=payload_digest_of(payload),
         )
         facts.append(fact.with_decided_event(event) if plain else fact)
-    return AppendDecision(tuple(facts), tuple(appended), retried)
+    return AppendDecision(tuple(facts), tuple(appended), retried, run.high_water + len(appended))
 
 
 def _is_exact_retry(

@@ -119,7 +119,8 @@ class Ledger:
         return self._store.command()
 
     def load_run(self, run_id: str) -> Run:
-        """The Run aggregate (a read: its deciders return facts, they never save)."""
+        """The Run aggregate (a read: its deciders return facts, they never save). Inside a
+        command, the commands' cached state; outside one, the calling thread's own."""
         return self._store.load_run(run_id)
 
     # -- sessions -------------------------------------------------------------------------------
@@ -284,7 +285,7 @@ class Ledger:
         return facts, run.high_water, (len(decision.appended), decision.retried)
 
     def get_run_header(self, run_id: str) -> RunHeader:
-        return self._store.load_run(run_id).header
+        return self._store.read_run(run_id, lambda run: run.header)
 
     def list_runs(self, session_id: str) -> list[RunHeader]:
         """Headers of the session's runs in creation order."""
@@ -328,10 +329,9 @@ class Ledger:
             )
             if decision.facts:
                 self._store.commit(decision.facts, conflict=lambda: concurrent_write(run_id))
-            high_water = run.high_water + len(decision.appended)
         if decision.appended:
             self._on_committed(run_id, decision.appended)
-        return AppendResult(len(decision.appended), decision.retried, high_water)
+        return AppendResult(len(decision.appended), decision.retried, decision.high_water)
 
     def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
         """Patch the mutable header fields. A terminal status is accepted only when the run's
@@ -340,10 +340,11 @@ class Ledger:
             run = self._store.load_run(run_id)
             self.check_writer(run)
             fact = run.decide_header_update(patch, updated_at=self._store.now_ms())
+            decided = run.header_after(fact)
             self._store.commit([fact], conflict=lambda: concurrent_write(run_id))
         # The decided header, not a re-read: once COMMIT returned, the command is saved, and a
         # store fault on a read after it must not report it as not written (ADR 0028).
-        return run.header_after(fact)
+        return decided
 
     def end_run(self, run_id: str, terminal: RuntimeEvent | Mapping[str, Any]) -> RunHeader:
         """End a run: the terminal event is made durable FIRST, then the header derived from
@@ -373,15 +374,16 @@ class Ledger:
 
     def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
         """The run's committed RuntimeEvents, in commit order."""
-        return list(self._store.load_run(run_id).events)
+        return self._store.read_run(run_id, lambda run: list(run.events))
 
     def run_high_water(self, run_id: str) -> int:
-        return self._store.load_run(run_id).high_water
+        return self._store.read_run(run_id, lambda run: run.high_water)
 
     def read_run_payloads(self, run_id: str) -> list[str]:
         """The stored canonical JSON of each committed event (export, digests)."""
-        run = self._store.load_run(run_id)
-        return [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+        return self._store.read_run(
+            run_id, lambda run: [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
+        )
 
 
 def _terminal_patch(header: RunHeader) -> dict[str, Any]:

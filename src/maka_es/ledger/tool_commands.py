@@ -131,17 +131,17 @@ class ToolCommands:
             run_id,
             lambda run: run.decide_attestation(attestation, committed_at=attestation.attested_at),
         )
-        standing = self._store.load_run(run_id).attestation(operation_id)
+        standing = self._store.read_run(run_id, lambda run: run.attestation(operation_id))
         return commit, standing if standing is not None else attestation
 
     def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
         """The operator attestations recorded in the run (ADR 0022)."""
-        return self._store.load_run(run_id).attestations
+        return self._store.read_run(run_id, lambda run: run.attestations)
 
     def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
         """Journal state of every operation of the run that crossed T1."""
-        return self._store.load_run(run_id).tool_operations
+        return self._store.read_run(run_id, lambda run: run.tool_operations)
 
     def resolve_run(self, run_id: str) -> Resolution:
         """The RecoveryResolver's verdict over the run's committed ledger."""
-        return self._store.load_run(run_id).resolution()
+        return self._store.read_run(run_id, lambda run: run.resolution())

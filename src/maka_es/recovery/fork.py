@@ -151,6 +151,11 @@ class RunForks:
             raise CodecInputError(
                 "a fork needs an actor and a text note", code="operator_action_invalid"
             )
+        # a command: the source is sealed at the version its checks below saw (ADR 0021)
+        with self._ledger.command():
+            return self._fork(run_id, before_operation, actor, note)
+
+    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
         header = self._ledger.get_run_header(run_id)
         source = self._ledger.load_run(run_id)
         high_water = fork_high_water(source.events, before_operation)

@@ -37,9 +37,9 @@ position.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -70,6 +70,8 @@ from maka_es.recovery.status_store import (
 from maka_es.resume.plan import tracked_resume_verdict
 from maka_es.wire.run_header import header_matches_terminal
 
+T = TypeVar("T")
+
 
 class RecoveryStatusSource(Protocol):
     """What the projector reads: the notification log, and one run or claim at a time."""
@@ -81,6 +83,10 @@ class RecoveryStatusSource(Protocol):
     def to_fact(self, notification: Notification) -> StoredFact: ...
 
     def load_run(self, run_id: str) -> Run: ...
+
+    def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
+        """``view`` of the run on a state no command changes while it runs."""
+        ...
 
     def get_claim(self, claim_id: str) -> ContinuationClaim | None: ...
 
@@ -280,10 +286,9 @@ class RecoveryStatusProjector:
         ``claim_id`` is the claim whose target the run is (``None``: not a target).
         """
         try:
-            run = self.source.load_run(run_id)
+            return self.source.read_run(run_id, lambda run: status_of_run(run, claim_id))
         except RunNotFoundError:
             return None if claim_id is None else self._missing_target(run_id, claim_id)
-        return status_of_run(run, claim_id)
 
     def _missing_target(self, run_id: str, claim_id: str) -> RunRecoveryStatus:
         claim = self.source.get_claim(claim_id)

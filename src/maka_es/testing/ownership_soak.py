@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, TextIO
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, MakaError
+from maka_es.ledger.facts import RunOwnerTaken, RuntimeEventRecorded, run_stream_id
 
 #: Turns between two recoveries of a running worker.
 RECOVER_EVERY = 4
@@ -46,6 +48,23 @@ class WorkerSpec:
     report: str
     stop: str
     session_id: str = "s1"
+
+
+def first_owner_writes_after_takeover(
+    app: RuntimeApplication, run_id: str, own: re.Pattern[str]
+) -> tuple[list[str], int]:
+    """The ids of events matching ``own`` (the run's first owner's) stored after the run's first
+    takeover, read from the stored facts themselves, and the number of takeovers of the run.
+    A fenced owner's write that landed is in the list; it must be empty."""
+    stream = app.recorder.select_events(run_stream_id(run_id))
+    facts = [app.mapper.to_domain_event(item) for item in stream]
+    taken = [f.originator_version for f in facts if isinstance(f, RunOwnerTaken)]
+    late = [
+        str(json.loads(f.payload)["id"])
+        for f in facts
+        if taken and isinstance(f, RuntimeEventRecorded) and f.originator_version > taken[0]
+    ]
+    return [event_id for event_id in late if own.match(event_id)], len(taken)
 
 
 def _say(out: TextIO, **line: Any) -> None:
