@@ -23,7 +23,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from eventsourcing.utils import Environment
 
+from maka_es.adapters.sqlite import Factory
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder
 from maka_es.errors import StoreUnavailableError
@@ -208,3 +210,24 @@ def test_a_live_application_outlives_the_one_that_opened_the_wal(db_path: Path) 
         assert second.append_event("r1", ledger.model_text("second")).appended == 1
     finally:
         second.close()
+
+
+def test_a_new_pool_connection_never_opens_a_fresh_wal_beside_the_lost_one(
+    tmp_path: Path,
+) -> None:
+    """A second connection, needed while the first is in use, would create an empty ``-wal``
+    beside the one the first holds: it is refused before it connects."""
+    db = tmp_path / "pool.sqlite"
+    factory = Factory(Environment("maka_es", {"SQLITE_DBNAME": str(db)}))
+    try:
+        factory.application_recorder()  # creates the tables
+        datastore = factory.datastore
+        with datastore.transaction(commit=False) as held:  # the first connection, kept busy
+            held.execute("SELECT count(*) FROM stored_events")
+            _wal(db).unlink()
+            with pytest.raises(StoreUnavailableError) as info, datastore.transaction(commit=False):
+                pass
+        assert info.value.detail["reason"] == "store_wal_deleted"
+        assert not _wal(db).exists()
+    finally:
+        factory.close()
