@@ -12,6 +12,10 @@ Here instead:
   write lands (the descriptor keeps naming the directory that was checked);
 * files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and must be regular files (a FIFO would
   block a reader forever, a device is nobody's ledger);
+* a file opened for writing in place (an append) must have exactly one name: a hard link
+  planted below the root makes a file elsewhere, maybe outside the root, the same inode, and
+  writing "into" it would change that file too. Whole-file writes never write through a name:
+  the rename below gives the name a new inode and leaves the other names' bytes as they were;
 * a whole-file write goes to a temporary file created with ``O_EXCL | O_NOFOLLOW`` under a
   random name, is fsynced, renamed over the target through the directory descriptor, and the
   directory is fsynced: the file is always either the old or the new content.
@@ -51,7 +55,7 @@ __all__ = [
     "write_all",
 ]
 
-ViolationKind = Literal["symlink", "not_directory", "not_regular_file", "temp_exists"]
+ViolationKind = Literal["symlink", "not_directory", "not_regular_file", "temp_exists", "hardlink"]
 EntryKind = Literal["absent", "symlink", "directory", "regular", "other"]
 
 
@@ -73,6 +77,10 @@ _PROBLEMS: dict[ViolationKind, str] = {
     "not_directory": "is not a directory",
     "not_regular_file": "is not a regular file",
     "temp_exists": "already exists (a temporary file name must be fresh)",
+    "hardlink": (
+        "has other hard links (another name, maybe outside the root, is the same file); "
+        "refusing to write through it"
+    ),
 }
 
 
@@ -213,7 +221,8 @@ def child_directories(
 
 def open_file(dir_fd: int, name: str, flags: int, rel: str, refuse: Refuse) -> int | None:
     """Open the regular file ``name`` in ``dir_fd`` without following it; ``None`` if it is
-    absent (and ``flags`` has no ``O_CREAT``). Symlinks and non-regular files are refused."""
+    absent (and ``flags`` has no ``O_CREAT``). Symlinks and non-regular files are refused, and
+    so is a file opened for writing that has more than one hard link (see module doc)."""
     try:
         fd = os.open(name, flags | _FILE_FLAGS, 0o644, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -227,8 +236,11 @@ def open_file(dir_fd: int, name: str, flags: int, rel: str, refuse: Refuse) -> i
             raise refuse(Violation("not_regular_file", rel)) from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise refuse(Violation("not_regular_file", rel))
+        if flags & os.O_ACCMODE != os.O_RDONLY and info.st_nlink > 1:
+            raise refuse(Violation("hardlink", rel))
     except BaseException:
         os.close(fd)
         raise

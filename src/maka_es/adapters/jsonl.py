@@ -29,6 +29,10 @@ Confinement: every path below ``root`` is walked without following symlinks (see
 by writers *and* readers, and an entry of the wrong kind (a FIFO for ``run.json``) with
 ``ledger_path_invalid``. Listing refuses too instead of skipping such an entry, so an import
 fails closed before anything is imported. The root itself may be a symlink (the host's choice).
+An append writes into the existing ``runtime-events.jsonl``, so a ledger file with another hard
+link (whose other name may be outside the root) is refused with ``ledger_path_invalid`` before a
+byte is written; ``run.json`` and an export replace their files (a new inode renamed over the
+name), which leaves any other name of the old file unchanged.
 
 Concurrency: appends to one run are serialised with an exclusive ``flock`` on the ledger file
 (POSIX), which also excludes other ledger instances and processes. Readers take no lock: a row

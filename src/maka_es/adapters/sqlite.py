@@ -10,9 +10,10 @@ Two more promises live here, at the one place every read and write passes (the d
 
 * store faults are the library's typed errors (``StoreUnavailableError`` and its subclasses,
   see ``maka_es.adapters.sqlite_faults``), never raw ``sqlite3`` or eventsourcing errors;
-* a write is acknowledged only while the path still names the file the store opened: a
-  database deleted or replaced under a live application would otherwise take commits into an
-  unlinked inode and lose them (ADR 0014).
+* a write is acknowledged only while the path still names the file the store opened, and its
+  ``-wal`` the log the store's connections opened: a database or a WAL deleted or replaced
+  under a live application would otherwise take commits into an unlinked inode and lose them
+  (ADR 0014; the WAL side is ``maka_es.adapters.sqlite_wal``).
 
 Select it with ``PERSISTENCE_MODULE=maka_es.adapters.sqlite`` and ``SQLITE_DBNAME=<file>``
 (the RuntimeApplication default).
@@ -20,7 +21,6 @@ Select it with ``PERSISTENCE_MODULE=maka_es.adapters.sqlite`` and ``SQLITE_DBNAM
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,11 +41,10 @@ from eventsourcing.sqlite import (
 
 from maka_es import failpoints
 from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.adapters.sqlite_wal import FileIdentity, WalWatch, file_identity
 from maka_es.errors import StoreUnavailableError
 
 SYNCHRONOUS_FULL = 2
-
-FileIdentity = tuple[int, int]
 
 
 def sqlite_path_from_dbname(db_name: str) -> str | None:
@@ -69,15 +68,6 @@ def is_read_only_dbname(db_name: str) -> bool:
     return db_name.startswith("file:") and "mode=ro" in db_name.partition("?")[2].split("&")
 
 
-def _identity(path: str) -> FileIdentity | None:
-    """``(st_dev, st_ino)`` of the file at ``path``; ``None`` when nothing is there."""
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (stat.st_dev, stat.st_ino)
-
-
 class DurableSQLiteConnectionPool(SQLiteConnectionPool):
     """Every connection: WAL (file databases) and ``synchronous=FULL``; every connection of one
     pool opens the same file (its identity is pinned by the first one); and closing the pool
@@ -94,10 +84,12 @@ class DurableSQLiteConnectionPool(SQLiteConnectionPool):
             # whatever mode it is (a store we created is WAL already).
             self.is_journal_mode_wal = True
         self.file_identity: FileIdentity | None = None
+        self.wal = WalWatch(self.db_path, read_only=self.read_only)
 
     def _create_connection(self) -> SQLiteConnection:
         if self.file_identity is not None:
             self.verify_file_identity()  # never let a later connection create a new file
+        self.wal.before_connect()  # nor a new WAL beside the one the others hold
         connection = super()._create_connection()
         raw: sqlite3.Connection = connection._sqlite_conn
         try:
@@ -105,9 +97,10 @@ class DurableSQLiteConnectionPool(SQLiteConnectionPool):
             raw.execute("PRAGMA foreign_keys=ON;")
             if self.db_path is not None:
                 if self.file_identity is None:
-                    self.file_identity = _identity(self.db_path)
+                    self.file_identity = file_identity(self.db_path)
                 else:
                     self.verify_file_identity()
+                self.wal.pin(connection)
         except BaseException:
             raw.close()
             raise
@@ -145,7 +138,9 @@ class DurableSQLiteConnectionPool(SQLiteConnectionPool):
 
     def put_connection(self, conn: SQLiteConnection) -> None:
         """eventsourcing's return; after ``close()``, the returned connection is closed (now
-        that no thread is inside it) and the last one to come back finishes the close."""
+        that no thread is inside it) and the last one to come back finishes the close. A
+        connection coming back from a write refused for a lost WAL first checkpoints it."""
+        self.wal.rescue(conn)
         with self._put_condition:
             if self.shutting_down and not conn.closed:
                 conn.close()  # a closed connection is forgotten, never pooled, by the base
@@ -154,15 +149,21 @@ class DurableSQLiteConnectionPool(SQLiteConnectionPool):
                 super().close()
 
     def verify_file_identity(self) -> None:
-        """Refuse (``store_unavailable``) unless the path still names the file this pool opened.
+        """Refuse (``store_unavailable``) unless the path still names the file this pool opened
+        and its ``-wal`` the log the pool's connections hold (:class:`WalWatch`).
 
-        One ``stat`` of the path, compared by ``(st_dev, st_ino)``: the cost of a write
-        transaction grows by one system call, which is what makes "acknowledged" mean "in the
-        store's file" after a delete or a replace under a live application.
+        One ``stat`` of each path, compared by ``(st_dev, st_ino)``: the cost of a write
+        transaction grows by two system calls, which is what makes "acknowledged" mean "in the
+        store's files" after a delete or a replace under a live application.
         """
         if self.db_path is None or self.file_identity is None:
             return
-        current = _identity(self.db_path)
+        self._verify_database_file()
+        self.wal.verify()
+
+    def _verify_database_file(self) -> None:
+        assert self.db_path is not None
+        current = file_identity(self.db_path)
         if current == self.file_identity:
             return
         reason = "store_file_deleted" if current is None else "store_file_replaced"

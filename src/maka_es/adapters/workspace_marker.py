@@ -28,7 +28,8 @@ Rules this module enforces:
   *local* ``info/exclude`` - of the common git dir for linked worktrees and submodules - and
   this happens *before* a new marker is published. The Git side lives in
   ``maka_es.adapters.git_exclude``: a ``.git`` file that is not a valid ``gitdir:`` link is
-  fatal there (``workspace_io_failed``, nothing published).
+  fatal there (``workspace_io_failed``, nothing published), and so is a symlinked ``.git``,
+  ``info`` or ``exclude`` or a hard-linked ``exclude`` (nothing is written through them).
 * Every other OS failure is ``workspace_io_failed``.
 
 POSIX only (``O_NOFOLLOW``, ``flock``, hard links), like the JSONL ledger.

@@ -202,8 +202,8 @@ STORE = (
 STORE_FAULTS = (
     error(
         "store_unavailable",
-        "The store could not serve the command (locked, read-only, full, file deleted or "
-        "replaced; detail.reason). Not a verdict about the facts.",
+        "The store could not serve the command (locked, read-only, full, its file or -wal "
+        "deleted or replaced; detail.reason). Not a verdict about the facts.",
         "Fix the environment (space, permissions, the file) or retry the same command later.",
         e.StoreUnavailableError,
     ),

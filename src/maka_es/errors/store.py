@@ -170,8 +170,9 @@ class ContinuationStartConflictError(StoreRefusal):
 class StoreUnavailableError(StoreRefusal):
     """The store could not serve the command, so nothing of it was written; not a verdict about
     the facts (the same command may succeed later). ``detail["reason"]``: ``locked``, ``full``,
-    ``read_only``, ``store_file_deleted``, ``store_file_replaced``, ... Catch this class to treat
-    every store fault alike; the subclasses below only refine the code."""
+    ``read_only``, ``store_file_deleted``, ``store_file_replaced``, ``store_wal_deleted``,
+    ``store_wal_replaced``, ... Catch this class to treat every store fault alike; the
+    subclasses below only refine the code."""
 
     default_code = "store_unavailable"
 

@@ -120,6 +120,18 @@ def test_a_link_at_the_random_temp_name_is_refused_not_opened(
 # --- the target -----------------------------------------------------------------------------
 
 
+def test_a_hard_linked_target_is_replaced_never_written_through(ws: Path, outside: Outside) -> None:
+    """A hard link planted in the workspace is a second name of the outside file: the write
+    gives ``config.json`` a new inode and leaves the outside file's bytes and mtime alone."""
+    os.link(outside.sentinel, ws / "config.json")
+    before = outside.snapshot()
+    _write(ws, "config.json")
+    assert outside.snapshot() == before
+    assert (ws / "config.json").read_text() == CONTENT
+    assert (ws / "config.json").stat().st_ino != outside.sentinel.stat().st_ino
+    assert outside.sentinel.stat().st_nlink == 1
+
+
 @pytest.mark.parametrize("points_inside", [False, True])
 def test_a_symlinked_target_is_refused_before_t1(
     sqlite_app: RuntimeApplication,

@@ -209,3 +209,48 @@ def test_a_symlinked_ledger_root_is_the_hosts_choice(tmp_path: Path) -> None:
     assert ledger.list_runs() == [("s1", "r1")]
     assert [e.id for e in ledger.read_events("s1", "r1")] == ["e1", "e2"]
     assert (tmp_path / "real" / RUN_DIR / "run.json").is_file()
+
+
+# --- hard links -------------------------------------------------------------------------------
+
+
+def _hardlink_ledger_file(root: Path, outside: Outside, name: str) -> JsonlLedger:
+    """A run below ``root`` whose ``name`` is a second name of the outside ledger's file."""
+    ledger = _real_run(root, events=0)
+    (root / RUN_DIR / name).unlink(missing_ok=True)
+    os.link(outside.path / RUN_DIR / name, root / RUN_DIR / name)
+    return ledger
+
+
+def test_an_append_never_writes_through_a_hard_link(root: Path, outside: Outside) -> None:
+    """A hard link is no symlink (``O_NOFOLLOW`` does not see it): appending to it would
+    grow the outside ledger. It is refused, before a byte is written, torn-tail repair
+    included."""
+    ledger = _hardlink_ledger_file(root, outside, "runtime-events.jsonl")
+    before = outside.snapshot()
+    with pytest.raises(JsonlLedgerError) as info:
+        ledger.append(_events(2)[1])
+    assert info.value.code == "ledger_path_invalid"
+    assert info.value.detail == {"path": f"{RUN_DIR}/runtime-events.jsonl"}
+    assert "hard link" in str(info.value)
+    assert outside.snapshot() == before
+    assert sorted(p.name for p in (root / RUN_DIR).iterdir()) == [
+        "run.json",
+        "runtime-events.jsonl",
+    ]
+
+
+@pytest.mark.parametrize("operation", ["write_header", "export_run"])
+def test_a_whole_file_write_replaces_a_hard_link_instead_of_writing_through_it(
+    root: Path, outside: Outside, operation: str
+) -> None:
+    name = "run.json" if operation == "write_header" else "runtime-events.jsonl"
+    ledger = _hardlink_ledger_file(root, outside, name)
+    before = outside.snapshot()
+    OPERATIONS[operation](ledger)
+    assert outside.snapshot() == before
+    mine, theirs = (root / RUN_DIR / name).stat(), (outside.path / RUN_DIR / name).stat()
+    assert mine.st_ino != theirs.st_ino  # the link was broken, not written through
+    assert (mine.st_nlink, theirs.st_nlink) == (1, 1)
+    if operation == "export_run":
+        assert [e.id for e in ledger.read_events("s1", "r1")] == ["e1", "e2"]
