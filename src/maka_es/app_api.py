@@ -25,6 +25,7 @@ from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
+from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import ForkReport, RunForks
 from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
 from maka_es.resume.models import ResumePlan
@@ -209,6 +210,12 @@ class RuntimeApi:
         """Run a fork (only its start committed) with the prefix it kept as its replay, through
         the continuation's agent loop and tools; ``fork_not_pending`` otherwise (ADR 0022)."""
         return self.run_forks.execute_fork(fork_run_id, provider, system_prompt=system_prompt)
+
+    def end_start_only_run(self, run_id: str) -> EndRunReport:
+        """End one continuation or fork that holds only its start and whose process is gone
+        (its owner's lease is not live), with startup recovery's terminal (ADR 0035); a typed
+        ``RunEndRefusedError`` otherwise, nothing written."""
+        return end_start_only_run(self.claims, run_id)
 
     # -- Phase 0 --------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import typer
 
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.cli.output import EXIT_PARKED, console, emit_json
-from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider
+from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider, load_tools, outcome_document
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import open_store
 
@@ -71,29 +71,28 @@ def continue_(
         list[str] | None,
         typer.Option("--tool", help="A tool name this host offers (repeat)."),
     ] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it."""
-    inspector = LocalHostInspector(tool_names=tuple(tool or ()))
+    """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it (``resume``
+    is the same command)."""
+    catalogue = load_tools(tools)
+    names = tuple(tool or ()) + tuple(t.name for t in catalogue if t.name not in (tool or ()))
     with open_store(
         settings(ctx).store,
         read_only=dry_run,
-        host_inspector=inspector,
+        host_inspector=LocalHostInspector(tool_names=names),
         safe_boundary_resume=True,
+        tools=catalogue,
     ) as runtime:
         chosen = runtime.plan_continuation(session, run)
         document: dict[str, Any] = {"plan": chosen.model_dump(mode="json", by_alias=True)}
         parked = chosen.continuation is None
         if not parked and not dry_run:
             outcome = runtime.execute_continuation(chosen, load_provider(provider))
-            document["outcome"] = {
-                "targetRunId": outcome.target_run_id,
-                "status": outcome.status,
-                "errorClass": outcome.error_class,
-                "outputs": outcome.outputs,
-                "steps": outcome.steps,
-                "toolCalls": outcome.tool_calls,
-            }
+            document["outcome"] = outcome_document(outcome)
     if as_json:
         emit_json(document)
     else:
@@ -109,3 +108,8 @@ def continue_(
         raise typer.Exit(EXIT_PARKED)
     if document.get("outcome", {}).get("status", "completed") != "completed":
         raise typer.Exit(1)
+
+
+#: ``resume SESSION``: the documented operator name of ``continue`` (plan, then continue the
+#: session from its last safe boundary); one command, two names, no second implementation.
+app.command("resume", help="Resume SESSION: the same command as `continue`.")(continue_)
