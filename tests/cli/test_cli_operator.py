@@ -5,13 +5,13 @@ winner, also between two racing processes; on the real SQLite file and PostgreSQ
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cli.host_parts import ANSWER, LOG_ENV
+from tests.cli.host_parts import LOG_ENV
 from tests.cli.stores import MAKA_ES, Ran, build_store, cli, rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,13 +21,13 @@ TOOLS = "tests.cli.host_parts:tools"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def stored(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+def stored(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     """A store holding ``r1`` with an indeterminate Send after recovery, and its op id."""
     url = request.getfixturevalue("pg_store_url") if request.param == "postgres" else None
     db, operation = build_store(tmp_path, dies=True, store=url)
     store = url or str(db)
     assert cli("recover", store=store).code == 0
-    yield store, operation
+    return store, operation
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -68,8 +68,6 @@ def test_fork_execute_runs_the_fork_once_and_a_repeat_is_fork_not_pending(
 
 def _race(store: str, tmp: Path, *args: str) -> list[Ran]:
     argv = [str(MAKA_ES), "--store", store, *args]
-    import os
-
     env = {**os.environ, **_env(tmp)}
     procs = [
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
