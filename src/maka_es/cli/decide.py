@@ -15,7 +15,13 @@ import typer
 
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.cli.output import EXIT_PARKED, console, emit_json
-from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider, load_tools, outcome_document
+from maka_es.cli.providers import (
+    DEFAULT_PROVIDER,
+    host_tool_names,
+    load_provider,
+    load_tools,
+    outcome_document,
+)
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import open_store
 
@@ -25,7 +31,24 @@ def _print_plan(title: str, document: dict[str, Any], disposition: str) -> None:
     for reason in document.get("rejectionReasons", []):
         console.print(f"  reason: [red]{reason}[/red]", highlight=False)
     for diagnostic in document.get("diagnostics", []):
-        console.print(f"  diagnostic: {diagnostic.get('code')}", markup=False, highlight=False)
+        console.print(
+            f"  diagnostic: {_diagnostic_line(diagnostic)}", markup=False, highlight=False
+        )
+
+
+#: Phase 0 codes of a call whose tool may have run with no result committed (ADR 0022).
+_MAY_HAVE_RUN = frozenset({"pending_tool_result", "tool_recovery_parked"})
+
+
+def _diagnostic_line(diagnostic: dict[str, Any]) -> str:
+    """The code and its message; a call whose tool may have run says so, by tool and call."""
+    line = f"{diagnostic.get('code')}: {diagnostic.get('message', '')}"
+    if diagnostic.get("code") in _MAY_HAVE_RUN and diagnostic.get("toolName"):
+        line += (
+            f" (tool {diagnostic['toolName']}, call {diagnostic.get('toolCallId')}, "
+            "may have run: see `maka-es ops`, then attest or fork)"
+        )
+    return line
 
 
 @app.command()
@@ -79,7 +102,7 @@ def continue_(
     """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it (``resume``
     is the same command)."""
     catalogue = load_tools(tools)
-    names = tuple(tool or ()) + tuple(t.name for t in catalogue if t.name not in (tool or ()))
+    names = host_tool_names(tool, catalogue)
     with open_store(
         settings(ctx).store,
         read_only=dry_run,

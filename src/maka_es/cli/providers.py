@@ -92,3 +92,9 @@ def outcome_document(outcome: ContinuationOutcome) -> dict[str, Any]:
         "steps": outcome.steps,
         "toolCalls": outcome.tool_calls,
     }
+
+
+def host_tool_names(names: list[str] | None, catalogue: tuple[Tool[Any], ...]) -> tuple[str, ...]:
+    """The tool names the host inspector reports: ``--tool`` names, then the catalogue's."""
+    given = tuple(names or ())
+    return given + tuple(t.name for t in catalogue if t.name not in given)

@@ -115,9 +115,12 @@ def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
         f"replayable: {replay.blocked_reason}"
     )
     if named:
-        call = f"call {tool_call_id} of tool {named['toolName']}"
         operation = named["operationId"]
-        message += f": operation {operation} ({call})" if operation else f": {call}"
+        where = f"operation {operation}, " if operation else ""
+        message += (
+            f": tool {named['toolName']} ({where}call {tool_call_id}) may have run and its "
+            "outcome is unknown; attest what it did or fork before it"
+        )
     return ContinuationPlan(
         disposition="park",
         rejection_reasons=(reason,),
