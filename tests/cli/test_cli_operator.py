@@ -31,7 +31,8 @@ def stored(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    return {"PYTHONPATH": f"{ROOT / 'src'}:{ROOT}", LOG_ENV: str(tmp / "calls.log"), **extra}
+    path = os.environ.get("PYTHONPATH") or str(ROOT / "src")
+    return {"PYTHONPATH": f"{path}:{ROOT}", LOG_ENV: str(tmp / "calls.log"), **extra}
 
 
 def _calls(tmp: Path) -> list[str]:
