@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.cli.stores import build_store, cli
 
 
-def _plans(html: str) -> list[str]:
+def _plans(html: str) -> list[tuple[str, str, str]]:
     return re.findall(r'<div class="plan (proceeds|stops)">\s*<h4>([^<]*)<span[^>]*>([^<]*)', html)
 
 

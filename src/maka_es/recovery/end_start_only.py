@@ -47,35 +47,40 @@ class EndRunReport:
         }
 
 
-def _refusal(code: str, message: str, **detail: Any) -> RunEndRefusedError:
-    return RunEndRefusedError(message, code=code, detail=detail)
-
-
 def _check_endable(claims: Claims, run: Run) -> None:
     """Refuse (typed, before any write) a run this command may not end."""
     run_id = run.run_id
     if run.terminal_event is not None:
-        raise _refusal("run_already_ended", f"run {run_id} already ended", runId=run_id)
+        raise RunEndRefusedError(
+            f"run {run_id} already ended",
+            code="run_already_ended",
+            detail={"runId": run_id},
+        )
     if run.sealed_by is not None or not (
         run.high_water == 1 and is_bare_continuation_start(run.header, run.events)
     ):
-        raise _refusal(
-            "run_not_start_only",
+        raise RunEndRefusedError(
             f"run {run_id} is no continuation or fork holding only its start",
-            runId=run_id,
-            committedEvents=run.high_water,
+            code="run_not_start_only",
+            detail={"runId": run_id, "committedEvents": run.high_water},
         )
     owner, ownership = run.owner, claims.ledger.ownership
     if owner is None or ownership is None:
-        raise _refusal("run_owner_unknown", f"run {run_id} records no owner", runId=run_id)
+        raise RunEndRefusedError(
+            f"run {run_id} records no owner",
+            code="run_owner_unknown",
+            detail={"runId": run_id},
+        )
     lease = ownership.lease(owner.host_id)
     if lease is not None and lease.is_live(claims.ledger.now_ms()):
-        raise _refusal(
-            "run_owner_live",
+        raise RunEndRefusedError(
             f"run {run_id} is owned by host {owner.host_id}, whose lease is live",
-            runId=run_id,
-            ownerHostId=owner.host_id,
-            leaseExpiresAt=int(lease.expires_at),
+            code="run_owner_live",
+            detail={
+                "runId": run_id,
+                "ownerHostId": owner.host_id,
+                "leaseExpiresAt": int(lease.expires_at),
+            },
         )
 
 
@@ -93,11 +98,10 @@ def end_start_only_run(claims: Claims, run_id: str) -> EndRunReport:
         repairs = ()  # another process wrote the terminal between our check and our write
     ended = next((r for r in repairs if r.kind == "start_only_ended"), None)
     if ended is None:
-        raise _refusal(
-            "run_already_ended",
+        raise RunEndRefusedError(
             f"run {run_id} was ended, or taken, by another process first",
-            runId=run_id,
-            reason="ending_elsewhere",
+            code="run_already_ended",
+            detail={"runId": run_id, "reason": "ending_elsewhere"},
         )
     return _report(ledger.load_run(run_id), ended, repairs)
 
