@@ -82,6 +82,7 @@ from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLe
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
 from maka_es.recovery.report import StartupRecoveryReport
@@ -279,6 +280,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         if self._recovery_status is None:
             self._recovery_status = self.recovery_status_projector()
         return self._recovery_status
+
+    def end_start_only_run(self, run_id: str) -> EndRunReport:
+        """End one continuation or fork that holds only its start and whose process is gone
+        (its owner's lease is not live), with startup recovery's terminal (ADR 0035); a typed
+        ``RunEndRefusedError`` otherwise, nothing written."""
+        return end_start_only_run(self.claims, run_id)
 
     def recover(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -52,10 +53,22 @@ class Ran:
         return json.loads(self.out)
 
 
-def cli(*args: str, store: Path | str | None = None, timeout: float = 300) -> Ran:
-    """Run ``maka-es [--store STORE] ARGS`` in a subprocess."""
+def cli(
+    *args: str,
+    store: Path | str | None = None,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> Ran:
+    """Run ``maka-es [--store STORE] ARGS`` in a subprocess (``env``: added to os.environ)."""
     argv = [str(MAKA_ES), *(["--store", str(store)] if store is not None else []), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
     return Ran(done.returncode, done.stdout, done.stderr)
 
 

@@ -308,6 +308,7 @@ OWN_API = frozenset(
         "create_claimed_run",
         "create_run",
         "end_run",
+        "end_start_only_run",
         "execute_continuation",
         "execute_fork",
         "fork_run",

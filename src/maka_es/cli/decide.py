@@ -15,7 +15,13 @@ import typer
 
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.cli.output import EXIT_PARKED, console, emit_json
-from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider
+from maka_es.cli.providers import (
+    DEFAULT_PROVIDER,
+    host_tool_names,
+    load_provider,
+    load_tools,
+    outcome_document,
+)
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import open_store
 
@@ -25,7 +31,24 @@ def _print_plan(title: str, document: dict[str, Any], disposition: str) -> None:
     for reason in document.get("rejectionReasons", []):
         console.print(f"  reason: [red]{reason}[/red]", highlight=False)
     for diagnostic in document.get("diagnostics", []):
-        console.print(f"  diagnostic: {diagnostic.get('code')}", markup=False, highlight=False)
+        console.print(
+            f"  diagnostic: {_diagnostic_line(diagnostic)}", markup=False, highlight=False
+        )
+
+
+#: Phase 0 codes of a call whose tool may have run with no result committed (ADR 0022).
+_MAY_HAVE_RUN = frozenset({"pending_tool_result", "tool_recovery_parked"})
+
+
+def _diagnostic_line(diagnostic: dict[str, Any]) -> str:
+    """The code and its message; a call whose tool may have run says so, by tool and call."""
+    line = f"{diagnostic.get('code')}: {diagnostic.get('message', '')}"
+    if diagnostic.get("code") in _MAY_HAVE_RUN and diagnostic.get("toolName"):
+        line += (
+            f" (tool {diagnostic['toolName']}, call {diagnostic.get('toolCallId')}, "
+            "may have run: see `maka-es ops`, then attest or fork)"
+        )
+    return line
 
 
 @app.command()
@@ -71,29 +94,28 @@ def continue_(
         list[str] | None,
         typer.Option("--tool", help="A tool name this host offers (repeat)."),
     ] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it."""
-    inspector = LocalHostInspector(tool_names=tuple(tool or ()))
+    """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it (``resume``
+    is the same command)."""
+    catalogue = load_tools(tools)
+    names = host_tool_names(tool, catalogue)
     with open_store(
         settings(ctx).store,
         read_only=dry_run,
-        host_inspector=inspector,
+        host_inspector=LocalHostInspector(tool_names=names),
         safe_boundary_resume=True,
+        tools=catalogue,
     ) as runtime:
         chosen = runtime.plan_continuation(session, run)
         document: dict[str, Any] = {"plan": chosen.model_dump(mode="json", by_alias=True)}
         parked = chosen.continuation is None
         if not parked and not dry_run:
             outcome = runtime.execute_continuation(chosen, load_provider(provider))
-            document["outcome"] = {
-                "targetRunId": outcome.target_run_id,
-                "status": outcome.status,
-                "errorClass": outcome.error_class,
-                "outputs": outcome.outputs,
-                "steps": outcome.steps,
-                "toolCalls": outcome.tool_calls,
-            }
+            document["outcome"] = outcome_document(outcome)
     if as_json:
         emit_json(document)
     else:
@@ -109,3 +131,8 @@ def continue_(
         raise typer.Exit(EXIT_PARKED)
     if document.get("outcome", {}).get("status", "completed") != "completed":
         raise typer.Exit(1)
+
+
+#: ``resume SESSION``: the documented operator name of ``continue`` (plan, then continue the
+#: session from its last safe boundary); one command, two names, no second implementation.
+app.command("resume", help="Resume SESSION: the same command as `continue`.")(continue_)

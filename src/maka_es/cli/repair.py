@@ -1,8 +1,11 @@
-"""Repair: ``recover``, ``attest RUN OP``, ``fork RUN --before OP`` (docs/cli.md#repair).
+"""Repair: ``recover``, ``attest RUN OP``, ``fork RUN --before OP [--execute]``, ``end-run RUN``
+(docs/cli.md#repair).
 
 Why thin: each is one public command of the application (startup recovery, ADR 0019; the
-operator actions, ADR 0022); the CLI adds the progress display, the report and the exit code.
-Progress goes to stderr so ``--json`` keeps stdout one document.
+operator actions, ADR 0022; ending a start-only run, ADR 0035); the CLI adds the progress
+display, the report and the exit code. Progress goes to stderr so ``--json`` keeps stdout one
+document. Each is idempotent with one winner: a repeat, or the loser of two processes, gets a
+typed refusal (exit 1) or ``created: false``, and nothing is written twice.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn
 
-from maka_es.cli.output import console, emit_json, err_console
+from maka_es.cli.output import EXIT_ERROR, console, emit_json, err_console
+from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider, load_tools, outcome_document
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import open_store
 from maka_es.recovery.report import LEFT_KINDS
@@ -106,18 +110,52 @@ def fork(
         str | None, typer.Option("--actor", help="Who decides (default: login name).")
     ] = None,
     note: Annotated[str, typer.Option("--note", help="Why (recorded).")] = "",
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Then run the fork's agent loop (once).")
+    ] = False,
+    provider: Annotated[
+        str, typer.Option("--provider", help="module:factory returning a Provider.")
+    ] = DEFAULT_PROVIDER,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Fork RUN before an uncertain operation (the source stays untouched; ADR 0022)."""
-    with open_store(settings(ctx).store) as runtime:
+    """Fork RUN before an uncertain operation (the source stays untouched; ADR 0022) and, with
+    --execute, run the fork through the continuation's agent loop."""
+    chosen = load_provider(provider) if execute else None
+    with open_store(settings(ctx).store, tools=load_tools(tools)) as runtime:
         report = runtime.fork_run(
             run, before_operation=before, actor=actor or _login_name(), note=note
         )
+        outcome = None if chosen is None else runtime.execute_fork(report.fork_run_id, chosen)
+    document = report.to_dict()
+    if outcome is not None:
+        document["outcome"] = outcome_document(outcome)
+    if as_json:
+        emit_json(document)
+    else:
+        verb = "forked" if report.created else "already forked"
+        console.print(
+            f"{verb}: {report.fork_run_id} continues {run} up to event {report.high_water}",
+            highlight=False,
+        )
+        if outcome is not None:
+            console.print(f"ran {outcome.target_run_id}: {outcome.status}", highlight=False)
+    if outcome is not None and outcome.status != "completed":
+        raise typer.Exit(EXIT_ERROR)
+
+
+@app.command("end-run")
+def end_run(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id (a continuation or fork).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """End a continuation or fork that holds only its start and whose process is gone."""
+    with open_store(settings(ctx).store) as runtime:
+        report = runtime.end_start_only_run(run)
     if as_json:
         emit_json(report.to_dict())
         return
-    verb = "forked" if report.created else "already forked"
-    console.print(
-        f"{verb}: {report.fork_run_id} continues {run} up to event {report.high_water}",
-        highlight=False,
-    )
+    console.print(f"ended: {run} ({report.recovery_reason})", highlight=False)

@@ -333,9 +333,39 @@ TOOLS = (
     ),
     error(
         "fork_not_pending",
-        "execute_fork names a run that is no operator fork, or a fork that already ran.",
-        "Read the run (get_run_header, read_run_events); continue an ended fork instead.",
+        "execute_fork names a run that is no operator fork, or a fork that already ran or that "
+        "another process is executing (detail.reason: execution_started).",
+        "Read the run (get_run_header, read_run_events); continue an ended fork instead, or "
+        "end an abandoned execution with `maka-es end-run`.",
         e.RunForkRefusedError,
+    ),
+    error(
+        "run_not_start_only",
+        "end_start_only_run names a run that is no continuation or fork holding only its "
+        "start (it committed more, or is sealed); nothing was written.",
+        "Use `maka-es recover` for an ordinary interrupted run; read the run (`maka-es show`).",
+        e.RunEndRefusedError,
+    ),
+    error(
+        "run_already_ended",
+        "end_start_only_run names a run that already has a terminal fact, or that another "
+        "process is ending right now (it took the run first); nothing was written.",
+        "Nothing to do: continue the session (`maka-es resume SESSION`).",
+        e.RunEndRefusedError,
+    ),
+    error(
+        "run_owner_live",
+        "end_start_only_run names a run whose owner's lease is live (detail.ownerHostId, "
+        "detail.leaseExpiresAt): its process may still be running; nothing was written.",
+        "Stop the owning process, or wait until its lease expires, then run it again.",
+        e.RunEndRefusedError,
+    ),
+    error(
+        "run_owner_unknown",
+        "end_start_only_run names a run that records no owner (written before run ownership): "
+        "nothing proves its process is gone (ADR 0035); nothing was written.",
+        "Make sure no process still runs it, then end it from the host (Ledger.end_run).",
+        e.RunEndRefusedError,
     ),
     error(
         "tool_already_dispatched",

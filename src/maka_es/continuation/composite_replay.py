@@ -189,15 +189,15 @@ def _resolver_block(events: Sequence[RuntimeEvent]) -> _Blocked | None:
         # name the first unsettled operation and its tool: what a host must settle (or which
         # tool its catalogue lacks) before this boundary can be continued
         first = unsettled[0]
-        call = f"call {first.tool_call_id} of tool {first.tool_name}"
-        what = f"operation {first.operation_id} ({call})" if first.operation_id else call
+        where = f"operation {first.operation_id}, " if first.operation_id else ""
         return _Blocked(
             "tool_recovery_unsettled",
             ReplayDiagnostic(
                 code="tool_recovery_unsettled",
                 message=(
-                    "immutable RuntimeEvent segment contains unsettled tool recovery facts: "
-                    f"{what} is {first.status} ({first.reason})"
+                    f"tool {first.tool_name} ({where}call {first.tool_call_id}) may have run: "
+                    f"its outcome is {first.status} ({first.reason}); attest what it did or "
+                    "fork before it, then plan again"
                 ),
                 event_id=first.call_runtime_event_id,
                 detail={

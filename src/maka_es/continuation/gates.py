@@ -148,13 +148,11 @@ def _unsettled_operation(diagnostic: ReplayDiagnostic | None) -> dict[str, JsonV
 def _may_have_run(named: dict[str, JsonValue], tool_call_id: str | None) -> str:
     """Plain words for the park over an interrupted call: the tool may have run, which
     operation and tool, and what settles it (an operator's attestation, or its recovery)."""
-    call = f"call {tool_call_id}"
     operation = named["operationId"]
-    what = f"operation {operation} ({call})" if operation else call
+    where = f"operation {operation}, " if operation else ""
     return (
-        f"tool {named['toolName']} may have run: {what} has no committed outcome; "
-        "its outcome must be settled (recovery, or an operator's attestation) before this "
-        "session can continue"
+        f"tool {named['toolName']} ({where}call {tool_call_id}) may have run and its outcome "
+        "is unknown; settle it (recovery, or an operator's attestation) or fork before it"
     )
 
 

@@ -39,6 +39,9 @@ from maka_es.errors.continuation import (
     RecoveryStatusUnsupportedError as RecoveryStatusUnsupportedError,
 )
 from maka_es.errors.continuation import (
+    RunEndRefusedError as RunEndRefusedError,
+)
+from maka_es.errors.continuation import (
     RunForkRefusedError as RunForkRefusedError,
 )
 from maka_es.errors.files import (

@@ -31,6 +31,12 @@ class RunForkRefusedError(MakaError):
     default_code = "fork_conflict"
 
 
+class RunEndRefusedError(MakaError):
+    """``end_start_only_run`` refused before writing anything (ADR 0035); ``code`` says why."""
+
+    default_code = "run_not_start_only"
+
+
 class InvalidProviderOutputError(MakaError, ValueError):
     """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
 

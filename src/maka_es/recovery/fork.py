@@ -32,6 +32,7 @@ from maka_es.continuation.provider import Provider
 from maka_es.continuation.telemetry import RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, RunForkRefusedError
 from maka_es.ledger.facts import RunForked, fork_stream_id
+from maka_es.ledger.ownership import decide_take_over
 from maka_es.ledger.ports import RunStore
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.resolver import resolve_tool_operations
@@ -230,6 +231,7 @@ class RunForks:
                     code="fork_replay_blocked",
                     detail={"reason": "runtime_lineage_replay_mismatch"},
                 )
+            self._take_for_execution(fork_run_id)
             executor = ContinuationExecutor(
                 self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
             )
@@ -240,6 +242,38 @@ class RunForks:
                 source_run_id=fact.source_run_id,
                 tool_names=tuple(self._tool_runtime.tools),
             )
+
+    def _take_for_execution(self, fork_run_id: str) -> None:
+        """Make this process the fork's one executor before its provider is called: the owner's
+        next epoch, saved at the run's next version (ADR 0021's takeover), so of two processes
+        executing the same fork the store lets one save it and the other is refused
+        ``fork_not_pending`` (``detail.reason: execution_started``) with nothing written and no
+        provider called. A fork whose epoch already moved on was taken by an execution (or by
+        recovery) that did not finish: it is ended (``maka-es end-run``), not run twice."""
+        ownership = self._ledger.ownership
+        run = self._ledger.load_run(fork_run_id)
+        owner = run.owner
+        if ownership is None or owner is None:
+            return  # a fork written before run ownership: nothing to take (ADR 0021)
+
+        def taken() -> RunForkRefusedError:
+            return RunForkRefusedError(
+                f"fork {fork_run_id} is already being executed (owner epoch moved on)",
+                code="fork_not_pending",
+                detail={"runId": fork_run_id, "reason": "execution_started"},
+            )
+
+        if owner.epoch > 1:
+            raise taken()
+        fact = decide_take_over(
+            fork_run_id,
+            owner,
+            run.version,
+            host_id=ownership.host_id,
+            taken_at=self._ledger.now_ms(),
+        )
+        self._store.commit([fact], conflict=taken)
+        ownership.hold(fork_run_id, fact.epoch)
 
     def _replay(self, header: Any, source: Run, high_water: int) -> CompositeReplay:
         """The composite replay of the source's lineage pinned at the fork point."""

@@ -7,6 +7,7 @@ outcome is unknown or parked, and the reasons that block a plan, are flagged for
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from maka_es.continuation.plan_models import ContinuationPlan
@@ -99,8 +100,8 @@ def _run_view(
             ReasonRow(issue.code, "resolver issue", _link(issue.event_id, anchors), True)
             for issue in run.resolution.issues
         ),
-        resume_plan=_resume_row(run.resume_plan, anchors),
-        continuation_plan=_continuation_row(run.continuation_plan, anchors),
+        resume_plan=_held_back(_resume_row(run.resume_plan, anchors), run.continuation_plan),
+        continuation_plan=_continuation_row(run, anchors),
         edges_in=tuple(e for e in edges if e.target_run_id == header.run_id),
         edges_out=tuple(e for e in edges if e.source_run_id == header.run_id),
     )
@@ -221,10 +222,51 @@ def _resume_row(plan: ResumePlan | PlanFailure, anchors: _Anchors) -> PlanRow:
     return PlanRow(title, plan.disposition, proceeds, reasons, _known(facts))
 
 
-def _continuation_row(plan: ContinuationPlan | PlanFailure, anchors: _Anchors) -> PlanRow:
+def _held_back(row: PlanRow, continuation: ContinuationPlan | PlanFailure) -> PlanRow:
+    """A Phase 0 ``safe_replay`` is never shown green while the session's continuation parks:
+    the session is blocked, whatever its prefix alone would allow (issue 21)."""
+    if not row.proceeds or (
+        isinstance(continuation, ContinuationPlan) and continuation.disposition == "continue"
+    ):
+        return row
+    code = (
+        continuation.code
+        if isinstance(continuation, PlanFailure)
+        else ",".join(continuation.rejection_reasons) or continuation.disposition
+    )
+    held = ReasonRow(code, "not resumable: the continuation decision parks (see there)", None, True)
+    return dataclasses.replace(row, proceeds=False, reasons=(held, *row.reasons))
+
+
+def _next_commands(run: RunData, plan: ContinuationPlan) -> tuple[str, ...]:
+    """The exact commands an operator runs next (docs/cli.md#repair), from the park reasons."""
+    session, run_id = run.header.session_id, run.header.run_id
+    if plan.disposition == "continue":
+        return (f"maka-es resume {session}",)
+    commands: list[str] = []
+    header = run.header
+    if header.status == "running" and header.continuation_source and len(run.events) == 1:
+        commands.append(f"maka-es end-run {run_id}")  # a start-only continuation or fork
+    for diagnostic in plan.diagnostics:
+        detail = diagnostic.detail or {}
+        if diagnostic.code == "continuation_started_indeterminate":
+            commands.append(f"maka-es end-run {detail.get('continuationRunId')}")
+        elif detail.get("replayReason") == "tool_recovery_unsettled" and detail.get("operationId"):
+            operation = detail["operationId"]
+            commands.append(
+                f"maka-es attest {run_id} {operation} --applied|--not-applied --actor WHO"
+            )
+            commands.append(f"maka-es fork {run_id} --before {operation} --execute")
+    if commands:
+        commands.append(f"maka-es resume {session}")
+    return tuple(dict.fromkeys(commands))
+
+
+def _continuation_row(run: RunData, anchors: _Anchors) -> PlanRow:
     """The continuation decision; the fresh target ids a plan draws are left out, since they
     change at every planning and the page must not (ADR 0030)."""
     title = "Continuation decision"
+    plan = run.continuation_plan
     if isinstance(plan, PlanFailure):
         return _failure_row(title, plan)
     facts: tuple[tuple[str, str], ...] = ()
@@ -238,4 +280,6 @@ def _continuation_row(plan: ContinuationPlan | PlanFailure, anchors: _Anchors) -
         )
     reasons = _reasons(plan.rejection_reasons, plan.diagnostics, anchors)
     proceeds = plan.disposition == "continue"
-    return PlanRow(title, plan.disposition, proceeds, reasons, _known(facts))
+    return PlanRow(
+        title, plan.disposition, proceeds, reasons, _known(facts), _next_commands(run, plan)
+    )

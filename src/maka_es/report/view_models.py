@@ -88,6 +88,8 @@ class PlanRow:
     proceeds: bool
     reasons: tuple[ReasonRow, ...]
     facts: tuple[tuple[str, str], ...]
+    #: The operator commands that move a parked session on, in the order to try them.
+    next_commands: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,7 +177,7 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_awaits_the_operator(
     }
     assert (diagnostic.tool_call_id, diagnostic.tool_name) == ("c1", "Bump")
     assert operation in diagnostic.message
-    assert f"tool Bump may have run: operation {operation} (call c1)" in diagnostic.message
+    assert f"tool Bump (operation {operation}, call c1) may have run" in diagnostic.message
 
 
 def test_a_tool_whose_recovery_mode_changed_holds_the_run(store_url: str, tmp_path: Path) -> None:

@@ -274,6 +274,7 @@ ENTRY_POINTS: dict[str, Call] = {
     "run_high_water": lambda app, t: app.run_high_water("r1"),
     "read_run_payloads": lambda app, t: app.read_run_payloads("r1"),
     "plan_resume": lambda app, t: app.plan_resume("r1"),
+    "end_start_only_run": lambda app, t: app.end_start_only_run(t.target_header.run_id),
     "attest_operation": lambda app, t: app.attest_operation(
         "r1", "toolop_" + "0" * 32, applied=False, actor="op"
     ),

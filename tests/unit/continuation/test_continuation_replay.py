@@ -257,7 +257,7 @@ def test_the_unsettled_diagnostic_names_the_first_operation_and_its_tool() -> No
         "reason": "dispatch_without_response",
         "unsettledOperations": 2,
     }
-    assert "operation op-1 (call call-1 of tool Write)" in diagnostic.message
+    assert "tool Write (operation op-1, call call-1) may have run" in diagnostic.message
 
 
 @pytest.mark.parametrize(
