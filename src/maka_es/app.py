@@ -177,7 +177,12 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
         )
         self.run_forks = RunForks(
-            self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
+            self.claims,
+            self._store,
+            lambda: self.id_factory(),
+            self.telemetry,
+            self.tool_runtime,
+            end_source=lambda run_id: StartupRecovery(self.claims).end_forked_source(run_id),
         )
 
     # -- construction ------------------------------------------------------------------------------

@@ -135,8 +135,10 @@ class RunForks:
         id_factory: Callable[[], str],
         telemetry: Telemetry,
         tool_runtime: ToolRuntime,
+        end_source: Callable[[str], bool] | None = None,
     ) -> None:
         self._tool_runtime = tool_runtime
+        self._end_source = end_source
         self._claims = claims
         self._ledger = claims.ledger
         self._store = store
@@ -157,6 +159,7 @@ class RunForks:
             return self._fork(run_id, before_operation, actor, note)
 
     def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
+        self._end_awaiting_source(run_id)
         header = self._ledger.get_run_header(run_id)
         source = self._ledger.load_run(run_id)
         high_water = fork_high_water(source.events, before_operation)
@@ -198,6 +201,20 @@ class RunForks:
         )
         self._emit(header.session_id, fact)
         return _report(fact, created=True)
+
+    def _end_awaiting_source(self, run_id: str) -> None:
+        """A source that recovery left awaiting the operator (not ended, ADR 0019 amendment)
+        is ended first, as recovery used to end it; a source whose owner is live is refused
+        ``fork_conflict`` (``detail.reason: source_live``), nothing written."""
+        source = self._ledger.load_run(run_id)
+        if source.header.is_terminal or source.sealed_by is not None:
+            return
+        if self._end_source is None or not self._end_source(run_id):
+            raise RunForkRefusedError(
+                f"run {run_id} is still live: stop its process (or wait for its lease), then fork",
+                code="fork_conflict",
+                detail={"runId": run_id, "reason": "source_live"},
+            )
 
     def execute_fork(
         self, fork_run_id: str, provider: Provider, *, system_prompt: str | None = None

@@ -294,6 +294,19 @@ class StartupRecovery:
             return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
         return self._recover_terminal(header, run.events_newest_first())
 
+    def end_forked_source(self, run_id: str) -> bool:
+        """End a run the operator forks while it awaits the operator (ADR 0022 amendment): the
+        fork is the operator's decision to abandon the uncertain call, so the source gets the
+        recovered terminal (the call stays indeterminate in its history, and the fork's claim
+        then seals it). ``False``, nothing written, when its owner is live."""
+        candidates, _ = self._take_ownership([run_id])
+        if run_id not in candidates:
+            return False
+        run = self.ledger.load_run(run_id)
+        if run.terminal_event is None and not run.header.is_terminal:
+            self._recover_terminal(run.header, run.events_newest_first())
+        return True
+
     def _repair_start_only(self, run: Run) -> Repair:
         """A continuation or fork that holds only its runtime-admission start: ended with the
         recovered terminal when its owner is gone (``start_only_ended``; the provider may have

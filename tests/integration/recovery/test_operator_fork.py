@@ -231,3 +231,51 @@ def test_a_fork_and_a_continuation_racing_have_one_winner(store_url: str) -> Non
     assert len(errors) == 1, outcomes
     with _open(store_url) as app:
         assert len(app.claims.all_claims()) == 1
+
+
+def _interrupted(db: str, **kwargs: Any) -> str:
+    """A run whose ``never_auto_retry`` Send died after T1 (its process gone); its op id."""
+    with _open(db, tools=[send_tool(dies=True)], **kwargs) as app:
+        app.open_session("s1", "/workspace", IDENTITY)
+        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        ledger = LedgerBuilder(SPINE)
+        ledger.user(marker=True)
+        app.append_events("r1", ledger.events)
+        with pytest.raises(Killed):
+            app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
+    return SPINE.operation_id("c1")
+
+
+def test_forking_a_run_that_awaits_the_operator_ends_it_first(store_url: str) -> None:
+    """The fork is the operator's decision to abandon the call: the source gets the recovered
+    terminal (the call stays indeterminate in it), then the fork's claim seals it; a later
+    recovery leaves the source alone (it used to raise ``run_sealed`` on the sealed source)."""
+    operation = _interrupted(store_url)
+    with _open(store_url) as app:
+        report = app.recover()
+        assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "left_awaiting_operator")]
+        assert app.get_run_header("r1").status == "running"
+    with _open(store_url, LATER, id_factory=_ids()) as app:
+        assert app.fork_run("r1", before_operation=operation, actor="alice").created
+        assert app.get_run_header("r1").status == "failed"
+        assert app.read_run_events("r1")[-1].id == "r1-recovered-terminal"
+        assert [o.state for o in app.tool_operations("r1")] == ["prepared"]
+        source_rows = [row for row in store_snapshot(app).rows if "r1" in repr(row)]
+    with _open(store_url, LATER + 1) as app:
+        assert all(r.run_id != "r1" for r in app.recover().repairs)
+        assert [row for row in store_snapshot(app).rows if "r1" in repr(row)] == source_rows
+
+
+def test_forking_a_source_whose_owner_is_live_is_refused_and_writes_nothing(
+    store_url: str,
+) -> None:
+    operation = _interrupted(store_url, host_id="h1")  # h1's lease runs 30 s from NOW
+    with _open(store_url, NOW + 1_000, id_factory=_ids()) as app:
+        before = store_snapshot(app).rows
+        with pytest.raises(RunForkRefusedError) as refused:
+            app.fork_run("r1", before_operation=operation, actor="alice")
+        assert (refused.value.code, refused.value.detail["reason"]) == (
+            "fork_conflict",
+            "source_live",
+        )
+        assert store_snapshot(app).rows == before
