@@ -195,6 +195,9 @@ class ContinuationPlanner:
         is nothing to continue (no candidate, or one ended before its first user message)."""
         candidate = self._candidate(session_id)
         if candidate is None:
+            awaiting = self._awaiting_operator(session_id)
+            if awaiting is not None:
+                return awaiting
             return park(
                 "resume_candidate_missing",
                 f"session {session_id} has no failed or cancelled session-inline run",
@@ -207,6 +210,24 @@ class ContinuationPlanner:
                 {"sourceRunId": candidate.run_id},
             )
         return candidate.run_id, events
+
+    def _awaiting_operator(self, session_id: str) -> ContinuationPlan | None:
+        """The park of the session's newest run when it is not ended because a call in it may
+        have run (recovery leaves such a run awaiting the operator, ADR 0019 amendment): the
+        reference's code for the blocked replay, with the tool named, rather than "nothing
+        to continue". ``None`` when the newest run is ended or its replay is not blocked."""
+        runs = [h for h in self.reader.runs_of_session(session_id) if h.is_session_inline]
+        if not runs:
+            return None
+        newest = max(runs, key=lambda h: (h.created_at, js_sort_key(h.run_id)))
+        if newest.is_terminal:
+            return None
+        source = self._read_source(session_id, newest)
+        if isinstance(source, ContinuationPlan) and source.rejection_reasons == (
+            "runtime_ledger_unreadable",
+        ):
+            return source if source.diagnostics[0].tool_name is not None else None
+        return None
 
     def _conversation_or_none(self, candidate: RunHeader) -> list[RuntimeEvent] | None:
         """The candidate's events, or ``None`` when it is a first-generation run that recorded
