@@ -64,6 +64,7 @@ class HostLeases:
         self.host_id = host_id
         self.lease_ms = lease_ms
         self._held: dict[str, int] = {}
+        self._recovering: set[str] = set()  # held only because recovery took them over
         self._expires_at: EpochMs | None = None  # of this process's newest renewal
         self._store_waited_at: EpochMs | None = None  # a heartbeat last waited on the store
         self._lock = threading.Lock()
@@ -163,10 +164,16 @@ class HostLeases:
         """The owner of a run this host creates: this host at epoch 1."""
         return RunOwner(self.host_id, 1)
 
-    def hold(self, run_id: str, epoch: int) -> None:
-        """Remember that this process created or took over ``run_id`` at ``epoch``."""
+    def hold(self, run_id: str, epoch: int, *, for_recovery: bool = False) -> None:
+        """Remember that this process created or took over ``run_id`` at ``epoch``;
+        ``for_recovery``: only recovery took it over, to end it (no turn of this process runs
+        it, so :meth:`verdict` says ``own``, not ``held``)."""
         with self._lock:
             self._held[run_id] = epoch
+            if for_recovery:
+                self._recovering.add(run_id)
+            else:
+                self._recovering.discard(run_id)
 
     def held_epoch(self, run_id: str) -> int | None:
         with self._lock:
@@ -195,8 +202,14 @@ class HostLeases:
             lease,
             host_id=self.host_id,
             now=self._store.now_ms(),
-            held_epoch=self.held_epoch(run.run_id),
+            held_epoch=None
+            if self._taken_for_recovery(run.run_id)
+            else self.held_epoch(run.run_id),
         )
+
+    def _taken_for_recovery(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._recovering
 
     def take_over(self, run_id: str) -> bool:
         """Take over ``run_id`` if its owner's lease has expired: the next epoch, one save at
@@ -229,6 +242,6 @@ class HostLeases:
                 self._store.commit(facts, conflict=lambda: ConcurrentWriteError(run_id))
             except ConcurrentWriteError:
                 return False
-            self.hold(run_id, fact.epoch)
+            self.hold(run_id, fact.epoch, for_recovery=True)
             self.renewed(facts)
             return True

@@ -56,6 +56,6 @@ def may_end_bare_start(run: Run, *, end_start_only_continuations: bool) -> bool:
 def owner_is_gone(ownership: HostLeases | None, run: Run) -> bool:
     """Whether ``run``'s owner is proven gone, asked after the ownership step (which leaves
     other hosts' live runs and the runs this instance is running alone, and takes over expired
-    ones): the run is this host's previous incarnation's (``own``), or this recovery just took
-    it over from an expired owner (``held`` at the new epoch)."""
-    return ownership is not None and ownership.verdict(run) in ("own", "held")
+    ones): the run is this host's previous incarnation's, or this recovery just took it over
+    from an expired owner (both ``own``: a run recovery took over is no live turn)."""
+    return ownership is not None and ownership.verdict(run) == "own"
