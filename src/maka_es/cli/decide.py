@@ -22,7 +22,7 @@ from maka_es.cli.providers import (
     load_tools,
     outcome_document,
 )
-from maka_es.cli.root import JsonFlag, app, settings
+from maka_es.cli.root import JsonFlag, ToolNamesOption, ToolsFactoryOption, app, settings
 from maka_es.cli.store import open_store
 
 
@@ -90,13 +90,8 @@ def continue_(
     provider: Annotated[
         str, typer.Option("--provider", help="module:factory returning a Provider.")
     ] = DEFAULT_PROVIDER,
-    tool: Annotated[
-        list[str] | None,
-        typer.Option("--tool", help="A tool name this host offers (repeat)."),
-    ] = None,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
-    ] = None,
+    tool: ToolNamesOption = None,
+    tools: ToolsFactoryOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Plan the Phase 1 continuation of SESSION and, without --dry-run, execute it (``resume``

@@ -19,7 +19,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 
 from maka_es.cli.output import EXIT_ERROR, console, emit_json, err_console
 from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider, load_tools, outcome_document
-from maka_es.cli.root import JsonFlag, app, settings
+from maka_es.cli.root import JsonFlag, ToolsFactoryOption, app, settings
 from maka_es.cli.store import open_store
 from maka_es.recovery.report import LEFT_KINDS
 
@@ -116,9 +116,7 @@ def fork(
     provider: Annotated[
         str, typer.Option("--provider", help="module:factory returning a Provider.")
     ] = DEFAULT_PROVIDER,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
-    ] = None,
+    tools: ToolsFactoryOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Fork RUN before an uncertain operation (the source stays untouched; ADR 0022) and, with

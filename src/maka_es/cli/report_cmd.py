@@ -16,7 +16,7 @@ import typer
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.cli.output import console
 from maka_es.cli.providers import host_tool_names, load_tools
-from maka_es.cli.root import app, settings
+from maka_es.cli.root import ToolNamesOption, ToolsFactoryOption, app, settings
 from maka_es.cli.store import open_store
 from maka_es.report import write_run_report, write_session_report
 
@@ -31,13 +31,8 @@ def report(
     session: Annotated[
         str | None, typer.Option("--session", help="Report every run of this session instead.")
     ] = None,
-    tool: Annotated[
-        list[str] | None,
-        typer.Option("--tool", help="A tool name this host offers (repeat)."),
-    ] = None,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
-    ] = None,
+    tool: ToolNamesOption = None,
+    tools: ToolsFactoryOption = None,
 ) -> None:
     """Write a self-contained HTML page: timeline, tool operations, plans, lineage."""
     if (run is None) == (session is None):

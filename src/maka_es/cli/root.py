@@ -57,3 +57,12 @@ def settings(ctx: typer.Context) -> Settings:
 
 #: The ``--json`` option every read command takes.
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document (docs/cli.md).")]
+#: ``--tool NAME`` (repeat): a tool name this host offers, for the host inspector.
+ToolNamesOption = Annotated[
+    list[str] | None,
+    typer.Option("--tool", help="A tool name this host offers (repeat)."),
+]
+#: ``--tools module:factory``: the host's tool catalogue (the agent loop runs them).
+ToolsFactoryOption = Annotated[
+    str | None, typer.Option("--tools", help="module:factory returning the host's tools.")
+]

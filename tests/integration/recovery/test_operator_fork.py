@@ -57,19 +57,12 @@ def _continuing(db: str, **kwargs: Any) -> RuntimeApplication:
 def _parked(db: str) -> str:
     """A run whose ``never_auto_retry`` Send died after T1, sealed by the old recovery rule
     (a store recovered before the rule changed); its op id."""
-    with _open(db, tools=[send_tool(dies=True)]) as app:
-        app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
-        ledger = LedgerBuilder(SPINE)
-        ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
-        with pytest.raises(Killed):
-            app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
+    operation = _interrupted(db)
     with _open(db) as app:
         seal_like_old_recovery(app, "r1")
         assert app.get_run_header("r1").status == "failed"
         assert app.plan_resume("r1").disposition == "blocked"
-    return SPINE.operation_id("c1")
+    return operation
 
 
 def _completed(db: str) -> str:
