@@ -31,6 +31,13 @@ class RunForkRefusedError(MakaError):
     default_code = "fork_conflict"
 
 
+class TurnRefusedError(MakaError):
+    """``run_turn`` refused before writing anything (ADR 0036): the session's newest run did
+    not complete, so a new prompt would start beside an unfinished turn."""
+
+    default_code = "turn_session_unfinished"
+
+
 class InvalidProviderOutputError(MakaError, ValueError):
     """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
 
