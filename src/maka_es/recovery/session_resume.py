@@ -10,8 +10,9 @@ and, when it cannot, what gets it out. This module reads the session's newest ru
 * otherwise the session is planned from that run (``Continuations.plan``) and, when the plan
   continues, executed (``execute_continuation``: the same agent loop as every turn);
 * a park returns its reasons with the operator commands that settle it: for each operation the
-  resolver left indeterminate, ``maka-es attest`` (applied or not) and ``maka-es fork``
-  (docs/cli.md#repair); for a run that is not ended yet, ``maka-es recover``.
+  resolver left indeterminate, ``maka-es fork`` before its call and, while the run is not
+  ended (attestation needs an unsealed run, ADR 0022), ``maka-es attest`` (applied or not)
+  (docs/cli.md#repair); for a run that is not ended yet, ``maka-es recover`` after that decision.
 
 Recovery itself (``recover()``) stays the host's first call at every start: it settles the
 tools and ends the interrupted runs this reads.
@@ -61,16 +62,21 @@ class ResumeResult:
         return None if self.plan is None else self.plan.disposition
 
 
-def operator_commands(run_id: str, operation_ids: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair)."""
+def operator_commands(
+    run_id: str, operation_ids: tuple[str, ...], *, attestable: bool
+) -> tuple[str, ...]:
+    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair): an
+    attestation while the run is not ended (a run sealed by its terminal refuses one, ADR
+    0022), and a fork before the call in any case."""
     commands: list[str] = []
     for op in operation_ids:
         run, quoted = shlex.quote(run_id), shlex.quote(op)
-        commands += [
-            f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
-            f"maka-es attest {run} {quoted} --not-applied --actor WHO",
-            f"maka-es fork {run} --before {quoted} --actor WHO",
-        ]
+        if attestable:
+            commands += [
+                f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
+                f"maka-es attest {run} {quoted} --not-applied --actor WHO",
+            ]
+        commands.append(f"maka-es fork {run} --before {quoted} --actor WHO")
     return tuple(commands)
 
 
@@ -126,9 +132,9 @@ class SessionResume:
         undecided = tuple(
             d.operation_id for d in decisions if d.status in UNDECIDED and d.operation_id
         )
-        commands = operator_commands(newest.run_id, undecided)
-        if not newest.is_terminal:
-            commands = ("maka-es recover", *commands)
+        commands = operator_commands(newest.run_id, undecided, attestable=not newest.is_terminal)
+        if not newest.is_terminal:  # after the decision, recovery ends the run
+            commands = (*commands, "maka-es recover")
         return ResumeResult(
             "parked",
             newest.run_id,
