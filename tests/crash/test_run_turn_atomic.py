@@ -67,7 +67,8 @@ def kill_at(store: str, cwd: Path, point: str, nth: int) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout is not None
+    assert child.stderr is not None
     try:
         said = child.stdout.readline().strip()
         assert said == "INSIDE", child.stderr.read()
@@ -103,14 +104,16 @@ def test_sigkill_around_the_turns_first_save_leaves_nothing_or_both(
         store_url, host_config=host(cwd), safe_boundary_resume=True
     ) as app:
         if (point, nth) == (failpoints.INSIDE_SAVE_BEFORE_COMMIT, 1):  # nothing at all
-            assert app.list_runs("s1") == [] and not app.run_exists("r1")
+            assert app.list_runs("s1") == []
+            assert not app.run_exists("r1")
             assert app.all_run_ids() == []
             assert app.run_turn("s1", "hello", provider, run_id="r1").answer == "hi"
             return
         # both: the run with exactly its user message, declaring the tool-boundary protocol
         (user,) = app.read_run_events("r1")
         assert (user.role, user.protocol_marker) == ("user", "t1_after_preflight_v1")
-        assert isinstance(user.content, TextContent) and user.content.text == "hello"
+        assert isinstance(user.content, TextContent)
+        assert user.content.text == "hello"
         assert app.get_run_header("r1").status == "running"
         app.recover()
         resumed = app.resume("s1", provider)

@@ -37,7 +37,7 @@ def fake_model_server(answers: list[dict[str, Any]]) -> Iterator[FakeModelServer
     fake = FakeModelServer(answers)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             fake.requests.append((self.path, json.loads(self.rfile.read(length) or b"{}")))
             if fake.answers:
@@ -51,7 +51,7 @@ def fake_model_server(answers: list[dict[str, Any]]) -> Iterator[FakeModelServer
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the hook's name
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

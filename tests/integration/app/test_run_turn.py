@@ -5,7 +5,8 @@ tests hold it to what a host relies on: the turn ends with its answer, one model
 calls is ONE assistant message followed by both results (first turn and continuation alike),
 the prompt is sent once and never again after a crash, a crash inside a ``replay_safe`` tool
 continues after recovery, a ``never_auto_retry`` one parks with the operator command that gets
-it out (a fork, the run being sealed by recovery), and ``run_turn`` refuses, writing nothing, while the session's newest run is unfinished.
+it out (a fork, the run being sealed by recovery), and ``run_turn`` refuses, writing nothing,
+while the session's newest run is unfinished.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def test_a_crash_inside_a_replay_safe_tool_of_a_first_turn_continues(
             "r1",
             "continue",
         )
-        assert resumed.outcome is not None and resumed.outcome.status == "completed"
+        assert resumed.outcome is not None
+        assert resumed.outcome.status == "completed"
         assert resumed.answer == "both are 1"
         assert [h.run_id for h in app.list_runs("s1")] == ["r1", resumed.outcome.target_run_id]
         again = app.resume("s1", provider)
@@ -161,7 +163,9 @@ def test_a_crash_inside_a_never_auto_retry_tool_parks_with_the_operator_commands
         app.open_session("s1")
         parked = app.resume("s1", provider)
         assert (parked.status, parked.run_id, parked.disposition) == ("parked", "r1", "park")
-        assert parked.reasons and parked.outcome is None and provider.requests == []
+        assert parked.reasons
+        assert parked.outcome is None
+        assert provider.requests == []
         (op,) = [o.operation_id for o in app.tool_operations("r1") if o.tool_call_id == "c2"]
         # recovery sealed the run with its terminal: a fork before the call is the way out
         assert parked.operator_commands == (f"maka-es fork r1 --before {op} --actor WHO",)
@@ -174,7 +178,8 @@ def test_a_crash_inside_a_never_auto_retry_tool_parks_with_the_operator_commands
         fork = app.fork_run("r1", before_operation=op, actor="ops")
         resumed = app.resume("s1", provider)
         assert (resumed.status, resumed.answer) == ("continued", "b was not sent")
-        assert resumed.outcome is not None and resumed.outcome.target_run_id == fork.fork_run_id
+        assert resumed.outcome is not None
+        assert resumed.outcome.target_run_id == fork.fork_run_id
         after = ScriptedProvider([ProviderTurn(({"kind": "text", "text": "hello"},))])
         assert app.run_turn("s1", "next", after).answer == "hello"
     assert users(provider.requests[0]) == [PROMPT]
@@ -229,7 +234,8 @@ def test_run_turn_is_refused_while_the_newest_run_is_live(store_url: str, cwd: P
         with pytest.raises(TurnRefusedError) as refused:
             app.run_turn("s1", PROMPT, provider, run_id="r2")
         assert refused.value.detail == {"sessionId": "s1", "runId": "live", "status": "running"}
-        assert not app.run_exists("r2") and provider.requests == []
+        assert not app.run_exists("r2")
+        assert provider.requests == []
 
 
 def test_run_turn_ends_failed_on_a_provider_error_and_resume_retries_it(

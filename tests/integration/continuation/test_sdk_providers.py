@@ -170,7 +170,8 @@ def test_openai_responses_provider_over_the_real_client(tmp_path: Path) -> None:
     assert (first["instructions"], first["store"]) == ("be brief", False)
     assert [t["name"] for t in first["tools"]] == ["Lookup"]
     user_items = [i for i in second["input"] if i.get("role") == "user"]
-    assert len(user_items) == 1 and PROMPT in json.dumps(user_items[0])
+    assert len(user_items) == 1
+    assert PROMPT in json.dumps(user_items[0])
     kinds = [(i.get("type"), i.get("call_id")) for i in second["input"] if i.get("role") != "user"]
     assert kinds == [
         ("function_call", "c1"),
@@ -215,7 +216,8 @@ def test_anthropic_messages_provider_over_the_real_client(tmp_path: Path) -> Non
     assert (first["system"], first["max_tokens"]) == ("be brief", 256)
     assert [t["name"] for t in first["tools"]] == ["Lookup"]
     user, assistant, results = second["messages"]
-    assert user["role"] == "user" and PROMPT in json.dumps(user["content"])
+    assert user["role"] == "user"
+    assert PROMPT in json.dumps(user["content"])
     assert [b["id"] for b in assistant["content"] if b["type"] == "tool_use"] == ["c1", "c2"]
     assert results["role"] == "user"
     assert [b["tool_use_id"] for b in results["content"]] == ["c1", "c2"]
