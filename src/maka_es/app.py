@@ -83,6 +83,7 @@ from maka_es.errors import StorePathError, WritePathRefusedError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
+from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.fork import RunForks
@@ -180,10 +181,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self.run_forks = RunForks(
             self.claims, self._store, lambda: self.id_factory(), self.telemetry, self.tool_runtime
         )
-        self.turns = Turns(self.ledger, self.host_sessions, self.tool_runtime)
-        self.session_resume = SessionResume(
-            self.ledger, self.continuations, self.run_forks, self.tool_commands
-        )
+        self.run_starts = RunStarts(self._store, self.ledger, self.on_events_committed)
+        self.turns = Turns(self.ledger, self.run_starts, self.host_sessions, self.tool_runtime)
+        self.session_resume = SessionResume(self.ledger, self.continuations, self.run_forks)
 
     # -- construction ------------------------------------------------------------------------------
 

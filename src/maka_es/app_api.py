@@ -24,6 +24,7 @@ from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
+from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
 from maka_es.recovery.fork import ForkReport, RunForks
@@ -49,6 +50,7 @@ class RuntimeApi:
     run_forks: RunForks
     ownership: HostLeases
     host_sessions: HostSessions
+    run_starts: RunStarts
     turns: Turns
     session_resume: SessionResume
 
@@ -132,6 +134,13 @@ class RuntimeApi:
 
     def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
         return self.ledger.create_run(header)
+
+    def create_run_with_events(
+        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
+    ) -> AppendResult:
+        """Create a run with its first events (a turn's user message) in ONE save, under the
+        write rules of ``create_run`` and ``append_events`` (ADR 0036)."""
+        return self.run_starts.create_run_with_events(header, events)
 
     def import_run(
         self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]

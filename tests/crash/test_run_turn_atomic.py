@@ -2,7 +2,7 @@
 
 Why a real kill: the host's old first-turn loop created the run, then appended the user message,
 so a crash between the two left a run with a header and no prompt. ``run_turn`` saves both in
-one transaction (``Ledger.create_run_with_events``). A child process runs ``run_turn`` on the
+one transaction (``RunStarts.create_run_with_events``). A child process runs ``run_turn`` on the
 real store and blocks at a failpoint: inside that save (rows inserted, COMMIT not reached) or
 right after it; the parent SIGKILLs it there and reads the store. After the commit, the
 restart's ``resume`` continues the turn and the model receives the prompt exactly once.

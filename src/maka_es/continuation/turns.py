@@ -11,7 +11,7 @@ instead of one). :meth:`Turns.run_turn` does the whole turn instead, on the SAME
    host's own decision): a new prompt beside an unfinished turn would leave two
    conversations, and ``resume`` is the way on (``maka_es.recovery.session_resume``);
 2. create the run from the host config with its user message (the T1 protocol marker) as
-   event 1, in ONE save (``Ledger.create_run_with_events``): no run without its prompt exists;
+   event 1, in ONE save (``RunStarts.create_run_with_events``): no run without its prompt exists;
 3. the agent loop: model, T1, tool, T2, model, to a text-only turn, an error or the step limit;
 4. its terminal, event before header (``commit_terminal``).
 """
@@ -33,6 +33,7 @@ from maka_es.continuation.provider import Provider, ProviderRequest
 from maka_es.continuation.telemetry import error_class_of
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
 from maka_es.ledger.host_sessions import CLOCK_FIELDS, HostSessions
+from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import Ledger
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, TextContent
@@ -84,9 +85,14 @@ class Turns:
     """``run_turn`` over the ledger, the host config and the application's tool runtime."""
 
     def __init__(
-        self, ledger: Ledger, host_sessions: HostSessions, tool_runtime: ToolRuntime
+        self,
+        ledger: Ledger,
+        run_starts: RunStarts,
+        host_sessions: HostSessions,
+        tool_runtime: ToolRuntime,
     ) -> None:
         self._ledger = ledger
+        self._run_starts = run_starts
         self._sessions = host_sessions
         self._tool_runtime = tool_runtime
 
@@ -125,7 +131,7 @@ class Turns:
                 session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id
             )
             user = user_message(header, prompt, ts=self._ledger.now_ms())
-            self._ledger.create_run_with_events(header, [user], clock_fields=CLOCK_FIELDS)
+            self._run_starts.create_run_with_events(header, [user], clock_fields=CLOCK_FIELDS)
         failpoints.hit(AFTER_TURN_STARTED)
         request = ProviderRequest(
             session_id=session_id,

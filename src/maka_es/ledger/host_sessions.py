@@ -93,7 +93,7 @@ class HostSessions:
         config: HostConfig | None = None,
     ) -> RunHeader:
         """The header ``start_run`` would create (nothing written): what a turn creates
-        together with its user message (``Ledger.create_run_with_events``)."""
+        together with its user message (``RunStarts.create_run_with_events``)."""
         chosen = config if config is not None else self.config
         if chosen is None:
             raise InvalidRunHeaderError(

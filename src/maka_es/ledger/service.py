@@ -204,41 +204,6 @@ class Ledger:
             self.hold(parsed.run_id, owner, facts)
             return parsed
 
-    def create_run_with_events(
-        self,
-        header: RunHeader | Mapping[str, Any],
-        events: Sequence[RuntimeEvent | Mapping[str, Any]],
-        *,
-        clock_fields: Collection[str] = (),
-    ) -> AppendResult:
-        """Create a run with its first events in ONE save (ADR 0036): the run stream, the
-        events, the invocation binding and the session's registration, so no run without them
-        can exist (a turn's header and its user message). The events meet the generic append's
-        write rules (``decide_append`` on the new run; reserved facts refused), the header
-        those of ``create_run``. An exact retry (same header, same events) writes nothing."""
-        parsed = RunHeader.decode(header)
-        decoded = [as_runtime_event(event) for event in events]
-        with self._store.command():
-            session = self._store.load_session(parsed.session_id)
-            now = self._store.now_ms()
-            owner = self.new_owner()
-            created = Run.create(parsed, now, owner)
-            run = project_run(None, [created])
-            assert run is not None  # a RunCreated fact always projects a Run
-            decision = run.decide_append(decoded, committed_at=now)
-            facts = [created, *decision.facts, bind_invocation(parsed)]
-            facts += [session.register_run(parsed.run_id, now), *self.lease_renewal()]
-            try:
-                self._store.commit(facts, conflict=lambda: self.create_run_conflict(parsed))
-            except RunAlreadyExistsError:
-                first = self._store.first_fact(run_stream_id(parsed.run_id))
-                if not is_exact_create_retry(first, parsed, clock_fields):
-                    raise
-                return self.append_events(parsed.run_id, decoded)
-            self.hold(parsed.run_id, owner, facts)
-        self._on_committed(parsed.run_id, decision.appended)
-        return AppendResult(len(decision.appended), decision.retried, len(decision.appended))
-
     def create_run_conflict(self, header: RunHeader) -> Exception:
         """Why a run's creation lost: its id, its invocation, or a concurrent session write."""
         if self._store.stream_exists(run_stream_id(header.run_id)):

@@ -30,8 +30,8 @@ from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.turns import FINISHED, answer_of
 from maka_es.ledger.service import Ledger
-from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.fork import RunForks
+from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["ResumeResult", "SessionResume", "operator_commands"]
@@ -83,17 +83,10 @@ def operator_commands(
 class SessionResume:
     """``resume`` over the ledger, the continuation service and operator forks."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        continuations: Continuations,
-        run_forks: RunForks,
-        tool_commands: ToolCommands,
-    ) -> None:
+    def __init__(self, ledger: Ledger, continuations: Continuations, run_forks: RunForks) -> None:
         self._ledger = ledger
         self._continuations = continuations
         self._forks = run_forks
-        self._tool_commands = tool_commands
 
     def resume(
         self,
@@ -128,7 +121,7 @@ class SessionResume:
 
     def _parked(self, newest: RunHeader, plan: ContinuationPlan) -> ResumeResult:
         """The park with the commands that get the session out of it."""
-        decisions = self._tool_commands.resolve_run(newest.run_id).decisions
+        decisions = resolve_tool_operations(self._ledger.read_run_events(newest.run_id)).decisions
         undecided = tuple(
             d.operation_id for d in decisions if d.status in UNDECIDED and d.operation_id
         )
