@@ -30,7 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maka_es import failpoints
-from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT, AgentLoop, LoopEnd
+from maka_es.continuation.agent_loop import (
+    DEFAULT_STEP_LIMIT,
+    AgentLoop,
+    LoopEnd,
+    commit_terminal,
+)
 from maka_es.continuation.claim import ContinuationTarget, SourceBoundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.gates import ContinuationPlan, CwdPolicy, RuntimeContinuation
@@ -42,7 +47,7 @@ from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import RunHeader, terminal_event
+from maka_es.wire.run_header import RunHeader
 
 __all__ = [
     "AFTER_CLAIM_COMMITTED",
@@ -239,20 +244,5 @@ class ContinuationExecutor:
         error_class: str | None,
         failure_message: str | None,
     ) -> None:
-        """The target's terminal fact, then its header (``end_run`` keeps that order). A
-        failure message rides in the fact (error content and ``stateDelta.failureMessage``),
-        so the header derived from it, or repaired from it after a crash, carries it too."""
-        self.ledger.end_run(
-            target_header.run_id,
-            terminal_event(
-                target_header.spine,
-                event_id=f"{target_header.run_id}-terminal",
-                ts=self.ledger.now_ms(),
-                status=status,
-                failure_class=error_class,
-                message=failure_message,
-                state_delta=None
-                if failure_message is None
-                else {"failureMessage": failure_message},
-            ),
-        )
+        """The target's terminal fact, then its header (``commit_terminal``)."""
+        commit_terminal(self.ledger, target_header, status, error_class, failure_message)

@@ -81,6 +81,8 @@ SYNC_CALLS: dict[str, tuple[str, Call]] = {
         lambda app: app.continuation_start_record(BAD, START, start_kind="runtime_admission"),
     ),
     "host_lease": ("hostId", lambda app: app.host_lease(BAD)),
+    "run_turn": ("sessionId", lambda app: app.run_turn(BAD, "hello", _no_provider())),
+    "resume": ("sessionId", lambda app: app.resume(BAD, _no_provider())),
 }
 
 AsyncCall = Callable[[AsyncRuntimeApplication], Awaitable[object]]
