@@ -16,6 +16,7 @@ provenance), so a fork and a continuation of the same source race on the store's
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,7 @@ from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import ContinuationSourceV2
+from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["ForkReport", "RunForks"]
 
@@ -141,6 +142,9 @@ class RunForks:
         self._store = store
         self._ids = id_factory
         self._telemetry = telemetry
+        #: Forks whose agent loop runs in this process now (one writer per fork).
+        self._running: set[str] = set()
+        self._running_lock = threading.Lock()
 
     def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
@@ -151,6 +155,11 @@ class RunForks:
             raise CodecInputError(
                 "a fork needs an actor and a text note", code="operator_action_invalid"
             )
+        # one read-decide-save of this process, like every command (ledger/ports.py)
+        with self._ledger.command():
+            return self._fork(run_id, before_operation, actor, note)
+
+    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
         header = self._ledger.get_run_header(run_id)
         source = self._ledger.load_run(run_id)
         high_water = fork_high_water(source.events, before_operation)
@@ -198,7 +207,32 @@ class RunForks:
     ) -> ContinuationOutcome:
         """Run a fork that holds only its start through the continuation executor's agent loop,
         with the kept prefix (recomputed, and checked against the digest its start recorded)
-        as replay. ``fork_not_pending`` if it is no fork or already ran; nothing is written."""
+        as replay. ``fork_not_pending`` if it is no fork, already ran or is running; nothing is
+        written.
+
+        The check holds the store's command lock; the agent loop does not (each of its commands
+        takes it for itself, a provider call or a tool never holds it). One writer per fork:
+        the fork is marked running in this process under the lock, so a second execution of
+        the same fork refuses while the first is in its loop."""
+        header, replay, source_run_id = self._take_pending(fork_run_id)
+        try:
+            executor = ContinuationExecutor(
+                self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
+            )
+            return executor.run_admitted(
+                header,
+                replay.runtime_context,
+                provider,
+                source_run_id=source_run_id,
+                tool_names=tuple(self._tool_runtime.tools),
+            )
+        finally:
+            with self._running_lock:
+                self._running.discard(fork_run_id)
+
+    def _take_pending(self, fork_run_id: str) -> tuple[RunHeader, CompositeReplay, str]:
+        """The fork's header, its replay and its source, once it is proven waiting to run;
+        marks it running (see ``execute_fork``)."""
         with self._ledger.command():
             header = self._ledger.get_run_header(fork_run_id)
             edge = header.continuation_source
@@ -206,11 +240,14 @@ class RunForks:
                 self._fork_fact(edge.claim_id) if isinstance(edge, ContinuationSourceV2) else None
             )
             events = self._ledger.read_run_events(fork_run_id)
+            with self._running_lock:
+                running = fork_run_id in self._running
             if (
                 not isinstance(edge, ContinuationSourceV2)
                 or fact is None
                 or header.status != "running"
                 or len(events) != 1
+                or running
             ):
                 raise RunForkRefusedError(
                     f"run {fork_run_id} is not a fork waiting to run",
@@ -225,16 +262,9 @@ class RunForks:
                     code="fork_replay_blocked",
                     detail={"reason": "runtime_lineage_replay_mismatch"},
                 )
-            executor = ContinuationExecutor(
-                self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
-            )
-            return executor.run_admitted(
-                header,
-                replay.runtime_context,
-                provider,
-                source_run_id=fact.source_run_id,
-                tool_names=tuple(self._tool_runtime.tools),
-            )
+            with self._running_lock:
+                self._running.add(fork_run_id)
+            return header, replay, fact.source_run_id
 
     def _replay(self, header: Any, source: Run, high_water: int) -> CompositeReplay:
         """The composite replay of the source's lineage pinned at the fork point."""
