@@ -2,31 +2,37 @@
 
 Why a facade and not a second application: the rules live once, in the synchronous services
 (ADR 0017); an async host (the OpenAI or Anthropic async clients, Pydantic AI, LangGraph) needs
-only two guarantees from them, and this module gives exactly those:
+three guarantees from them, and this module gives exactly those:
 
 * **The event loop is never blocked by store I/O.** Every command and read runs in a worker
   thread; the loop keeps serving other coroutines while SQLite fsyncs.
-* **One writer at a time.** Commands go through an :class:`asyncio.Lock` of the facade and then
-  through ONE dedicated writer thread, so two coroutines never interleave a read-decide-save
-  (the store's own lock already serialises threads; the single writer keeps commands in the
+* **One writer at a time, and only store commands are serialised.** A command goes through an
+  :class:`asyncio.Lock` of the facade and then through ONE dedicated writer thread, so two
+  coroutines never interleave a read-decide-save (the single writer keeps commands in the
   order coroutines took the lock, and a cancelled caller cannot let a second command start
-  while its own is still running in the thread). Reads (``read_run_events``, ``plan_resume``,
-  ``plan_continuation``, ...) run in the default thread pool without the lock: they only load
-  committed facts (docs/reference/ledger.md#write-rules).
+  while its own is still running in the thread); inside, the command holds the store's command
+  lock, the lock every command of the process takes. Reads (``read_run_events``,
+  ``plan_resume``, ``plan_continuation``, ...) run in the default thread pool without the
+  lock: they only load committed facts (docs/reference/ledger.md#write-rules).
+* **A model call or a tool of one conversation never blocks another conversation.** A
+  *conversation* (``execute_continuation``, ``execute_fork``, ``execute_tool``) is not one
+  command: it runs in a thread of its own (a pool of ``conversation_threads``), outside the
+  facade's lock and the writer. Its store commands (revalidation and the claim as one, each
+  recorded model turn, T1, T2, the terminal) each take the store's command lock for
+  themselves, one writer at a time with every other command; the provider call and the tool
+  hold no lock (docs/reference/continuation.md#agent-loop).
 
-Async providers and tools: the continuation executor is synchronous and runs in the writer
-thread, holding the store's command lock for the whole agent loop
-(docs/reference/continuation.md#agent-loop). An :class:`AsyncProvider` is called from there
-through a sync adapter that submits its coroutine back to the facade's event loop with
-:func:`asyncio.run_coroutine_threadsafe` and waits for the answer, so the provider's HTTP
-client runs on the loop it was created for while the writer thread waits; an exception it
-raises reaches the executor unchanged and is committed as the run's failure. :func:`async_tool`
-does the same for a tool implementation (outside the facade, e.g. startup recovery called
-synchronously, the coroutine runs in a private event loop of the calling thread).
+Async providers and tools: an :class:`AsyncProvider` is called by the synchronous agent loop
+through :class:`LoopProvider`, which submits its coroutine back to the facade's event loop with
+:func:`asyncio.run_coroutine_threadsafe` and waits in the conversation's thread; the provider's
+HTTP client runs on the loop it was created for, and an exception it raises reaches the
+executor unchanged and is committed as the run's failure. :func:`async_tool` does the same
+for a tool implementation (outside the facade, e.g. startup recovery called synchronously, the
+coroutine runs in a private event loop of the calling thread); a sync tool runs in the
+conversation's thread. Either may await the facade's commands and reads.
 
-Consequence a host must respect: while a continuation or a tool call is in flight, an async
-provider or tool must not await a *command* of the same facade (it would wait for the writer
-it is running inside); reads are fine.
+``recover`` is one command (startup recovery, before conversations start): a tool it
+re-executes or reconciles runs inside it.
 """
 
 from __future__ import annotations
@@ -35,23 +41,30 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
+from maka_es.continuation.claim import ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
+from maka_es.ledger.facts import StartKind, StoredFact
+from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import AppendResult, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommit
+from maka_es.recovery.fork import ForkReport
+from maka_es.recovery.operator_actions import AttestationReport
 from maka_es.recovery.report import StartupRecoveryReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.tooljournal.tools import Reconciler, Tool, ToolContext, ToolResult
 from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode
 from maka_es.wire.run_header import RunHeader
@@ -113,9 +126,9 @@ def async_tool(
 ) -> Tool[ArgsT]:
     """A :class:`Tool` whose implementation is a coroutine function.
 
-    The ToolRuntime still brackets it with T1 and T2 in the writer thread; the coroutine runs
-    on the facade's loop (or, called outside the facade, in a private loop of the calling
-    thread), so it may use the host's async clients.
+    The ToolRuntime still brackets it with T1 and T2 (commands); the coroutine runs on the
+    facade's loop, outside every lock (or, called outside the facade, in a private loop of
+    the calling thread), so it may use the host's async clients.
     """
 
     def run_sync(args: ArgsT, context: ToolContext) -> Any:
@@ -137,17 +150,29 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-class AsyncRuntimeApplication:
-    """The async surface of one :class:`RuntimeApplication` (see module docstring).
+#: Conversations (continuations, forks, tool calls) a facade runs at once by default; one more
+#: waits for a thread, never for another conversation's model call to hold a lock.
+DEFAULT_CONVERSATION_THREADS = 64
 
-    Use one facade per application and per event loop; :meth:`close` (or ``async with``) stops
-    the writer thread and closes the application.
+
+class AsyncRuntimeApplication:
+    """The async surface of one :class:`RuntimeApplication` (see module docstring): every
+    public verb of the application, as a coroutine (``now_ms`` stays a plain call).
+
+    Use one facade per application and per event loop; :meth:`close` (or ``async with``) waits
+    for the conversations in flight, stops the writer thread and closes the application.
     """
 
-    def __init__(self, app: RuntimeApplication) -> None:
+    def __init__(
+        self, app: RuntimeApplication, *, conversation_threads: int = DEFAULT_CONVERSATION_THREADS
+    ) -> None:
         self.app = app
         self._write_lock = asyncio.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maka-es-writer")
+        self._conversations = ThreadPoolExecutor(
+            max_workers=conversation_threads, thread_name_prefix="maka-es-conversation"
+        )
+        self._in_flight: set[Future[Any]] = set()
 
     async def __aenter__(self) -> AsyncRuntimeApplication:
         return self
@@ -156,12 +181,17 @@ class AsyncRuntimeApplication:
         await self.close()
 
     async def close(self) -> None:
-        """Wait for the writer to finish, then close the application (in a worker thread)."""
+        """Wait for the conversations in flight (a cancelled caller's keeps running in its
+        thread) and the writer, then close the application (in a worker thread)."""
+        while self._in_flight:
+            pending = [asyncio.wrap_future(future) for future in list(self._in_flight)]
+            await asyncio.gather(*pending, return_exceptions=True)
         async with self._write_lock:
             await self._in_thread(self._writer, self.app.close)
         self._writer.shutdown(wait=True)
+        self._conversations.shutdown(wait=True)
 
-    # -- the two ways in ------------------------------------------------------------------------
+    # -- the three ways in ----------------------------------------------------------------------
 
     async def _in_thread(self, executor: ThreadPoolExecutor | None, call: Callable[[], T]) -> T:
         """``call`` in a worker thread that knows this loop (for async tools)."""
@@ -179,18 +209,57 @@ class AsyncRuntimeApplication:
         """A read: the default thread pool, no lock (reads load committed facts only)."""
         return await self._in_thread(None, call)
 
+    async def _converse(self, call: Callable[[], T]) -> T:
+        """A conversation: a thread of its own, neither the facade's lock nor the writer; its
+        commands take the store's command lock one at a time (module docstring)."""
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        context.run(_FACADE_LOOP.set, loop)
+        future = self._conversations.submit(context.run, call)
+        self._in_flight.add(future)
+        future.add_done_callback(self._in_flight.discard)
+        return await asyncio.wrap_future(future)
+
     # -- sessions and runs ----------------------------------------------------------------------
 
     async def open_session(
-        self, session_id: str, cwd: str, workspace_identity: str | None = None
+        self, session_id: str, cwd: str | None = None, workspace_identity: str | None = None
     ) -> SessionInfo:
         return await self._write(lambda: self.app.open_session(session_id, cwd, workspace_identity))
+
+    async def start_run(
+        self,
+        session_id: str,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        config: HostConfig | None = None,
+    ) -> RunHeader:
+        return await self._write(
+            lambda: self.app.start_run(
+                session_id,
+                run_id=run_id,
+                invocation_id=invocation_id,
+                turn_id=turn_id,
+                config=config,
+            )
+        )
 
     async def get_session(self, session_id: str) -> SessionInfo:
         return await self._read(lambda: self.app.get_session(session_id))
 
+    async def list_sessions(self) -> list[str]:
+        return await self._read(self.app.list_sessions)
+
     async def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
         return await self._write(lambda: self.app.create_run(header))
+
+    async def import_run(
+        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
+    ) -> AppendResult:
+        batch = list(events)
+        return await self._write(lambda: self.app.import_run(header, batch))
 
     async def get_run_header(self, run_id: str) -> RunHeader:
         return await self._read(lambda: self.app.get_run_header(run_id))
@@ -198,12 +267,28 @@ class AsyncRuntimeApplication:
     async def list_runs(self, session_id: str) -> list[RunHeader]:
         return await self._read(lambda: self.app.list_runs(session_id))
 
+    async def all_run_ids(self) -> list[str]:
+        return await self._read(self.app.all_run_ids)
+
+    async def list_all_runs(self) -> list[RunHeader]:
+        return await self._read(self.app.list_all_runs)
+
+    async def run_exists(self, run_id: str) -> bool:
+        return await self._read(lambda: self.app.run_exists(run_id))
+
     async def append_events(
         self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
     ) -> AppendResult:
         batch = list(events)
         return await self._write(
             lambda: self.app.append_events(run_id, batch, expected_high_water=expected_high_water)
+        )
+
+    async def append_event(
+        self, run_id: str, event: EventInput, *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        return await self._write(
+            lambda: self.app.append_event(run_id, event, expected_high_water=expected_high_water)
         )
 
     async def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
@@ -218,28 +303,103 @@ class AsyncRuntimeApplication:
     async def run_high_water(self, run_id: str) -> int:
         return await self._read(lambda: self.app.run_high_water(run_id))
 
+    async def read_run_payloads(self, run_id: str) -> list[str]:
+        return await self._read(lambda: self.app.read_run_payloads(run_id))
+
+    def now_ms(self) -> int:
+        """The application's clock (no I/O, so no coroutine)."""
+        return self.app.now_ms()
+
+    # -- run ownership --------------------------------------------------------------------------
+
     async def heartbeat(self) -> HostLease:
         """Renew this host's lease (one save; ADR 0021)."""
         return await self._write(self.app.heartbeat)
 
+    async def host_lease(self, host_id: str | None = None) -> HostLease | None:
+        return await self._read(lambda: self.app.host_lease(host_id))
+
     # -- tools ----------------------------------------------------------------------------------
 
     async def execute_tool(self, run_id: str, call: EventInput) -> ToolResult:
-        """Run one function_call through the application's ToolRuntime (T1, the tool, T2)."""
-        return await self._write(lambda: self.app.tool_runtime.execute(run_id, call))
+        """Run one function_call through the application's ToolRuntime (T1, the tool, T2) as a
+        conversation: T1 and T2 are commands, the tool runs outside every lock."""
+        return await self._converse(lambda: self.app.tool_runtime.execute(run_id, call))
 
     async def commit_tool_prepared(
-        self, run_id: str, call: EventInput, *, recovery_mode: str = "never_auto_retry"
+        self,
+        run_id: str,
+        call: EventInput,
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolCommit:
         return await self._write(
-            lambda: self.app.commit_tool_prepared(run_id, call, recovery_mode=recovery_mode)
+            lambda: self.app.commit_tool_prepared(
+                run_id, call, recovery_mode=recovery_mode, metadata=metadata
+            )
         )
 
     async def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
         return await self._write(lambda: self.app.commit_tool_outcome(run_id, response))
 
+    async def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: EventInput,
+        decision: EventInput,
+        outcome: EventInput | None = None,
+    ) -> ToolCommit:
+        return await self._write(
+            lambda: self.app.commit_tool_recovery_bundle(
+                run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
+            )
+        )
+
     async def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
         return await self._read(lambda: self.app.tool_operations(run_id))
+
+    async def resolve_run(self, run_id: str) -> Resolution:
+        return await self._read(lambda: self.app.resolve_run(run_id))
+
+    # -- operator actions (ADR 0022) ------------------------------------------------------------
+
+    async def attest_operation(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        applied: bool,
+        result: Any = None,
+        actor: str,
+        note: str = "",
+    ) -> AttestationReport:
+        return await self._write(
+            lambda: self.app.attest_operation(
+                run_id, operation_id, applied=applied, result=result, actor=actor, note=note
+            )
+        )
+
+    async def fork_run(
+        self, run_id: str, *, before_operation: str, actor: str, note: str = ""
+    ) -> ForkReport:
+        return await self._write(
+            lambda: self.app.fork_run(
+                run_id, before_operation=before_operation, actor=actor, note=note
+            )
+        )
+
+    async def execute_fork(
+        self, fork_run_id: str, provider: AsyncProvider, *, system_prompt: str | None = None
+    ) -> ContinuationOutcome:
+        """``RuntimeApplication.execute_fork`` as a conversation, ``provider`` awaited on this
+        loop (:class:`LoopProvider`)."""
+        bridge = LoopProvider(provider, asyncio.get_running_loop())
+        return await self._converse(
+            lambda: self.app.execute_fork(fork_run_id, bridge, system_prompt=system_prompt)
+        )
 
     # -- resume, continuation, recovery ---------------------------------------------------------
 
@@ -275,10 +435,11 @@ class AsyncRuntimeApplication:
         system_prompt: str | None = None,
         step_limit: int | None = None,
     ) -> ContinuationOutcome:
-        """The sync executor in the writer thread, with ``provider`` awaited on this loop
-        (:class:`LoopProvider`); same contract as ``RuntimeApplication.execute_continuation``."""
+        """``RuntimeApplication.execute_continuation`` as a conversation, ``provider`` awaited
+        on this loop (:class:`LoopProvider`); revalidation and the claim are one command, each
+        step of the loop its own, the model call and the tools none."""
         bridge = LoopProvider(provider, asyncio.get_running_loop())
-        return await self._write(
+        return await self._converse(
             lambda: self.app.execute_continuation(
                 plan,
                 bridge,
@@ -289,11 +450,39 @@ class AsyncRuntimeApplication:
             )
         )
 
-    async def recover(self, *, end_start_only_continuations: bool = True) -> StartupRecoveryReport:
+    async def recover(
+        self, *, tool_runtime: ToolRuntime | None = None, end_start_only_continuations: bool = True
+    ) -> StartupRecoveryReport:
         """Startup recovery (docs/reference/continuation.md#startup-recovery), as a command."""
         return await self._write(
-            lambda: self.app.recover(end_start_only_continuations=end_start_only_continuations)
+            lambda: self.app.recover(
+                tool_runtime=tool_runtime, end_start_only_continuations=end_start_only_continuations
+            )
         )
 
-    async def all_run_ids(self) -> Sequence[str]:
-        return await self._read(self.app.all_run_ids)
+    # -- claims ---------------------------------------------------------------------------------
+
+    async def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        return await self._read(lambda: self.app.get_claim(claim_id))
+
+    async def claim_exists(self, claim_id: str) -> bool:
+        return await self._read(lambda: self.app.claim_exists(claim_id))
+
+    async def all_claims(self) -> list[ContinuationClaim]:
+        return await self._read(self.app.all_claims)
+
+    async def continuation_start_record(
+        self, claim_id: str, start: RuntimeEvent, *, start_kind: StartKind
+    ) -> StoredFact:
+        """The fact to save with a claim's start (a decision: it writes nothing)."""
+        return await self._read(
+            lambda: self.app.continuation_start_record(claim_id, start, start_kind=start_kind)
+        )
+
+    async def create_claimed_run(
+        self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
+    ) -> None:
+        await self._write(lambda: self.app.create_claimed_run(header, start, start_kind=start_kind))
+
+    async def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        await self._write(lambda: self.app.start_claimed_run(run_id, start))
