@@ -24,6 +24,7 @@ from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.continuation.revalidation import ContinuationRevalidationError
+from maka_es.errors import RunForkRefusedError
 from maka_es.tooljournal.runtime import Tool, ToolContext
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
@@ -289,3 +290,38 @@ def test_one_plan_executed_twice_at_once_has_one_winner(store_url: str) -> None:
     assert len(refused) == 1
     with RuntimeApplication.open(store_url) as app:
         assert len(app.all_claims()) == 1
+
+
+def test_one_fork_executed_twice_at_once_runs_once(store_url: str) -> None:
+    """One writer per fork without the whole-loop lock: the second execution refuses
+    ``fork_not_pending`` while the first is in its model call; the fork holds one loop."""
+    note = Tool("Note", WaitArgs, lambda args, context: {"kind": "text", "text": "noted"})
+    app = restarted(store_url, [note])
+    app.open_session("s1", "/workspace", WORKSPACE)
+    app.create_run(run_header(spine("s1"), workspaceIdentity=WORKSPACE))
+    ledger = LedgerBuilder(spine("s1"))
+    app.append_events("s1-r", [ledger.user("go")])
+    app.tool_runtime.execute("s1-r", ledger.call("n1", "Note", {"label": "x"}))
+    app.end_run("s1-r", ledger.terminal("failed"))
+    fork = app.fork_run("s1-r", before_operation=spine("s1").operation_id("n1"), actor="ops")
+
+    async def main() -> list[Any]:
+        async with AsyncRuntimeApplication(app) as aio:
+            provider = SlowProvider(text_only)
+            return await asyncio.gather(
+                aio.execute_fork(fork.fork_run_id, provider),
+                aio.execute_fork(fork.fork_run_id, provider),
+                return_exceptions=True,
+            )
+
+    outcomes = asyncio.run(main())
+
+    refused = [o for o in outcomes if isinstance(o, RunForkRefusedError)]
+    done = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert len(done) == 1, outcomes
+    assert done[0].status == "completed"
+    assert [r.code for r in refused] == ["fork_not_pending"]
+    with RuntimeApplication.open(store_url) as reopened:
+        ids = [e.id for e in reopened.read_run_events(fork.fork_run_id)]
+        assert sum(1 for i in ids if i.endswith("-out-1")) == 1
+        assert ids[-1] == f"{fork.fork_run_id}-terminal"
