@@ -270,7 +270,7 @@ def test_one_plan_executed_twice_at_once_has_one_winner(store_url: str) -> None:
     plan is refused before it writes, while the first is in its model call."""
     crashed(store_url, ["s1"])
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[Any, ...]:
         aio = await recovered(store_url, [])
         async with aio:
             plan = await aio.plan_continuation("s1")
@@ -305,7 +305,7 @@ def test_one_fork_executed_twice_at_once_runs_once(store_url: str) -> None:
     app.end_run("s1-r", ledger.terminal("failed"))
     fork = app.fork_run("s1-r", before_operation=spine("s1").operation_id("n1"), actor="ops")
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[Any, ...]:
         async with AsyncRuntimeApplication(app) as aio:
             provider = SlowProvider(text_only)
             return await asyncio.gather(

@@ -40,19 +40,24 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
+from maka_es.aio.bridge import (
+    DEFAULT_CONVERSATION_THREADS,
+    FACADE_LOOP,
+    AsyncProvider,
+    Conversations,
+    LoopProvider,
+    async_tool,
+)
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
 from maka_es.continuation.claim import ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
@@ -65,94 +70,13 @@ from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.runtime import ToolRuntime
-from maka_es.tooljournal.tools import Reconciler, Tool, ToolContext, ToolResult
-from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode
+from maka_es.tooljournal.tools import ToolResult
+from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
 __all__ = ["AsyncProvider", "AsyncRuntimeApplication", "LoopProvider", "async_tool"]
 
 T = TypeVar("T")
-ArgsT = TypeVar("ArgsT", bound=BaseModel)
-
-#: The event loop of the facade call that is running in this worker thread, if any.
-_FACADE_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
-    "maka_es_facade_loop", default=None
-)
-
-
-@runtime_checkable
-class AsyncProvider(Protocol):
-    """A model provider with an async client: one request in, one turn out (or an exception,
-    which the continuation commits as the run's failure)."""
-
-    async def complete(self, request: ProviderRequest) -> ProviderTurn: ...
-
-
-def _call_on_loop(loop: asyncio.AbstractEventLoop, coroutine: Awaitable[T]) -> T:
-    """Run ``coroutine`` on ``loop`` from a worker thread and wait for its result."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        raise RuntimeError("an async provider or tool was called on its own event loop thread")
-
-    async def wrapped() -> T:
-        return await coroutine
-
-    return asyncio.run_coroutine_threadsafe(wrapped(), loop).result()
-
-
-class LoopProvider:
-    """The sync :class:`~maka_es.continuation.provider.Provider` the executor calls: each
-    ``complete`` submits the async provider's coroutine to ``loop`` and waits in the calling
-    (worker) thread, never on the loop itself."""
-
-    def __init__(self, provider: AsyncProvider, loop: asyncio.AbstractEventLoop) -> None:
-        self.provider = provider
-        self.loop = loop
-
-    def complete(self, request: ProviderRequest) -> ProviderTurn:
-        return _call_on_loop(self.loop, self.provider.complete(request))
-
-
-def async_tool(
-    name: str,
-    input_model: type[ArgsT],
-    run: Callable[[ArgsT, ToolContext], Awaitable[Any]],
-    *,
-    recovery_mode: ToolRecoveryMode = "never_auto_retry",
-    reconciler: Reconciler[ArgsT] | None = None,
-) -> Tool[ArgsT]:
-    """A :class:`Tool` whose implementation is a coroutine function.
-
-    The ToolRuntime still brackets it with T1 and T2 (commands); the coroutine runs on the
-    facade's loop, outside every lock (or, called outside the facade, in a private loop of
-    the calling thread), so it may use the host's async clients.
-    """
-
-    def run_sync(args: ArgsT, context: ToolContext) -> Any:
-        loop = _FACADE_LOOP.get()
-        if loop is None:
-            return asyncio.run(_awaited(run(args, context)))
-        return _call_on_loop(loop, run(args, context))
-
-    return Tool(
-        name=name,
-        input_model=input_model,
-        run=run_sync,
-        recovery_mode=recovery_mode,
-        reconciler=reconciler,
-    )
-
-
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
-#: Conversations (continuations, forks, tool calls) a facade runs at once by default; one more
-#: waits for a thread, never for another conversation's model call to hold a lock.
-DEFAULT_CONVERSATION_THREADS = 64
 
 
 class AsyncRuntimeApplication:
@@ -169,10 +93,7 @@ class AsyncRuntimeApplication:
         self.app = app
         self._write_lock = asyncio.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maka-es-writer")
-        self._conversations = ThreadPoolExecutor(
-            max_workers=conversation_threads, thread_name_prefix="maka-es-conversation"
-        )
-        self._in_flight: set[Future[Any]] = set()
+        self._conversations = Conversations(conversation_threads)
 
     async def __aenter__(self) -> AsyncRuntimeApplication:
         return self
@@ -183,13 +104,11 @@ class AsyncRuntimeApplication:
     async def close(self) -> None:
         """Wait for the conversations in flight (a cancelled caller's keeps running in its
         thread) and the writer, then close the application (in a worker thread)."""
-        while self._in_flight:
-            pending = [asyncio.wrap_future(future) for future in list(self._in_flight)]
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self._conversations.drain()
         async with self._write_lock:
             await self._in_thread(self._writer, self.app.close)
         self._writer.shutdown(wait=True)
-        self._conversations.shutdown(wait=True)
+        self._conversations.shutdown()
 
     # -- the three ways in ----------------------------------------------------------------------
 
@@ -197,7 +116,7 @@ class AsyncRuntimeApplication:
         """``call`` in a worker thread that knows this loop (for async tools)."""
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
-        context.run(_FACADE_LOOP.set, loop)
+        context.run(FACADE_LOOP.set, loop)
         return await loop.run_in_executor(executor, functools.partial(context.run, call))
 
     async def _write(self, call: Callable[[], T]) -> T:
@@ -210,15 +129,8 @@ class AsyncRuntimeApplication:
         return await self._in_thread(None, call)
 
     async def _converse(self, call: Callable[[], T]) -> T:
-        """A conversation: a thread of its own, neither the facade's lock nor the writer; its
-        commands take the store's command lock one at a time (module docstring)."""
-        loop = asyncio.get_running_loop()
-        context = contextvars.copy_context()
-        context.run(_FACADE_LOOP.set, loop)
-        future = self._conversations.submit(context.run, call)
-        self._in_flight.add(future)
-        future.add_done_callback(self._in_flight.discard)
-        return await asyncio.wrap_future(future)
+        """A conversation: neither the facade's lock nor the writer (``Conversations``)."""
+        return await self._conversations.run(call)
 
     # -- sessions and runs ----------------------------------------------------------------------
 
