@@ -18,7 +18,8 @@ Order, and why:
    replay context (no new user event, no duplicate of the original user message), its turn
    is recorded, its tool calls run through the tool journal in the target run, and the
    provider is called again with the run's replay, until a text-only turn, an error or the
-   step limit.
+   step limit. Steps 1 and 2 hold the store's command lock together; the loop holds it only
+   inside each of its commands, never across a provider call or a tool.
 4. The terminal event, then the terminal header are committed (terminal event before header,
    always): ``completed``, or ``failed`` with the error's class (``step_limit_exceeded`` for
    the limit) and, for an error maka_es authored (an invalid output), a ``failureMessage``
@@ -131,13 +132,17 @@ class ContinuationExecutor:
                 "only a plan with disposition 'continue' can be executed",
                 rejectionReasons=list(plan.rejection_reasons),
             )
-        header, source, boundary, observation = self.revalidate(
-            continuation, session_id, current_cwd
-        )
         target = ContinuationTarget(
             continuation.invocation_id, continuation.run_id, continuation.turn_id
         )
-        target_header = self._claim(header, source, boundary, target, observation)
+        # revalidation and the claim are one read-decide-save of this process; the agent loop
+        # after it is not (each of its commands takes the lock for itself): a model call or a
+        # tool of this conversation never holds up another conversation's commands
+        with self.ledger.command():
+            header, source, boundary, observation = self.revalidate(
+                continuation, session_id, current_cwd
+            )
+            target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
         return self.run_admitted(
