@@ -2,34 +2,30 @@
 
 Run it twice on the same folder after killing it mid-``Write``: the second start settles the
 write from the file (docs/adr/0019-startup-recovery-reconciles-before-it-seals.md), never
-writes it again, and continues the conversation to the model's answer.
+writes it again, and continues the conversation to the model's answer. The turn runs on the
+library's own agent loop, first turn and continuation alike (``run_turn`` / ``resume``,
+docs/adr/0036-one-agent-loop-for-every-turn.md): the host code is ``main``, twelve lines.
 
     python examples/two_tool_agent.py DATA_DIR
 
-The model is a scripted OpenAI Chat Completions model (real ``openai.types.chat.ChatCompletion``
-objects, built offline); swap ``ScriptedChatModel`` for ``openai.OpenAI()`` to use a real one.
+The model is a scripted OpenAI Chat Completions client (real ``openai.types.chat.ChatCompletion``
+objects, built offline); swap ``ScriptedChatClient()`` for ``openai.OpenAI()`` to use a real one.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from maka_es import RuntimeApplication
+from maka_es import HostConfig, OpenAIChatProvider, RuntimeApplication
 from maka_es.adapters.file_write import file_write_tool, read_workspace_file
-from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.workspace_marker import resolve_workspace_identity
-from maka_es.builders import Events, Spine, run_header
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
-from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
 from maka_es.tooljournal.runtime import Tool, ToolContext
-from maka_es.wire.events import TextContent
 
 SESSION, RUN, PROMPT = "s1", "r1", "write the port from config.json into port.txt"
 
@@ -68,11 +64,14 @@ def _completion(
     )
 
 
-class ScriptedChatModel:
-    """Answers like ``client.chat.completions.create``: its next step follows from the tool
-    results the conversation already holds, so a restarted process picks up where it was. A
-    Write that recovery settled as not applied (killed before it touched the file) is decided
-    again: the model writes once more."""
+class ScriptedChatClient:
+    """Answers like ``openai.OpenAI().chat.completions.create``: its next step follows from the
+    tool results the conversation already holds, so a restarted process picks up where it was.
+    One scripted model turn asks for one tool. A Write that recovery settled as not applied
+    (killed before it touched the file) is decided again: the model writes once more."""
+
+    def __init__(self) -> None:
+        self.chat = SimpleNamespace(completions=self)
 
     def create(self, *, messages: list[dict[str, Any]], **_: Any) -> ChatCompletion:
         results = [m["content"] for m in messages if m["role"] == "tool"]
@@ -84,64 +83,34 @@ class ScriptedChatModel:
             return _completion(step, None, ("Write", {"path": "port.txt", "content": f"{port}\n"}))
         return _completion(step, "Done: port.txt holds the configured port.", None)
 
-    def complete(self, request: ProviderRequest) -> ProviderTurn:
-        """The same model as a continuation ``Provider`` (the library's agent loop drives it)."""
-        step = openai_chat_response(self.create(messages=request.openai_messages()))
-        return ProviderTurn(step.outputs, step.stop_reason)
+
+#: The run-header fields constant for this host (the cwd is the workspace's).
+HOST: dict[str, Any] = {
+    "backend_kind": "ai-sdk",
+    "llm_connection_slug": "main",
+    "model_id": "scripted",
+    "permission_mode": "ask",
+}
 
 
-def open_app(root: Path) -> tuple[RuntimeApplication, Path]:
-    """The store with the host's tool catalogue (given at every start)."""
+# --- the host code: the store with its tools, then at every start recover, resume, prompt -----
+def open_app(root: Path) -> RuntimeApplication:
     workspace = root / "workspace"
-    tools: list[Tool[Any]] = [read_config_tool(workspace), file_write_tool(workspace)]
-    app = RuntimeApplication.open_sqlite(
-        str(root / "agent.sqlite"),
-        tools=tools,
-        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
-        host_inspector=LocalHostInspector(tool_names=[t.name for t in tools]),
-    )
-    return app, workspace
+    tools = [read_config_tool(workspace), file_write_tool(workspace)]
+    host, store = HostConfig(**HOST, cwd=str(workspace)), str(root / "agent.sqlite")
+    return RuntimeApplication.open(store, tools=tools, host_config=host, safe_boundary_resume=True)
 
 
-def now() -> int:
-    """Milliseconds since the epoch: the events' ``ts``."""
-    return int(time.time() * 1000)
-
-
-def answer(app: RuntimeApplication, run_id: str) -> str:
-    """The model's last text of the run: its answer."""
-    texts = [e.content for e in app.read_run_events(run_id) if e.role == "model"]
-    return next(str(c.text) for c in reversed(texts) if isinstance(c, TextContent))
-
-
-# --- the host loop: the order is the safe one --------------------------------------------
 def main(root: Path) -> str:
-    app, workspace = open_app(root)
-    model = ScriptedChatModel()
-    with app:
+    model = OpenAIChatProvider(ScriptedChatClient(), model="scripted")  # or openai.OpenAI()
+    with open_app(root) as app:
         print("recovery:", [(r.run_id, r.kind) for r in app.recover().repairs], flush=True)
-        app.open_session(SESSION, cwd=str(workspace))  # safe to repeat
-        if app.run_exists(RUN):  # a restart: continue the run
-            plan = app.plan_continuation(SESSION)
-            print("plan:", plan.disposition, list(plan.rejection_reasons), flush=True)
-            if plan.continuation is None:
-                return "nothing to continue"
-            run = app.execute_continuation(plan, model).target_run_id  # model -> T1 -> tool -> T2
-            return answer(app, run)
-        spine = Spine(session_id=SESSION, invocation_id="i1", run_id=RUN, turn_id="t1")
-        identity = resolve_workspace_identity(workspace).identity
-        app.create_run(run_header(spine, cwd=str(workspace), workspaceIdentity=identity))
-        app.append_event(RUN, Events.wire(spine, ts=now()).user("u1", PROMPT, marker=True))
-        while True:  # model -> T1 -> tool -> T2 -> model
-            request = openai_chat_request(app.read_run_events(RUN), model="scripted")
-            step = openai_chat_response(model.create(**request))
-            events = step.to_events(spine.identity, ts=now())
-            app.append_events(RUN, [e for e in events if e.function_call is None])
-            if not step.tool_calls:
-                app.end_run(RUN, Events.wire(spine, ts=now()).terminal("end", "completed"))
-                return answer(app, RUN)
-            for call in (e for e in events if e.function_call is not None):
-                app.tool_runtime.execute(RUN, call)
+        app.open_session(SESSION)  # safe to repeat: cwd and workspace identity from the config
+        resumed = app.resume(SESSION, model)  # a restart: continue the interrupted turn, or park
+        print("plan:", resumed.disposition, list(resumed.reasons), *resumed.operator_commands)
+        if resumed.run_id is None:  # a new session: its first turn, model -> tools -> answer
+            return app.run_turn(SESSION, PROMPT, model, run_id=RUN).answer or ""
+        return resumed.answer or "nothing to continue"
 
 
 if __name__ == "__main__":

@@ -10,7 +10,17 @@ from importlib.metadata import PackageNotFoundError, version
 
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
 from maka_es.continuation.gates import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.continuation.sdk_providers import (
+    AnthropicMessagesProvider,
+    AsyncAnthropicMessagesProvider,
+    AsyncOpenAIChatProvider,
+    AsyncOpenAIResponsesProvider,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+)
+from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.host_config import HostConfig
+from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
@@ -29,7 +39,15 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 __all__ = [
     "RUNTIME_RESUME_FAILPOINTS",
     "__version__",
+    "AnthropicMessagesProvider",
     "AppendResult",
+    "AsyncAnthropicMessagesProvider",
+    "AsyncOpenAIChatProvider",
+    "AsyncOpenAIResponsesProvider",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "ResumeResult",
+    "TurnResult",
     "ContinuationFacts",
     "ContinuationPlan",
     "Diagnostic",

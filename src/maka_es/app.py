@@ -9,7 +9,10 @@ to them; it holds no domain rule of its own (ADR 0017):
 * :class:`~maka_es.ledger.tool_commands.ToolCommands`: T1 / T2 / recovery bundles;
 * :class:`~maka_es.continuation.claims.Claims` and
   :class:`~maka_es.continuation.service.Continuations`: Phase 1;
-* :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model.
+* :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model;
+* :class:`~maka_es.continuation.turns.Turns` (``run_turn``) and
+  :class:`~maka_es.recovery.session_resume.SessionResume` (``resume``): a host's whole turn on
+  the agent loop, and its interrupted turn continued or its park explained (ADR 0036).
 
 Every command validates against the current aggregates *before* anything is written, then
 commits all of its facts in ONE transaction; a refused command leaves the store unchanged.
@@ -76,16 +79,19 @@ from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
+from maka_es.continuation.turns import Turns
 from maka_es.errors import StorePathError, WritePathRefusedError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
+from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
 from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.session_resume import SessionResume
 from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
@@ -184,6 +190,13 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.tool_runtime,
             end_source=lambda run_id: StartupRecovery(self.claims).end_forked_source(run_id),
         )
+        self._build_turns()
+
+    def _build_turns(self) -> None:
+        """A host's turn (``run_turn``) and ``resume`` over the services built above (ADR 0036)."""
+        self.run_starts = RunStarts(self._store, self.ledger, self.on_events_committed)
+        self.turns = Turns(self.ledger, self.run_starts, self.host_sessions, self.tool_runtime)
+        self.session_resume = SessionResume(self.ledger, self.continuations, self.run_forks)
 
     # -- construction ------------------------------------------------------------------------------
 

@@ -18,15 +18,18 @@ from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
+from maka_es.continuation.turns import TurnResult, Turns
 from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
+from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
 from maka_es.recovery.fork import ForkReport, RunForks
 from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
+from maka_es.recovery.session_resume import ResumeResult, SessionResume
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolution import Resolution
@@ -47,6 +50,54 @@ class RuntimeApi:
     run_forks: RunForks
     ownership: HostLeases
     host_sessions: HostSessions
+    run_starts: RunStarts
+    turns: Turns
+    session_resume: SessionResume
+
+    # -- turns (ADR 0036) -----------------------------------------------------------------------
+
+    def run_turn(
+        self,
+        session_id: str,
+        prompt: str,
+        provider: Provider,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        system_prompt: str | None = None,
+        step_limit: int | None = None,
+    ) -> TurnResult:
+        """A whole turn on the agent loop every turn runs on: the run from the host config
+        with the user message in ONE save, then model -> T1 -> tool -> T2 -> model to the
+        answer, then its terminal. Refused (``turn_session_unfinished``, nothing written)
+        while the session's newest run is live, waiting or failed: ``resume`` first."""
+        return self.turns.run_turn(
+            session_id,
+            prompt,
+            provider,
+            run_id=run_id,
+            invocation_id=invocation_id,
+            turn_id=turn_id,
+            system_prompt=system_prompt,
+            step_limit=step_limit,
+        )
+
+    def resume(
+        self,
+        session_id: str,
+        provider: Provider,
+        *,
+        system_prompt: str | None = None,
+        step_limit: int | None = None,
+    ) -> ResumeResult:
+        """Continue the session's interrupted turn (a plan that continues is executed, a
+        pending operator fork is run), or return the park with its reasons and the operator
+        commands that get it out; ``nothing_to_resume`` when its newest run completed. Call
+        it at every start after ``recover()``, before new prompts."""
+        return self.session_resume.resume(
+            session_id, provider, system_prompt=system_prompt, step_limit=step_limit
+        )
 
     # -- sessions and runs (Ledger) -------------------------------------------------------------
 
@@ -83,6 +134,13 @@ class RuntimeApi:
 
     def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
         return self.ledger.create_run(header)
+
+    def create_run_with_events(
+        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
+    ) -> AppendResult:
+        """Create a run with its first events (a turn's user message) in ONE save, under the
+        write rules of ``create_run`` and ``append_events`` (ADR 0036)."""
+        return self.run_starts.create_run_with_events(header, events)
 
     def import_run(
         self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]

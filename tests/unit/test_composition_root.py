@@ -61,6 +61,9 @@ DELEGATES = frozenset(
         "run_forks",
         "ownership",
         "host_sessions",
+        "run_starts",
+        "turns",
+        "session_resume",
     }
 )
 
@@ -90,6 +93,15 @@ PUBLIC_NAMES = frozenset(
         "canonical_json",
         "classify_lane",
         "operation_id_for",
+        # the turn results and SDK providers (issue 21, ADR 0036)
+        "AnthropicMessagesProvider",
+        "AsyncAnthropicMessagesProvider",
+        "AsyncOpenAIChatProvider",
+        "AsyncOpenAIResponsesProvider",
+        "OpenAIChatProvider",
+        "OpenAIResponsesProvider",
+        "ResumeResult",
+        "TurnResult",
     }
 )
 
@@ -287,6 +299,9 @@ OWN_ATTRIBUTES = frozenset(
         "continuations",
         "operator_actions",
         "run_forks",
+        "run_starts",
+        "turns",
+        "session_resume",
     }
 )
 
@@ -307,6 +322,7 @@ OWN_API = frozenset(
         "continuation_start_record",
         "create_claimed_run",
         "create_run",
+        "create_run_with_events",
         "end_run",
         "end_start_only_run",
         "execute_continuation",
@@ -335,8 +351,10 @@ OWN_API = frozenset(
         "recovery_status",
         "recovery_status_projector",
         "resolve_run",
+        "resume",
         "run_exists",
         "run_high_water",
+        "run_turn",
         "safe_boundary_resume_enabled",
         "start_claimed_run",
         "start_run",

@@ -13,9 +13,18 @@ import pytest
 
 import maka_es
 
-#: The public API, unchanged by the redesign (plus ``__version__``, added by issue 9).
+#: The public API, unchanged by the redesign (plus ``__version__``, added by issue 9, and the
+#: turn results and SDK providers of issue 21, ADR 0036).
 PUBLIC = [
+    "AnthropicMessagesProvider",
     "AppendResult",
+    "AsyncAnthropicMessagesProvider",
+    "AsyncOpenAIChatProvider",
+    "AsyncOpenAIResponsesProvider",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "ResumeResult",
+    "TurnResult",
     "ContinuationFacts",
     "ContinuationPlan",
     "Diagnostic",

@@ -368,6 +368,14 @@ TOOLS = (
         e.RunEndRefusedError,
     ),
     error(
+        "turn_session_unfinished",
+        "run_turn found the session's newest run not completed: live (its owner may still "
+        "write), interrupted, failed, cancelled or parked; detail.runId and detail.status.",
+        "Call resume(session, provider) first: it continues the run, or names the operator "
+        "command that gets it out of its park; then run the new prompt.",
+        e.TurnRefusedError,
+    ),
+    error(
         "tool_already_dispatched",
         "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
         "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",

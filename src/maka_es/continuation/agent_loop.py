@@ -1,11 +1,14 @@
-"""The agent loop of a continuation run (docs/reference/continuation.md#agent-loop).
+"""The agent loop of every turn (docs/reference/continuation.md#agent-loop; ADR 0036).
 
 Why a loop: what usually follows a tool result is another tool call, so a continuation that
 could only take text would end a tool-using agent at its first step. A continuation run is a
-full agent turn instead. Each step:
+full agent turn instead, and a host's first turn (``RuntimeApplication.run_turn``, its user
+message as the run's event 1) runs on this same loop, so both record a model turn the same
+way. Each step:
 
-1. the provider is called with the run's replay: the plan's validated replay context, then
-   this run's own new events (everything after its start) through the provider-replay
+1. the provider is called with the run's replay: the first request's context (the plan's
+   validated replay context, or the first turn's user message), then
+   this run's own new events (everything after its first one) through the provider-replay
    projection (docs/reference/phase0.md#replay-subset), so the model sees its calls and their
    committed results and never half of an exchange;
 2. the provider's turn is **recorded** in one save: its text, thinking and tool calls, as model
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
+from maka_es.continuation.provider_formats import ToolSpec
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.resume.replay import provider_replay_subset
@@ -44,9 +48,9 @@ from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.fact_shapes import tool_refs
-from maka_es.wire.run_header import RunHeader
+from maka_es.wire.run_header import RunHeader, terminal_event
 
-__all__ = ["DEFAULT_STEP_LIMIT", "AgentLoop", "LoopEnd"]
+__all__ = ["DEFAULT_STEP_LIMIT", "AgentLoop", "LoopEnd", "commit_terminal"]
 
 #: Provider calls one continuation run may make (a setting: ``execute_continuation``'s
 #: ``step_limit``). Generous for a real turn, small enough to stop a model that loops.
@@ -95,6 +99,8 @@ class AgentLoop:
     def run(self, provider: Provider, first: ProviderRequest, target: RunHeader) -> LoopEnd:
         """Call, record, execute, until a text-only turn, an error or the step limit."""
         progress = _Progress()
+        if not first.tools:
+            first = dataclasses.replace(first, tools=self._specs(first.tool_names))
         for step in range(self.step_limit):
             request = first if step == 0 else self._next_request(first)
             try:
@@ -118,8 +124,16 @@ class AgentLoop:
         )
         return progress.end("failed", limit)
 
+    def _specs(self, names: Sequence[str]) -> tuple[ToolSpec, ...]:
+        """The specs of the offered tools this runtime has (the input model's docstring is
+        the description a model reads)."""
+        tools = [self.tool_runtime.tools[name] for name in names if name in self.tool_runtime.tools]
+        return tuple(ToolSpec.from_tool(t, (t.input_model.__doc__ or "").strip()) for t in tools)
+
     def _next_request(self, first: ProviderRequest) -> ProviderRequest:
-        """The plan's replay context, then this run's events after its start, projected."""
+        """The first request's context (a continuation's replay, or a first turn's user
+        message), then this run's events after its first one (the start fact, or that user
+        message), projected."""
         events = self.ledger.read_run_events(first.run_id)[1:]
         own = tuple(provider_replay_subset(events))
         return dataclasses.replace(first, replay_context=first.replay_context + own)
@@ -175,3 +189,27 @@ def _refuse_reused_call_ids(turn: ProviderTurn, conversation: Sequence[RuntimeEv
                 "earlier call of this conversation already has",
                 detail={"index": index, "field": "id", "toolCallId": content["id"]},
             )
+
+
+def commit_terminal(
+    ledger: Ledger,
+    header: RunHeader,
+    status: str,
+    error_class: str | None,
+    failure_message: str | None,
+) -> None:
+    """A loop's run ends: its terminal fact, then its header (``end_run`` keeps that order).
+    A failure message rides in the fact (error content and ``stateDelta.failureMessage``), so
+    the header derived from it, or repaired from it after a crash, carries it too."""
+    ledger.end_run(
+        header.run_id,
+        terminal_event(
+            header.spine,
+            event_id=f"{header.run_id}-terminal",
+            ts=ledger.now_ms(),
+            status=status,
+            failure_class=error_class,
+            message=failure_message,
+            state_delta=None if failure_message is None else {"failureMessage": failure_message},
+        ),
+    )

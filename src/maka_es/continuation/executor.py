@@ -18,7 +18,8 @@ Order, and why:
    replay context (no new user event, no duplicate of the original user message), its turn
    is recorded, its tool calls run through the tool journal in the target run, and the
    provider is called again with the run's replay, until a text-only turn, an error or the
-   step limit.
+   step limit. Steps 1 and 2 hold the store's command lock together; the loop holds it only
+   inside each of its commands, never across a provider call or a tool.
 4. The terminal event, then the terminal header are committed (terminal event before header,
    always): ``completed``, or ``failed`` with the error's class (``step_limit_exceeded`` for
    the limit) and, for an error maka_es authored (an invalid output), a ``failureMessage``
@@ -30,7 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maka_es import failpoints
-from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT, AgentLoop, LoopEnd
+from maka_es.continuation.agent_loop import (
+    DEFAULT_STEP_LIMIT,
+    AgentLoop,
+    LoopEnd,
+    commit_terminal,
+)
 from maka_es.continuation.claim import ContinuationTarget, SourceBoundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.gates import ContinuationPlan, CwdPolicy, RuntimeContinuation
@@ -42,7 +48,7 @@ from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import RunHeader, terminal_event
+from maka_es.wire.run_header import RunHeader
 
 __all__ = [
     "AFTER_CLAIM_COMMITTED",
@@ -126,13 +132,17 @@ class ContinuationExecutor:
                 "only a plan with disposition 'continue' can be executed",
                 rejectionReasons=list(plan.rejection_reasons),
             )
-        header, source, boundary, observation = self.revalidate(
-            continuation, session_id, current_cwd
-        )
         target = ContinuationTarget(
             continuation.invocation_id, continuation.run_id, continuation.turn_id
         )
-        target_header = self._claim(header, source, boundary, target, observation)
+        # revalidation and the claim are one read-decide-save of this process; the agent loop
+        # after it is not (each of its commands takes the lock for itself): a model call or a
+        # tool of this conversation never holds up another conversation's commands
+        with self.ledger.command():
+            header, source, boundary, observation = self.revalidate(
+                continuation, session_id, current_cwd
+            )
+            target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
         return self.run_admitted(
@@ -239,20 +249,5 @@ class ContinuationExecutor:
         error_class: str | None,
         failure_message: str | None,
     ) -> None:
-        """The target's terminal fact, then its header (``end_run`` keeps that order). A
-        failure message rides in the fact (error content and ``stateDelta.failureMessage``),
-        so the header derived from it, or repaired from it after a crash, carries it too."""
-        self.ledger.end_run(
-            target_header.run_id,
-            terminal_event(
-                target_header.spine,
-                event_id=f"{target_header.run_id}-terminal",
-                ts=self.ledger.now_ms(),
-                status=status,
-                failure_class=error_class,
-                message=failure_message,
-                state_delta=None
-                if failure_message is None
-                else {"failureMessage": failure_message},
-            ),
-        )
+        """The target's terminal fact, then its header (``commit_terminal``)."""
+        commit_terminal(self.ledger, target_header, status, error_class, failure_message)

@@ -30,6 +30,7 @@ from maka_es.continuation.provider_export import (
     to_anthropic_messages,
     to_openai_chat_messages,
 )
+from maka_es.continuation.provider_formats import ToolSpec
 from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
 from maka_es.wire.events import (
     FunctionCallContent,
@@ -58,7 +59,8 @@ class ProviderRequest:
     passed whole - terminal, start and other system facts included - so a provider can audit
     what it was given; :meth:`openai_messages` / :meth:`anthropic_messages` are the
     model-facing views. ``system_prompt`` and ``tool_names`` are rebuilt by the host for this
-    call, never replayed from the ledger.
+    call, never replayed from the ledger; ``tools`` are the specs of those tools (name and
+    JSON Schema, filled by the agent loop from the tool catalogue) for a provider to offer.
     """
 
     session_id: str
@@ -68,11 +70,13 @@ class ProviderRequest:
     replay_context: tuple[RuntimeEvent, ...]
     system_prompt: str | None = None
     tool_names: tuple[str, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
 
     def __post_init__(self) -> None:
         context: Iterable[RuntimeEventInput] = self.replay_context
         object.__setattr__(self, "replay_context", decode_events(context))
         object.__setattr__(self, "tool_names", tuple(self.tool_names))
+        object.__setattr__(self, "tools", tuple(self.tools))
 
     def openai_messages(self) -> list[ProviderMessage]:
         """The replay context as OpenAI chat-completions messages (system prompt not included:

@@ -180,7 +180,6 @@ class Continuations:
             system_prompt=system_prompt,
             step_limit=DEFAULT_STEP_LIMIT if step_limit is None else step_limit,
         )
-        with self.ledger.command():
-            return executor.execute(
-                plan, provider, session_id=header.session_id, current_cwd=current_cwd or session.cwd
-            )
+        return executor.execute(
+            plan, provider, session_id=header.session_id, current_cwd=current_cwd or session.cwd
+        )

@@ -44,6 +44,9 @@ from maka_es.errors.continuation import (
 from maka_es.errors.continuation import (
     RunForkRefusedError as RunForkRefusedError,
 )
+from maka_es.errors.continuation import (
+    TurnRefusedError as TurnRefusedError,
+)
 from maka_es.errors.files import (
     InvalidWorkspaceError as InvalidWorkspaceError,
 )

@@ -37,6 +37,13 @@ class RunEndRefusedError(MakaError):
     default_code = "run_not_start_only"
 
 
+class TurnRefusedError(MakaError):
+    """``run_turn`` refused before writing anything (ADR 0036): the session's newest run did
+    not complete, so a new prompt would start beside an unfinished turn."""
+
+    default_code = "turn_session_unfinished"
+
+
 class InvalidProviderOutputError(MakaError, ValueError):
     """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
 

@@ -86,6 +86,22 @@ class HostSessions:
         any config there are no header fields to fill: ``invalid_run_header``, nothing written.
         A retry with the same ids and config (after an unknown outcome, or a restart) answers
         the run it created: the timestamps are this call's own readings, not compared."""
+        header = self.header_for(
+            session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id, config=config
+        )
+        return self._ledger.create_run(header, clock_fields=CLOCK_FIELDS)
+
+    def header_for(
+        self,
+        session_id: str,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        config: HostConfig | None = None,
+    ) -> RunHeader:
+        """The header ``start_run`` would create (nothing written): what a turn creates
+        together with its user message (``RunStarts.create_run_with_events``)."""
         chosen = config if config is not None else self.config
         if chosen is None:
             raise InvalidRunHeaderError(
@@ -94,7 +110,7 @@ class HostSessions:
                 detail={"sessionId": session_id},
             )
         session = self._ledger.get_session(session_id)
-        header = header_for_run(
+        return header_for_run(
             chosen,
             session_id=session_id,
             session_cwd=session.cwd,
@@ -104,4 +120,3 @@ class HostSessions:
             turn_id=turn_id if turn_id is not None else self._new_id(),
             now_ms=self._now_ms(),
         )
-        return self._ledger.create_run(header, clock_fields=CLOCK_FIELDS)

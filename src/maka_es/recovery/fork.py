@@ -39,7 +39,7 @@ from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import ContinuationSourceV2
+from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["ForkReport", "RunForks"]
 
@@ -221,7 +221,28 @@ class RunForks:
     ) -> ContinuationOutcome:
         """Run a fork that holds only its start through the continuation executor's agent loop,
         with the kept prefix (recomputed, and checked against the digest its start recorded)
-        as replay. ``fork_not_pending`` if it is no fork or already ran; nothing is written."""
+        as replay. ``fork_not_pending`` if it is no fork, already ran or is being executed;
+        nothing is written.
+
+        The check and the takeover (``_take_for_execution``: this process becomes the fork's one
+        executor in one save, also against another process) hold the store's command lock; the
+        agent loop does not (each of its commands takes it for itself, a provider call or a tool
+        never holds it)."""
+        header, replay, source_run_id = self._take_pending(fork_run_id)
+        executor = ContinuationExecutor(
+            self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
+        )
+        return executor.run_admitted(
+            header,
+            replay.runtime_context,
+            provider,
+            source_run_id=source_run_id,
+            tool_names=tuple(self._tool_runtime.tools),
+        )
+
+    def _take_pending(self, fork_run_id: str) -> tuple[RunHeader, CompositeReplay, str]:
+        """The fork's header, its replay and its source, once it is proven waiting to run and
+        taken for execution (see ``execute_fork``)."""
         with self._ledger.command():
             header = self._ledger.get_run_header(fork_run_id)
             edge = header.continuation_source
@@ -249,16 +270,7 @@ class RunForks:
                     detail={"reason": "runtime_lineage_replay_mismatch"},
                 )
             self._take_for_execution(fork_run_id)
-            executor = ContinuationExecutor(
-                self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
-            )
-            return executor.run_admitted(
-                header,
-                replay.runtime_context,
-                provider,
-                source_run_id=fact.source_run_id,
-                tool_names=tuple(self._tool_runtime.tools),
-            )
+            return header, replay, fact.source_run_id
 
     def _take_for_execution(self, fork_run_id: str) -> None:
         """Make this process the fork's one executor before its provider is called: the owner's

@@ -81,6 +81,8 @@ SYNC_CALLS: dict[str, tuple[str, Call]] = {
         lambda app: app.continuation_start_record(BAD, START, start_kind="runtime_admission"),
     ),
     "host_lease": ("hostId", lambda app: app.host_lease(BAD)),
+    "run_turn": ("sessionId", lambda app: app.run_turn(BAD, "hello", _no_provider())),
+    "resume": ("sessionId", lambda app: app.resume(BAD, _no_provider())),
 }
 
 AsyncCall = Callable[[AsyncRuntimeApplication], Awaitable[object]]
@@ -101,6 +103,32 @@ ASYNC_CALLS: dict[str, tuple[str, AsyncCall]] = {
     "commit_tool_outcome": ("runId", lambda aio: aio.commit_tool_outcome(BAD, CALL)),
     "tool_operations": ("runId", lambda aio: aio.tool_operations(BAD)),
     "plan_resume": ("runId", lambda aio: aio.plan_resume(BAD)),
+    "start_run": ("sessionId", lambda aio: aio.start_run(BAD, config=_config())),
+    "run_exists": ("runId", lambda aio: aio.run_exists(BAD)),
+    "append_event": ("runId", lambda aio: aio.append_event(BAD, EVENT)),
+    "read_run_payloads": ("runId", lambda aio: aio.read_run_payloads(BAD)),
+    "commit_tool_recovery_bundle": (
+        "runId",
+        lambda aio: aio.commit_tool_recovery_bundle(BAD, "op", reconcile=CALL, decision=CALL),
+    ),
+    "resolve_run": ("runId", lambda aio: aio.resolve_run(BAD)),
+    "attest_operation": (
+        "runId",
+        lambda aio: aio.attest_operation(BAD, "op", applied=False, actor="ops"),
+    ),
+    "fork_run": ("runId", lambda aio: aio.fork_run(BAD, before_operation="op", actor="ops")),
+    "execute_fork": ("runId", lambda aio: aio.execute_fork(BAD, _no_async_provider())),
+    "end_start_only_run": ("runId", lambda aio: aio.end_start_only_run(BAD)),
+    "start_claimed_run": ("runId", lambda aio: aio.start_claimed_run(BAD, START)),
+    "get_claim": ("claimId", lambda aio: aio.get_claim(BAD)),
+    "claim_exists": ("claimId", lambda aio: aio.claim_exists(BAD)),
+    "continuation_start_record": (
+        "claimId",
+        lambda aio: aio.continuation_start_record(BAD, START, start_kind="runtime_admission"),
+    ),
+    "host_lease": ("hostId", lambda aio: aio.host_lease(BAD)),
+    "run_turn": ("sessionId", lambda aio: aio.run_turn(BAD, "hello", _no_async_provider())),
+    "resume": ("sessionId", lambda aio: aio.resume(BAD, _no_async_provider())),
 }
 
 
@@ -113,6 +141,14 @@ def _config() -> HostConfig:
 def _no_provider() -> Any:
     class Unused:
         def complete(self, request: object) -> object:
+            raise AssertionError("the provider must not be called")
+
+    return Unused()
+
+
+def _no_async_provider() -> Any:
+    class Unused:
+        async def complete(self, request: object) -> object:
             raise AssertionError("the provider must not be called")
 
     return Unused()

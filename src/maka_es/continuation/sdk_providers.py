@@ -1,0 +1,166 @@
+"""Ready-made providers over the model SDKs' own clients (ADR 0036).
+
+Why: a host should hand ``run_turn`` / ``resume`` its SDK client and a model name, never
+convert formats itself. Each provider turns a :class:`ProviderRequest` into the API's create
+parameters with the format adapters (``provider_openai_chat``, ``provider_openai_responses``,
+``provider_anthropic``), calls the client, and reads the answer back into a
+:class:`ProviderTurn`:
+
+* :class:`OpenAIChatProvider` / :class:`AsyncOpenAIChatProvider`: ``client.chat.completions
+  .create`` (``openai.OpenAI()`` / ``openai.AsyncOpenAI()``, or any OpenAI-compatible server);
+* :class:`OpenAIResponsesProvider` / :class:`AsyncOpenAIResponsesProvider`:
+  ``client.responses.create``;
+* :class:`AnthropicMessagesProvider` / :class:`AsyncAnthropicMessagesProvider`:
+  ``client.messages.create`` (``anthropic.Anthropic()`` / ``anthropic.AsyncAnthropic()``).
+
+The client is duck-typed: this module never imports an SDK, so the core imports without the
+``providers`` extra. The tools offered are the request's (the agent loop fills them from the
+application's catalogue) unless the provider was built with its own ``tools``; the system
+prompt is the request's, else the provider's. ``options`` are passed to every create call
+as given (``temperature``, ``max_tokens`` for chat, ``store=False`` for responses, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from maka_es.continuation.provider import ProviderRequest, ProviderTurn
+from maka_es.continuation.provider_anthropic import (
+    anthropic_messages_request,
+    anthropic_messages_response,
+)
+from maka_es.continuation.provider_formats import ModelResponse, ToolSpec
+from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
+from maka_es.continuation.provider_openai_responses import (
+    openai_responses_request,
+    openai_responses_response,
+)
+from maka_es.tooljournal.tools import Tool
+
+__all__ = [
+    "AnthropicMessagesProvider",
+    "AsyncAnthropicMessagesProvider",
+    "AsyncOpenAIChatProvider",
+    "AsyncOpenAIResponsesProvider",
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+]
+
+
+def _turn(step: ModelResponse) -> ProviderTurn:
+    return ProviderTurn(step.outputs, step.stop_reason)
+
+
+class _SdkProvider:
+    """What every SDK provider holds: the client, the model, the defaults, the options."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        system_prompt: str | None = None,
+        tools: Sequence[ToolSpec | Tool[Any]] | None = None,
+        **options: Any,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tools = None if tools is None else tuple(tools)
+        self.options = options
+
+    def _prompt(self, request: ProviderRequest) -> str | None:
+        return request.system_prompt if request.system_prompt else self.system_prompt
+
+    def _tools(self, request: ProviderRequest) -> Sequence[ToolSpec | Tool[Any]]:
+        return request.tools if self.tools is None else self.tools
+
+
+class _OpenAIChat(_SdkProvider):
+    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The ``chat.completions.create`` parameters of ``request``."""
+        params = openai_chat_request(
+            request.replay_context,
+            model=self.model,
+            system_prompt=self._prompt(request),
+            tools=self._tools(request),
+        )
+        return {**params, **self.options}
+
+
+class OpenAIChatProvider(_OpenAIChat):
+    """A provider over ``openai.OpenAI()`` (Chat Completions)."""
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        response = self.client.chat.completions.create(**self.create_params(request))
+        return _turn(openai_chat_response(response))
+
+
+class AsyncOpenAIChatProvider(_OpenAIChat):
+    """A provider over ``openai.AsyncOpenAI()`` (Chat Completions); ``complete`` is awaited."""
+
+    async def complete(self, request: ProviderRequest) -> ProviderTurn:
+        response = await self.client.chat.completions.create(**self.create_params(request))
+        return _turn(openai_chat_response(response))
+
+
+class _OpenAIResponses(_SdkProvider):
+    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The ``responses.create`` parameters of ``request`` (the whole input every call)."""
+        params = openai_responses_request(
+            request.replay_context,
+            model=self.model,
+            system_prompt=self._prompt(request),
+            tools=self._tools(request),
+        )
+        return {**params, **self.options}
+
+
+class OpenAIResponsesProvider(_OpenAIResponses):
+    """A provider over ``openai.OpenAI()`` (the Responses API)."""
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        response = self.client.responses.create(**self.create_params(request))
+        return _turn(openai_responses_response(response))
+
+
+class AsyncOpenAIResponsesProvider(_OpenAIResponses):
+    """A provider over ``openai.AsyncOpenAI()`` (the Responses API); ``complete`` is awaited."""
+
+    async def complete(self, request: ProviderRequest) -> ProviderTurn:
+        response = await self.client.responses.create(**self.create_params(request))
+        return _turn(openai_responses_response(response))
+
+
+class _AnthropicMessages(_SdkProvider):
+    def __init__(self, client: Any, *, model: str, max_tokens: int = 4096, **kwargs: Any) -> None:
+        super().__init__(client, model=model, **kwargs)
+        self.max_tokens = max_tokens
+
+    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The ``messages.create`` parameters of ``request``."""
+        params = anthropic_messages_request(
+            request.replay_context,
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system_prompt=self._prompt(request),
+            tools=self._tools(request),
+        )
+        return {**params, **self.options}
+
+
+class AnthropicMessagesProvider(_AnthropicMessages):
+    """A provider over ``anthropic.Anthropic()`` (Messages; ``max_tokens`` default 4096)."""
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        message = self.client.messages.create(**self.create_params(request))
+        return _turn(anthropic_messages_response(message))
+
+
+class AsyncAnthropicMessagesProvider(_AnthropicMessages):
+    """A provider over ``anthropic.AsyncAnthropic()``; ``complete`` is awaited."""
+
+    async def complete(self, request: ProviderRequest) -> ProviderTurn:
+        message = await self.client.messages.create(**self.create_params(request))
+        return _turn(anthropic_messages_response(message))
