@@ -8,6 +8,9 @@ SQLite file, the bytes of the database and its WAL. Compare snapshots before and
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,14 +35,36 @@ class StoreSnapshot:
 
 
 def _file_digests(db_name: str | None) -> tuple[tuple[str, str], ...]:
+    """SHA-256 of the database file and its ``-wal``. The database file is hashed by another
+    process: closing any descriptor of it in this process would drop every POSIX lock this
+    process holds on it, SQLite's included, and another process could then delete the WAL
+    under this process's open connections."""
     if not db_name or ":memory:" in db_name or "mode=memory" in db_name:
         return ()
     digests = []
-    for suffix in ("", "-wal"):
-        path = Path(db_name + suffix)
-        if path.exists():
-            digests.append((path.name, hashlib.sha256(path.read_bytes()).hexdigest()))
+    database = Path(db_name)
+    if database.exists():
+        digests.append((database.name, _digest_elsewhere(database)))
+    wal = Path(db_name + "-wal")  # SQLite locks the database file and -shm, never the -wal
+    if wal.exists():
+        digests.append((wal.name, hashlib.sha256(wal.read_bytes()).hexdigest()))
     return tuple(digests)
+
+
+def _digest_elsewhere(path: Path) -> str:
+    """SHA-256 of ``path`` computed by another process (``sha256sum``, else Python)."""
+    tool = shutil.which("sha256sum")
+    command = (
+        [tool, str(path)] if tool is not None else [sys.executable, "-c", _HASH_FILE, str(path)]
+    )
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return done.stdout.split()[0]
+
+
+_HASH_FILE = (
+    "import hashlib, sys\n"
+    "with open(sys.argv[1], 'rb') as f: print(hashlib.file_digest(f, 'sha256').hexdigest())"
+)
 
 
 def store_snapshot(app: RuntimeApplication) -> StoreSnapshot:

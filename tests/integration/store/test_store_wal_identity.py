@@ -30,6 +30,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.probe_tools import executions
+from maka_es.testing.store_probe import store_snapshot
 from tests.integration.store.test_store_file_identity import WRITES, Write, _seeded
 
 
@@ -231,3 +232,24 @@ def test_a_new_pool_connection_never_opens_a_fresh_wal_beside_the_lost_one(
         assert not _wal(db).exists()
     finally:
         factory.close()
+
+
+def test_a_store_snapshot_keeps_sqlite_s_locks_so_another_process_cannot_drop_the_wal(
+    tmp_path: Path,
+) -> None:
+    """The test kit's snapshot hashes the database file in another process: closing a
+    descriptor of it here would drop SQLite's POSIX locks, and another process closing its
+    last connection would then delete the WAL under this process's open connections."""
+    db = str(tmp_path / "runtime.sqlite")
+    code = (
+        "import sys\nfrom maka_es.app import RuntimeApplication as R\n"
+        "a = R.open(sys.argv[1]); a.open_session('s2', '/w'); a.close()"
+    )
+    with RuntimeApplication.open(db) as app:
+        app.open_session("s1", "/w")
+        wal = os.stat(db + "-wal").st_ino
+        store_snapshot(app)
+        subprocess.run([sys.executable, "-c", code, db], check=True)
+        assert os.stat(db + "-wal").st_ino == wal
+        app.open_session("s3", "/w")  # not refused: the WAL is the one this process holds
+        assert sorted(app.list_sessions()) == ["s1", "s2", "s3"]
