@@ -7,8 +7,9 @@ random points: failpoints inside model calls, around and inside T1 and T2, betwe
 inside continuations and recovery, or after a random delay. Each restart calls ``recover()``,
 ``resume()``, then ``run_turn`` for a turn the session has not had. Every seed must end with
 both answers, with no operator action unless the email was inside its T1-T2 window when
-killed; then after exactly one ``maka-es attest`` (the truth: applied when its outbox line
-landed) and one more restart. Side effects happen once, and every request the model got
+killed; then after exactly one ``maka-es attest`` for that email operation (the truth:
+applied when its outbox line landed) and one more restart (an email resent after "not
+applied" and killed inside ITS window needs its own). Side effects happen once, and every request the model got
 answers each tool call and holds its prompt once (docs/adr/0022-operator-attestation.md).
 """
 
@@ -47,18 +48,18 @@ from tests.support.store_sql import fresh_store_for
 
 #: Kill points: a failpoint and the highest hit count to draw (``delay`` is milliseconds).
 POINTS: tuple[tuple[str, int], ...] = (
-    (live_agent.MODEL_CALL, 7),
-    (AFTER_T1, 4),
-    (BEFORE_T2, 4),
-    (AFTER_T2, 4),
-    (failpoints.INSIDE_SAVE_BEFORE_COMMIT, 24),
+    (live_agent.MODEL_CALL, 5),
+    (AFTER_T1, 3),
+    (BEFORE_T2, 3),
+    (AFTER_T2, 3),
+    (failpoints.INSIDE_SAVE_BEFORE_COMMIT, 12),
     (AFTER_TURN_STARTED, 2),
     (AFTER_CLAIM_COMMITTED, 2),
     (AFTER_START_COMMITTED, 2),
     (failpoints.AFTER_TERMINAL_EVENT, 3),
     (failpoints.AFTER_TERMINAL_HEADER, 3),
     (failpoints.AFTER_CLAIM_REPAIR_START, 1),
-    ("delay", 400),
+    ("delay", 150),
 )
 #: The email's window, before and after its line landed: the operator attests the truth.
 EMAIL_NOT_SENT, EMAIL_SENT = (live_agent.BEFORE_EMAIL, 1), (live_agent.AFTER_EMAIL, 1)
@@ -74,9 +75,12 @@ class Seed:
     seed: int
     plan: list[tuple[str, int]]
     kills: int = 0
-    attested: str | None = None
+    killed_at: list[str] = field(default_factory=list)
+    #: (operation, ``applied`` / ``not_applied``) per attestation, in order.
+    attests: list[tuple[str, str]] = field(default_factory=list)
     parks: list[dict[str, Any]] = field(default_factory=list)
-    window_kills: int = 0
+    #: The email operations a kill left inside their T1-T2 window.
+    window_ops: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
 
 
@@ -161,19 +165,22 @@ def opened(store: str) -> RuntimeApplication:
         return RuntimeApplication.open(store, read_only=True)
 
 
-def email_in_window(store: str) -> bool:
-    """The store holds the email's T1 without its T2 (what only an operator can settle)."""
+def emails_in_window(store: str) -> set[str]:
+    """The email operations whose T1 the store holds without their T2 (what only an
+    operator can settle)."""
+    found: set[str] = set()
     with opened(store) as app:
         for header in session_runs(app):
             decisions = resolve_tool_operations(app.read_run_events(header.run_id)).decisions
-            for decision in decisions:
-                if (
-                    decision.tool_name == "SendEmail"
-                    and decision.dispatch_runtime_event_id is not None
-                    and decision.response_runtime_event_id is None
-                ):
-                    return True
-    return False
+            found |= {
+                decision.operation_id
+                for decision in decisions
+                if decision.tool_name == "SendEmail"
+                and decision.operation_id is not None
+                and decision.dispatch_runtime_event_id is not None
+                and decision.response_runtime_event_id is None
+            }
+    return found
 
 
 def store_summary(store: str) -> list[tuple[str, str, str | None]]:
@@ -191,13 +198,12 @@ def finished(store: str) -> bool:
     return bool(summary) and summary[-1][1] == "completed" and answers[-1] == live_agent.TURNS[1][2]
 
 
-def attest(root: Path, store: str, park: dict[str, Any], state: Seed) -> None:
-    """One operator attestation through the CLI: the truth the outbox shows."""
-    command = next(c for c in park["commands"] if c.startswith("maka-es attest"))
-    run_id, operation_id = command.split()[2:4]
+def attest(root: Path, store: str, run_id: str, operation_id: str, state: Seed) -> None:
+    """One operator attestation through the CLI: the truth the outbox shows (an email
+    attested not applied is the only one sent before it, so its line is this one's)."""
     sent = (root / live_agent.OUTBOX).exists()
     decision = ["--applied", "--result", "sent"] if sent else ["--not-applied"]
-    state.attested = "applied" if sent else "not_applied"
+    state.attests.append((operation_id, "applied" if sent else "not_applied"))
     cli = Path(sys.executable).with_name("maka-es")
     argv = [str(cli), "--store", store, "attest", run_id, operation_id, *decision]
     out = subprocess.run(
@@ -259,7 +265,8 @@ def drive(root: Path, store: str, state: Seed) -> str | None:
         state.log.append(f"{kill}: {result}")
         if result == "killed":
             state.kills += 1
-            state.window_kills += email_in_window(store)
+            state.killed_at.append(str(kill[0]) if kill is not None else "?")
+            state.window_ops |= emails_in_window(store)
             continue
         if result == "hung":
             return f"child hung at {kill}"
@@ -268,9 +275,11 @@ def drive(root: Path, store: str, state: Seed) -> str | None:
         outcome = json.loads((root / live_agent.OUTCOME).read_text())
         if outcome["resume"] == "parked":
             state.parks.append(outcome)
-            if state.attested is not None or not state.window_kills:
-                return f"parked {outcome}"
-            attest(root, store, outcome, state)
+            command = next(c for c in outcome["commands"] if c.startswith("maka-es attest"))
+            run_id, operation_id = command.split()[2:4]
+            if operation_id not in state.window_ops - {op for op, _ in state.attests}:
+                return f"parked {outcome} (email operations killed in window {state.window_ops})"
+            attest(root, store, run_id, operation_id, state)
             continue
         if finished(store):
             return None
@@ -289,7 +298,7 @@ def one_seed(tmp: Path, seed: int, store_for: Any) -> tuple[Seed, list[str]]:
     if stuck is not None:
         return state, [f"STUCK {stuck}", f"runs {store_summary(store)}", *state.log]
     problems = side_effect_problems(root, port, state) + check_requests(root)
-    if state.attested is None and state.parks:
+    if len(state.attests) != len(state.parks):
         problems.append(f"parked {state.parks}")
     if problems:
         problems += [f"runs {store_summary(store)}", *state.log]
@@ -300,17 +309,20 @@ def soak(tmp: Path, seeds: range, store_for: Any) -> None:
     results = [one_seed(tmp, seed, store_for) for seed in seeds]
     failures = {s.seed: (s.plan, p) for s, p in results if p}
     stuck = sum(1 for _, p in results if p and p[0].startswith("STUCK"))
-    attested = Counter(s.attested for s, _ in results if s.attested)
+    attested = Counter(decision for s, _ in results for _, decision in s.attests)
     counts: dict[str, object] = {
         "seeds": len(results),
         "kills": sum(s.kills for s, _ in results),
-        "finished_without_operator": sum(1 for s, p in results if not p and s.attested is None),
-        "finished_after_one_attest": sum(1 for s, p in results if not p and s.attested),
+        "finished_without_operator": sum(1 for s, p in results if not p and not s.attests),
+        "finished_after_one_attest": sum(1 for s, p in results if not p and len(s.attests) == 1),
+        # a resent email (after "not applied") killed in ITS window too: one attest per window
+        "finished_after_two_attests": sum(1 for s, p in results if not p and len(s.attests) > 1),
         "attested": dict(attested),
         "stuck": stuck,
         "failed_checks": len(failures),
     }
-    print(f"\nliveness {counts}")
+    where = Counter(point for s, _ in results for point in s.killed_at)
+    print(f"\nliveness {counts}\nkills by point {dict(where)}")
     assert not failures, f"{counts}: {failures}"
     assert attested.keys() >= {"applied", "not_applied"}, counts  # both attestations exercised
 
