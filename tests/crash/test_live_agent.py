@@ -9,8 +9,9 @@ inside continuations and recovery, or after a random delay. Each restart calls `
 both answers, with no operator action unless the email was inside its T1-T2 window when
 killed; then after exactly one ``maka-es attest`` for that email operation (the truth:
 applied when its outbox line landed) and one more restart (an email resent after "not
-applied" and killed inside ITS window needs its own). Side effects happen once, and every request the model got
-answers each tool call and holds its prompt once (docs/adr/0022-operator-attestation.md).
+applied" and killed inside ITS window needs its own). Side effects happen once, and every
+request the model got answers each tool call and holds its prompt once
+(docs/adr/0022-operator-actions-attest-and-fork.md).
 """
 
 from __future__ import annotations
