@@ -179,6 +179,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.tool_runtime,
             feature_enabled=lambda: self.safe_boundary_resume_enabled,
         )
+        self._build_operator_and_turns()
+
+    def _build_operator_and_turns(self) -> None:
+        """The operator's actions and forks, a host's turn (``run_turn``) and ``resume``, over
+        the services built above (ADR 0022, ADR 0036)."""
         self.operator_actions = OperatorActions(
             self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
         )
@@ -190,10 +195,6 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             self.tool_runtime,
             end_source=lambda run_id: StartupRecovery(self.claims).end_forked_source(run_id),
         )
-        self._build_turns()
-
-    def _build_turns(self) -> None:
-        """A host's turn (``run_turn``) and ``resume`` over the services built above (ADR 0036)."""
         self.run_starts = RunStarts(self._store, self.ledger, self.on_events_committed)
         self.turns = Turns(self.ledger, self.run_starts, self.host_sessions, self.tool_runtime)
         self.session_resume = SessionResume(self.ledger, self.continuations, self.run_forks)

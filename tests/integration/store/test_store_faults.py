@@ -275,6 +275,11 @@ ENTRY_POINTS: dict[str, Call] = {
     "read_run_payloads": lambda app, t: app.read_run_payloads("r1"),
     "plan_resume": lambda app, t: app.plan_resume("r1"),
     "end_start_only_run": lambda app, t: app.end_start_only_run(t.target_header.run_id),
+    "run_turn": lambda app, t: app.run_turn("s1", "hello", ScriptedProvider([]), run_id="r9"),
+    "resume": lambda app, t: app.resume("s1", ScriptedProvider([])),
+    "create_run_with_events": lambda app, t: app.create_run_with_events(
+        t.target_header, [t.target_start]
+    ),
     "attest_operation": lambda app, t: app.attest_operation(
         "r1", "toolop_" + "0" * 32, applied=False, actor="op"
     ),
