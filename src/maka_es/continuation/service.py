@@ -72,13 +72,9 @@ class Continuations:
         An ownerless run, a lapsed lease, or this host before a restart (it holds nothing
         since) left the header for startup recovery to repair."""
         ownership = self.ledger.ownership
-        run = self.ledger.load_run(run_id)
-        owner = run.owner
-        if ownership is None or owner is None:
+        if ownership is None:
             return False
-        if owner.host_id == ownership.host_id:
-            return ownership.held_epoch(run_id) == owner.epoch
-        return ownership.verdict(run) == "live"
+        return ownership.verdict(self.ledger.load_run(run_id)) in ("held", "live")
 
     def plan(
         self,
