@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from maka_es.app import RuntimeApplication
+from maka_es.testing.store_probe import store_snapshot
 from tests.cli.host_parts import LOG_ENV
 from tests.cli.stores import MAKA_ES, Ran, build_store, cli, rows
 
@@ -60,11 +62,19 @@ def test_fork_execute_runs_the_fork_once_and_a_repeat_is_fork_not_pending(
     show = cli("show", fork_run, "--json", store=store).json()
     assert show["header"]["status"] == "completed"
 
+    before = _rows(store)
     again = cli(*args, store=store, env=_env(tmp_path))
     assert again.code == 1
     assert _code(again) == "fork_not_pending"
     assert _calls(tmp_path) == [fork_run]  # the provider was not asked again
     assert cli("show", fork_run, "--json", store=store).json() == show
+    assert _rows(store) == before  # the refusal wrote nothing
+
+
+def _rows(store: str) -> object:
+    """Every stored row of ``store``, read by a read-only application."""
+    with RuntimeApplication.open(store, read_only=True) as app:
+        return store_snapshot(app).rows
 
 
 def _race(store: str, tmp: Path, *args: str) -> list[Ran]:

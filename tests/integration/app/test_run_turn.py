@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from maka_es import HostConfig, RuntimeApplication
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.errors import TurnRefusedError
+from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import Tool, ToolContext
 from maka_es.wire.actions import TOOL_BOUNDARY_PROTOCOL_V1
 from tests.support.send_tool import Killed
@@ -266,9 +267,11 @@ def test_run_turn_is_refused_while_the_newest_run_is_live(store_url: str, cwd: P
         app.open_session("s1")
         app.start_run("s1", run_id="live")
         provider = ScriptedProvider([])
+        before = store_snapshot(app)
         with pytest.raises(TurnRefusedError) as refused:
             app.run_turn("s1", PROMPT, provider, run_id="r2")
         assert refused.value.detail == {"sessionId": "s1", "runId": "live", "status": "running"}
+        assert store_snapshot(app).rows == before.rows  # every row unchanged
         assert not app.run_exists("r2")
         assert provider.requests == []
 
