@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
-from maka_es.continuation.gates import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.continuation.plan import ContinuationFacts, ContinuationPlan, build_continuation_plan
 from maka_es.continuation.sdk_providers import (
     AnthropicMessagesProvider,
     AsyncAnthropicMessagesProvider,

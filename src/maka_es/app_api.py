@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from maka_es.continuation.claim import ContinuationClaim
-from maka_es.continuation.claims import Claims
+from maka_es.continuation.claims import Claims, ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations

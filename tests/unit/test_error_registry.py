@@ -26,7 +26,7 @@ import maka_es
 from maka_es import errors
 from maka_es.codes import REGISTRY, CodeEntry, CodeRegistry
 from maka_es.codes.render import exception_classes, render_markdown
-from maka_es.continuation.composite_replay import ReplayBlockReason, ReplayDiagnosticCode
+from maka_es.continuation.replay import ReplayBlockReason, ReplayDiagnosticCode
 from maka_es.resume.models import DiagnosticCode, ResumeRejectionReason
 from maka_es.tooljournal.bundle import BundleCode
 from maka_es.tooljournal.resolution import ResolverIssueCode

@@ -54,9 +54,9 @@ from maka_es.aio.bridge import (
 )
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
-from maka_es.continuation.claim import ContinuationClaim
+from maka_es.continuation.claims import ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.facts import StartKind, StoredFact

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.recovery.fork import ForkReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.report.data import PlanFailure, ReportData, RunData
 from maka_es.report.event_rows import LANES, event_row, format_ms
 from maka_es.report.view_models import (

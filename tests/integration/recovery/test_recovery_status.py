@@ -32,7 +32,7 @@ from maka_es.adapters.sqlite import sqlite_path_from_dbname
 from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,

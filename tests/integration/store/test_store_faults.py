@@ -37,8 +37,8 @@ from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
 from maka_es.app import HostConfig, RuntimeApplication
 from maka_es.app_api import RuntimeApi
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostObservation
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import (
     StorePathError,
