@@ -45,7 +45,9 @@ def test_each_store_gets_its_matching_backend_where_its_facts_are(
     again = recovery_status_store_for(store_app.recorder)
     try:
         assert type(again.backend) is type(backend)
-        assert again.position() == store_app.recorder.max_notification_id() > 0
+        written = store_app.recorder.max_notification_id()
+        assert written
+        assert again.position() == written
         assert [row.run_id for row in again.all()] == ["r1"]
     finally:
         again.close()
