@@ -64,7 +64,7 @@ from eventsourcing.utils import Environment
 from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.mapper import FactMapper, JsonTranscoder
-from maka_es.adapters.recovery_status_factory import recovery_status_store_for
+from maka_es.adapters.recovery_status import recovery_status_store_for
 from maka_es.adapters.store_url import (
     POSTGRES_MODULE,
     READ_ONLY_ENV,
@@ -290,7 +290,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         refuses with its typed error before the read model creates anything in the file.
         """
         self.recorder.max_notification_id()
-        chosen = store if store is not None else recovery_status_store_for(self.env)
+        chosen = store if store is not None else recovery_status_store_for(self.recorder)
         return RecoveryStatusProjector(self._store, chosen, **options)
 
     @property

@@ -143,9 +143,9 @@ def test_every_public_exception_class_of_the_library_is_defined_in_errors() -> N
         ("maka_es.tooljournal.runtime", "OutcomeUnknownError"),
         ("maka_es.tooljournal.runtime", "ToolAlreadyDispatchedError"),
         ("maka_es.wire.codec", "CodecInputError"),
-        ("maka_es.adapters.recovery_status_store", "RecoveryStatusConflictError"),
+        ("maka_es.recovery.status_store", "RecoveryStatusConflictError"),
         ("maka_es.recovery.status", "RecoveryStatusConflictError"),
-        ("maka_es.adapters.recovery_status_factory", "RecoveryStatusUnsupportedError"),
+        ("maka_es.adapters.recovery_status", "RecoveryStatusUnsupportedError"),
     ],
 )
 def test_moved_exceptions_still_import_from_their_old_module(module: str, name: str) -> None:
