@@ -22,9 +22,15 @@ from maka_es.continuation.claim import (
     record_start_fact,
 )
 from maka_es.errors import ContinuationStartConflictError, ReservedFactError
-from maka_es.ledger.facts import ContinuationClaimed, StartKind, StoredFact, claim_stream_id
+from maka_es.ledger.facts import (
+    ContinuationClaimed,
+    StartKind,
+    StoredFact,
+    bind_invocation,
+    claim_stream_id,
+)
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run, bind_invocation
+from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, concurrent_write
 from maka_es.wire.events import ContinuationStartV2, RuntimeEvent
 from maka_es.wire.run_header import RunHeader

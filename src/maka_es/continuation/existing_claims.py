@@ -27,7 +27,7 @@ from maka_es.continuation.claim import ContinuationClaim, continuation_start_eve
 from maka_es.continuation.composite_replay import CompositeReplay
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.resume.models import Diagnostic
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import (

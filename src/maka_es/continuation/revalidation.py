@@ -30,7 +30,7 @@ from maka_es.continuation.lineage import (
 )
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.ledger.run import Run
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.run_header import RunHeader, run_status_for_terminal_event
