@@ -24,8 +24,7 @@ from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
-from maka_es.tooljournal.resolution import Resolution, ToolDecision
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane

@@ -29,7 +29,7 @@ from maka_es.codes.render import exception_classes, render_markdown
 from maka_es.continuation.replay import ReplayBlockReason, ReplayDiagnosticCode
 from maka_es.resume.models import DiagnosticCode, ResumeRejectionReason
 from maka_es.tooljournal.bundle import BundleCode
-from maka_es.tooljournal.resolution import ResolverIssueCode
+from maka_es.tooljournal.scanner import ResolverIssueCode
 
 SRC = Path(maka_es.__file__).parent
 DOC = Path(__file__).resolve().parents[2] / "docs" / "exceptions.md"

@@ -58,12 +58,12 @@ from maka_es.ledger.facts import (
     SourceBoundary,
     StartKind,
     StoredFact,
+    bind_invocation,
     claim_id_for,
     claim_stream_id,
 )
-from maka_es.ledger.faults import STORE_FAULTS
-from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run, bind_invocation
+from maka_es.ledger.ports import STORE_FAULTS, RunStore
+from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, concurrent_write
 from maka_es.resume.models import Diagnostic
 from maka_es.wire.events import ContinuationStartV2, RuntimeEvent

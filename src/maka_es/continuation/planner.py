@@ -42,7 +42,7 @@ from maka_es.continuation.plan import (
 )
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
+from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.wire.codec import CodecInputError, js_sort_key
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader

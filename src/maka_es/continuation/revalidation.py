@@ -35,7 +35,7 @@ from maka_es.continuation.plan import CwdPolicy, RuntimeContinuation, normalize_
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.ledger.run import Run
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.run_header import RunHeader, run_status_for_terminal_event

@@ -23,7 +23,7 @@ from maka_es.continuation.provider import Provider
 from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
-from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
+from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.tooljournal.runtime import ToolRuntime
 
 

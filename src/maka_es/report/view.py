@@ -24,7 +24,7 @@ from maka_es.report.view_models import (
 )
 from maka_es.resume.models import Diagnostic, ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.tooljournal.resolver import ToolDecision
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = ["build_page"]
