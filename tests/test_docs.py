@@ -61,9 +61,11 @@ def test_amendments_are_dated_and_superseded_adrs_name_their_successor() -> None
             continue
         superseded += 1
         number, successor = status.groups()
-        assert successor.startswith(number) and (ADR_DIR / successor).is_file(), adr.name
+        assert successor.startswith(number), adr.name
+        assert (ADR_DIR / successor).is_file(), adr.name
         note = text.split("\n## Superseded (", 1)
-        assert len(note) == 2 and f"]({successor})" in note[1], f"{adr.name}: no closing note"
+        assert len(note) == 2, f"{adr.name}: no closing note"
+        assert f"]({successor})" in note[1], f"{adr.name}: the closing note names no successor"
         row = next(line for line in index.splitlines() if f"]({adr.name})" in line)
         assert f"superseded by {number}" in row, f"index row of {adr.name}"
     assert superseded >= 5
