@@ -67,7 +67,7 @@ def pragmas(path: Path) -> dict[str, str]:
     """journal_mode and synchronous as an application connection sees them."""
     app = open_app(path)
     try:
-        datastore = app.recorder.datastore  # type: ignore[attr-defined]
+        datastore = app._es.recorder.datastore  # type: ignore[attr-defined]
         with datastore.transaction(commit=False) as cursor:
             cursor.execute("PRAGMA journal_mode")
             journal = str(cursor.fetchone()[0])

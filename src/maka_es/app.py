@@ -1,9 +1,11 @@
 """RuntimeApplication: the composition root of maka_es.
 
-Why an ``eventsourcing.Application`` subclass: the library gives the recorder (SQLite,
-PostgreSQL, in-memory), optimistic concurrency on ``(originator_id, originator_version)`` and
-the notification log. This class builds the services once, on one store adapter, and delegates
-to them; it holds no domain rule of its own (ADR 0017):
+Why it holds an ``eventsourcing.Application`` instead of being one (ADR 0039): the library
+gives the recorder (SQLite, PostgreSQL, in-memory), optimistic concurrency on
+``(originator_id, originator_version)`` and the notification log, but its public names
+(``save``, ``repository``, ``take_snapshot``, ``recorder``) would write or hand out cached
+aggregates past maka_es's write rules. This class builds the services once, on one store
+adapter, and delegates to them; it holds no domain rule of its own (ADR 0017):
 
 * :class:`~maka_es.ledger.service.Ledger`: sessions, runs, appends, headers, ending a run;
 * :class:`~maka_es.ledger.tool_commands.ToolCommands`: T1 / T2 / recovery bundles;
@@ -51,22 +53,19 @@ also chosen by :meth:`open` with a ``postgresql://`` URL (ADR 0028).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
-from uuid import UUID
+from types import TracebackType
+from typing import Any, Self, cast
 
-from eventsourcing.application import Application, Repository
-from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import Environment
 
-from maka_es.adapters.event_store import EventSourcedRunStore
+from maka_es.adapters.event_store import EventSourcedRunStore, EventStoreApplication
 from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
 from maka_es.adapters.store_url import (
-    POSTGRES_MODULE,
     READ_ONLY_ENV,
     is_postgres_url,
     postgres_env_from_url,
@@ -80,7 +79,7 @@ from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.continuation.turns import Turns
-from maka_es.errors import StorePathError, WritePathRefusedError
+from maka_es.errors import StorePathError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
@@ -115,17 +114,15 @@ def uuid4_hex() -> str:
     return uuid.uuid4().hex
 
 
-class RuntimeApplication(RuntimeApi, Application[UUID]):
-    """Sessions, runs and committed RuntimeEvent ledgers on an eventsourcing store."""
+class RuntimeApplication(RuntimeApi):
+    """Sessions, runs and committed RuntimeEvent ledgers on an eventsourcing store.
 
-    name = "maka_es"
-    env: ClassVar[dict[str, str]] = {
-        "PERSISTENCE_MODULE": "maka_es.adapters.sqlite",
-        "SQLITE_DBNAME": "maka_es.sqlite",
-        "AGGREGATE_CACHE_MAXSIZE": "256",
-        "AGGREGATE_CACHE_FASTFORWARD": "y",
-        "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
-    }
+    Store internals (ADR 0039): ``_es`` is the eventsourcing application this one holds
+    (:class:`~maka_es.adapters.event_store.EventStoreApplication`: ``recorder``, ``mapper``,
+    ``factory``, ``events``), and ``_store`` the ``RunStore`` adapter over it. Both are for
+    maka_es's adapters, its testing kit and its tests; a host never needs them, and writing
+    through them bypasses every write rule.
+    """
 
     def __init__(
         self,
@@ -149,8 +146,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self._safe_boundary_resume = safe_boundary_resume
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._recovery_status: RecoveryStatusProjector | None = None
-        super().__init__(env)
-        self._store = EventSourcedRunStore(self, lambda: self.clock())
+        #: The eventsourcing application (store internals; see the class docstring).
+        self._es = EventStoreApplication(env)
+        self._store = EventSourcedRunStore(self._es, lambda: self.clock())
         self.ownership = HostLeases(
             self._store,
             host_id or self.env.get("MAKA_HOST_ID") or DEFAULT_HOST_ID,
@@ -246,22 +244,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         env.update(kwargs.pop("env", None) or {})
         return cls(env=env, **kwargs)
 
-    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
-        """eventsourcing's PostgreSQL module, when named, is taken with maka_es's durability
-        and typed faults (``maka_es.adapters.postgres``; ADR 0028)."""
-        if env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
-            env["PERSISTENCE_MODULE"] = POSTGRES_MODULE
-        return super().construct_factory(env)
-
-    def construct_transcoder(self) -> Transcoder:
-        return JsonTranscoder()
-
-    def construct_mapper(self) -> Mapper[UUID]:
-        return FactMapper(
-            transcoder=self.construct_transcoder(),
-            cipher=self.factory.cipher(),
-            compressor=self.factory.compressor(),
-        )
+    @property
+    def env(self) -> Environment:
+        """The store settings this application was opened with (class defaults, then
+        ``os.environ``, then ``env=``), as eventsourcing reads them."""
+        return cast(Environment, self._es.env)
 
     def now_ms(self) -> int:
         """Now, as the integer milliseconds every timestamp the library writes carries."""
@@ -289,7 +276,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         The event store is read first: a store that is unusable (schema missing, file gone)
         refuses with its typed error before the read model creates anything in the file.
         """
-        self.recorder.max_notification_id()
+        self._es.recorder.max_notification_id()
         chosen = store if store is not None else recovery_status_store_for(self.env)
         return RecoveryStatusProjector(self._store, chosen, **options)
 
@@ -345,39 +332,28 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         attestation finishes the recovery of a run that awaited it (ADR 0022 amendment)."""
         return StartupRecovery(self.claims, self.tool_runtime).run([run_id], [])
 
-    # -- eventsourcing's own entry points (ADR 0017 amendment, issue 20) ---------------------------
-    # ``Application`` saves anything it is given and hands out the shared cached aggregates;
-    # maka_es writes only through its commands (docs/reference/ledger.md#write-rules). These
-    # public names are closed; the library's own writer and reads use the private parts.
-
-    def save(self, *objs: Any, **kwargs: Any) -> Any:
-        """Refused (``write_path_refused``): it would commit facts no command validated."""
-        raise _refused("save")
-
-    def take_snapshot(self, *args: Any, **kwargs: Any) -> None:
-        """Refused: maka_es writes its own verified Run snapshots (ADR 0032)."""
-        raise _refused("take_snapshot")
-
-    def notify(self, new_events: Any) -> None:
-        """Refused: nothing calls this deprecated hook; override ``on_events_committed``."""
-        raise _refused("notify")
-
-    @property
-    def repository(self) -> Repository[UUID]:
-        """Refused: its aggregates are the cache's own objects (no deep copy), so a caller
-        could change what every later command validates against."""
-        raise _refused("repository")
+    # -- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the recovery-status read model and the store's connections."""
         if self._recovery_status is not None:
             self._recovery_status.close()
             self._recovery_status = None
-        super().close()
+        self._es.close()
 
+    def __enter__(self) -> Self:
+        self._es.factory.__enter__()
+        return self
 
-def _refused(name: str) -> WritePathRefusedError:
-    return WritePathRefusedError(
-        f"RuntimeApplication.{name} is closed: it bypasses maka_es's write rules; use the "
-        "application's commands",
-        detail={"name": name},
-    )
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self.close()
+        self._es.factory.__exit__(exc_type, exc_val, exc_tb)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(AttributeError):
+            self.close()

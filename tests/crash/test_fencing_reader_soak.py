@@ -203,7 +203,8 @@ def test_every_append_result_high_water_is_the_seq_it_stored_under_concurrent_re
     stored = {
         fact.event_id: fact.event_seq
         for fact in (
-            a.mapper.to_domain_event(item) for item in a.recorder.select_events(run_stream_id("hw"))
+            a._es.mapper.to_domain_event(item)
+            for item in a._es.recorder.select_events(run_stream_id("hw"))
         )
         if isinstance(fact, RuntimeEventRecorded)
     }

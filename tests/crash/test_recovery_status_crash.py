@@ -73,7 +73,7 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         store = SqliteRecoveryStatusStore(str(db))
         other = SqliteRecoveryStatusStore(str(tmp_path / "other.sqlite"))
         app.recovery_status_projector(other).rebuild()
-        assert store.position() == other.position() == app.recorder.max_notification_id()
+        assert store.position() == other.position() == app._es.recorder.max_notification_id()
         assert store.all() == other.all()
         assert store.needing_attention() == []
         long_row = store.get("long")

@@ -39,10 +39,10 @@ def corrupt_rows(runtime: RuntimeApplication) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     start = 1
     while True:
-        page = runtime.recorder.select_notifications(start=start, limit=500)
+        page = runtime._es.recorder.select_notifications(start=start, limit=500)
         for row in page:
             try:
-                runtime.mapper.to_domain_event(row)
+                runtime._es.mapper.to_domain_event(row)
             except StoreCorruptionError as exc:
                 found.append(
                     {

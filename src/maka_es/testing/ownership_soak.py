@@ -56,8 +56,8 @@ def first_owner_writes_after_takeover(
     """The ids of events matching ``own`` (the run's first owner's) stored after the run's first
     takeover, read from the stored facts themselves, and the number of takeovers of the run.
     A fenced owner's write that landed is in the list; it must be empty."""
-    stream = app.recorder.select_events(run_stream_id(run_id))
-    facts = [app.mapper.to_domain_event(item) for item in stream]
+    stream = app._es.recorder.select_events(run_stream_id(run_id))
+    facts = [app._es.mapper.to_domain_event(item) for item in stream]
     taken = [f.originator_version for f in facts if isinstance(f, RunOwnerTaken)]
     late = [
         str(json.loads(f.payload)["id"])

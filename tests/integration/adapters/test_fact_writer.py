@@ -107,7 +107,7 @@ def test_rows_written_by_either_path_read_back_the_same(tmp_path: Path, generic_
         assert written.read_run_payloads("r1") == generic.read_run_payloads("r1")
         assert written.tool_operations("r1") == generic.tool_operations("r1")
         assert written.get_run_header("r1") == generic.get_run_header("r1")
-        notes = written.recorder.select_notifications(start=1, limit=1000)
+        notes = written._es.recorder.select_notifications(start=1, limit=1000)
         assert [(n.id, n.topic, bytes(n.state)) for n in notes] == [
             (row[0], row[3], row[4]) for row in generic_rows
         ]
@@ -337,7 +337,7 @@ def pg_store_url_2(pg_server_url: str) -> Iterator[str]:
 
 def _log(url: str) -> list[tuple[Any, ...]]:
     with _open(url) as app:
-        notes = app.recorder.select_notifications(start=1, limit=1000)
+        notes = app._es.recorder.select_notifications(start=1, limit=1000)
         return [
             (n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
             for n in notes

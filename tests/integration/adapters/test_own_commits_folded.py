@@ -54,7 +54,7 @@ def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
 def reads(sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The stored rows each stream read of ``sqlite_app``'s recorder returned."""
     seen: list[int] = []
-    recorder = sqlite_app.recorder
+    recorder = sqlite_app._es.recorder
     original = recorder.select_events
 
     def counting(*args: Any, **kwargs: Any) -> Any:

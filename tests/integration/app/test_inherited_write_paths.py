@@ -1,10 +1,12 @@
-"""eventsourcing's own write entry points are closed on RuntimeApplication (issue 20).
+"""eventsourcing's own write entry points are closed (issue 20), and gone from the host (issue 22).
 
-Why: ``RuntimeApplication`` is an ``eventsourcing.Application``, whose ``save`` commits any
+Why: ``RuntimeApplication`` was an ``eventsourcing.Application``, whose ``save`` commits any
 fact it is given. A dispatch fact at the run's next version, refused by ``append_events`` as
 ``reserved_fact``, went in through ``app.save`` and came back from ``read_run_events``. The
-inherited writers now refuse with ``write_path_refused`` and write nothing; the evidence is
-read from the store's table itself (SQLite file, PostgreSQL schema) and by a fresh application.
+host object now holds its eventsourcing application (``app._es``, ADR 0039) and has no such
+name; the held application's writers refuse with ``write_path_refused`` and write nothing; the
+evidence is read from the store's table itself (SQLite file, PostgreSQL schema) and by a fresh
+application.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def test_save_of_a_dispatch_fact_is_refused_and_nothing_is_stored(
     fact = dispatch_recorded(store_app, dispatch)
 
     with pytest.raises(WritePathRefusedError) as refused:
-        store_app.save(fact)
+        store_app._es.save(fact)
 
     assert refused.value.code == "write_path_refused"
     assert refused.value.detail == {"name": "save"}
@@ -79,17 +81,17 @@ def test_save_of_a_dispatch_fact_is_refused_and_nothing_is_stored(
 
 
 def _take_snapshot(app: RuntimeApplication) -> object:
-    app.take_snapshot(run_stream_id(RUN))
+    app._es.take_snapshot(run_stream_id(RUN))
     return None
 
 
 def _notify(app: RuntimeApplication) -> object:
-    app.notify([])
+    app._es.notify([])
     return None
 
 
 def _repository(app: RuntimeApplication) -> object:
-    return app.repository.get(run_stream_id(RUN))
+    return app._es.repository.get(run_stream_id(RUN))
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,7 @@ def test_library_written_timestamps_are_integer_milliseconds(
         wires = [app.get_run_header(run_id).to_wire(), *payloads]
         for stamp in _times(wires, TIME_KEYS):
             assert type(stamp) is int, (run_id, stamp)
-    for notification in app.recorder.select_notifications(start=1, limit=1000):
+    for notification in app._es.recorder.select_notifications(start=1, limit=1000):
         state = json.loads(bytes(notification.state))
         for stamp in _times(state, FACT_TIME_KEYS) + _times(state, TIME_KEYS):
             assert type(stamp) is int, (notification.topic, stamp)

@@ -238,6 +238,6 @@ def test_a_finished_continuation_goes_running_then_terminal(app: RuntimeApplicat
     header = app.get_run_header(outcome.target_run_id)
     assert header.status == "completed"
     stream = app._store.load_run(outcome.target_run_id).id
-    facts = [app.mapper.to_domain_event(row) for row in app.recorder.select_events(stream)]
+    facts = [app._es.mapper.to_domain_event(row) for row in app._es.recorder.select_events(stream)]
     statuses = [f.patch.get("status") for f in facts if isinstance(f, RunHeaderUpdated)]
     assert statuses == ["running", "completed"]

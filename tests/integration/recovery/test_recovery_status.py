@@ -317,7 +317,7 @@ def test_catch_up_is_idempotent(
 ) -> None:
     start_run(app, "r1")
     first = projector.catch_up()
-    assert first == app.recorder.max_notification_id()
+    assert first == app._es.recorder.max_notification_id()
     assert projector.store.position() == first
     assert projector.catch_up() == 0
     assert projector.catch_up() == 0
@@ -328,7 +328,7 @@ def test_catch_up_pages_through_the_log(app: RuntimeApplication, store_url: str)
         start_run(app, f"r{index}")
     store = open_status_store(store_url)
     paged = app.recovery_status_projector(store, page_size=3)
-    total = app.recorder.max_notification_id()
+    total = app._es.recorder.max_notification_id()
     assert paged.catch_up() == total
     fresh = app.recovery_status_projector(InMemoryRecoveryStatusStore())
     fresh.rebuild()
@@ -368,7 +368,7 @@ def test_rows_and_position_commit_in_one_transaction(
     with pytest.raises(RuntimeError, match="crash inside"):
         projector.catch_up()
     # Inside the transaction the rows and the position were written ...
-    assert seen_inside == [(app.recorder.max_notification_id(), ["r1"])]
+    assert seen_inside == [(app._es.recorder.max_notification_id(), ["r1"])]
     # ... and after the failure neither is there, for this connection or a new one.
     assert (store.position(), store.all()) == (0, [])
     reopened = open_status_store(store_url)
@@ -376,7 +376,7 @@ def test_rows_and_position_commit_in_one_transaction(
     assert reopened.stream_run_ids([app._store.load_run("r1").id]) == {}
 
     failpoints.disarm(INSIDE_COMMIT_FAILPOINT)
-    assert projector.catch_up() == app.recorder.max_notification_id()
+    assert projector.catch_up() == app._es.recorder.max_notification_id()
     assert [s.run_id for s in reopened.all()] == ["r1"]
     reopened.close()
 

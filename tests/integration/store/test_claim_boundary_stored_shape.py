@@ -59,7 +59,7 @@ def stored_state(**boundary_changes: object) -> bytes:
 def insert_claim_row(store: str, state: bytes) -> None:
     app = RuntimeApplication.open(store)
     try:
-        app.recorder.insert_events(
+        app._es.recorder.insert_events(
             [
                 StoredEvent(
                     originator_id=claim_stream_id(BOUNDARY.claim_id),

@@ -53,7 +53,7 @@ def test_synchronous_commit_is_on_for_the_applications_connection(
         admin.execute("ALTER ROLE CURRENT_USER SET synchronous_commit = off")
     try:
         with RuntimeApplication.open(pg_app_url(pg_app)) as app:
-            with app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+            with app._es.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
                 row = conn.execute("SHOW synchronous_commit").fetchone()
             assert row["synchronous_commit"] == "on"
     finally:
@@ -71,7 +71,7 @@ def pg_app_url(app: RuntimeApplication) -> str:
 
 def test_tables_are_named_after_the_application_name(pg_app: RuntimeApplication) -> None:
     schema = pg_app.env["POSTGRES_SCHEMA"]
-    with pg_app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+    with pg_app._es.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
         rows = conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (schema,),

@@ -156,7 +156,7 @@ def test_reopen_returns_the_same_events(db_path: Path) -> None:
 
 def test_sqlite_connections_are_wal_and_synchronous_full(sqlite_app: RuntimeApplication) -> None:
     _open_run(sqlite_app)
-    datastore = sqlite_app.factory.datastore  # type: ignore[attr-defined]
+    datastore = sqlite_app._es.factory.datastore  # type: ignore[attr-defined]
     for is_writer in (False, True):
         connection = datastore.pool.get_connection(is_writer=is_writer)
         try:

@@ -35,7 +35,6 @@ import pytest
 
 from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
 from maka_es.app import HostConfig, RuntimeApplication
-from maka_es.app_api import RuntimeApi
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostObservation
@@ -143,7 +142,7 @@ def test_recover_on_a_full_disk(db_path: Path) -> None:
         assert store.all() == []
         connection.execute(f"PRAGMA max_page_count={pages * 100}")
         assert len(app.recover().repairs) == 8
-        assert store.position() == app.recorder.max_notification_id()
+        assert store.position() == app._es.recorder.max_notification_id()
 
 
 @contextmanager
@@ -309,32 +308,19 @@ ENTRY_POINTS: dict[str, Call] = {
 
 #: Public names that never touch the store, and why.
 NO_STORE_ACCESS: dict[str, str] = {
-    "name": "class attribute",
-    "env": "class attribute (defaults)",
+    "env": "the store settings (read once at construction)",
     "open_sqlite": "constructor: see test_open_sqlite_* below",
     "in_memory": "constructor of the in-memory store (no file)",
     "open": "constructor: a SQLite path is open_sqlite; PostgreSQL: test_postgres_store",
-    "construct_factory": "eventsourcing construction hook (takes eventsourcing.postgres as ours)",
-    "construct_transcoder": "eventsourcing construction hook",
-    "construct_mapper": "eventsourcing construction hook",
     "on_events_committed": "host hook, a no-op by default",
     "safe_boundary_resume_enabled": "reads the environment only",
     "now_ms": "reads the injected clock only",
     "close": "releases connections",
-    "save": "refused (write_path_refused) before any store access",
-    "take_snapshot": "refused (write_path_refused) before any store access",
-    "notify": "refused (write_path_refused) before any store access",
-    "repository": "refused (write_path_refused) before any store access",
 }
 
 
 def test_the_entry_point_table_names_every_public_method() -> None:
-    public = {
-        name
-        for cls in (RuntimeApplication, RuntimeApi)
-        for name in vars(cls)
-        if not name.startswith("_")
-    }
+    public = {name for name in dir(RuntimeApplication) if not name.startswith("_")}
     assert public == set(ENTRY_POINTS) | set(NO_STORE_ACCESS)
     assert not set(ENTRY_POINTS) & set(NO_STORE_ACCESS)
 

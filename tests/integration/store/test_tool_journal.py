@@ -863,14 +863,14 @@ def counted_app(
         return step(self, event, verified)
 
     monkeypatch.setattr(ResolverState, "_step", counting_step)
-    select = store_app.recorder.select_events
+    select = store_app._es.recorder.select_events
 
     def counting_select(*args: Any, **kwargs: Any) -> Any:
         rows = select(*args, **kwargs)
         counters.rows += len(rows)
         return rows
 
-    monkeypatch.setattr(store_app.recorder, "select_events", counting_select)
+    monkeypatch.setattr(store_app._es.recorder, "select_events", counting_select)
     return store_app, counters
 
 
