@@ -7,14 +7,26 @@ gives the recorder (SQLite, PostgreSQL, in-memory), optimistic concurrency on
 aggregates past maka_es's write rules. This class builds the services once, on one store
 adapter, and delegates to them; it holds no domain rule of its own (ADR 0017):
 
-* :class:`~maka_es.ledger.service.Ledger`: sessions, runs, appends, headers, ending a run;
-* :class:`~maka_es.ledger.tool_commands.ToolCommands`: T1 / T2 / recovery bundles;
-* :class:`~maka_es.continuation.claims.Claims` and
-  :class:`~maka_es.continuation.service.Continuations`: Phase 1;
-* :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model;
 * :class:`~maka_es.continuation.turns.Turns` (``run_turn``) and
   :class:`~maka_es.recovery.session_resume.SessionResume` (``resume``): a host's whole turn on
-  the agent loop, and its interrupted turn continued or its park explained (ADR 0036).
+  the agent loop, and its interrupted turn continued or its park explained (ADR 0036);
+* :class:`~maka_es.continuation.service.Continuations` (planning and continuing, Phase 1),
+  :class:`~maka_es.recovery.operator_actions.OperatorActions` and
+  :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model.
+
+The host's verbs (about 25, ``maka_es.app_api``) are on the application itself. The plumbing
+is on documented service attributes, one per concern (ADR 0039):
+
+* ``app.ledger`` (:class:`~maka_es.ledger.service.Ledger`): raw appends (``append_events``,
+  ``append_event``), ``create_run``, ``import_run``, ``update_run_header``,
+  ``run_high_water``, ``read_run_payloads``, ``all_run_ids``, ``list_all_runs``;
+* ``app.run_starts`` (:class:`~maka_es.ledger.run_start.RunStarts`): ``create_run_with_events``;
+* ``app.tool_journal`` (:class:`ToolJournalService`): T1, T2, recovery bundles, ``tool_operations``,
+  ``resolve_run``, ``attestations`` (what ``app.tool_runtime`` runs on);
+* ``app.claims`` (:class:`~maka_es.continuation.claims.Claims`): the continuation claims;
+* ``app.ownership`` (:class:`~maka_es.ledger.host_leases.HostLeases`): ``lease(host_id)``;
+* ``app.run_forks`` (:class:`~maka_es.recovery.fork.RunForks`): a fork's ``provenance``;
+* ``app.recovery_status``: the persisted read model of every run's recovery status.
 
 Every command validates against the current aggregates *before* anything is written, then
 commits all of its facts in ONE transaction; a refused command leaves the store unchanged.
@@ -72,7 +84,7 @@ from maka_es.adapters.store_url import (
     sqlite_path_of,
 )
 from maka_es.adapters.workspace_marker import workspace_identity_of
-from maka_es.app_api import RuntimeApi
+from maka_es.app_api import EventInput, RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
@@ -85,7 +97,7 @@ from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLe
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
 from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
-from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
 from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
@@ -96,10 +108,13 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
+from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.resolution import Resolution
 from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 
-__all__ = ["AppendResult", "HostConfig", "RuntimeApplication", "SessionInfo"]
+__all__ = ["AppendResult", "HostConfig", "RuntimeApplication", "SessionInfo", "ToolJournalService"]
 
 Clock = Callable[[], float]
 IdFactory = Callable[[], str]
@@ -157,19 +172,21 @@ class RuntimeApplication(RuntimeApi):
             else int(self.env.get("MAKA_HOST_LEASE_MS") or DEFAULT_LEASE_MS),
         )
         self.ledger = Ledger(self._store, self.on_events_committed, self.ownership)
-        self.tool_commands = ToolCommands(self._store, self.ownership)
+        self._tool_commands = ToolCommands(self._store, self.ownership)
+        #: The tool journal: T1, T2, recovery bundles and the run's operations (ADR 0007).
+        self.tool_journal = ToolJournalService(self._tool_commands, self.ledger)
         #: Runs this host's tools through T1/T2; startup recovery settles with its catalogue.
-        self.tool_runtime = ToolRuntime(self, tools, permission=tool_permission)
+        self.tool_runtime = ToolRuntime(self.tool_journal, tools, permission=tool_permission)
         if workspace_resolver is None and host_config is not None:
             workspace_resolver = workspace_identity_of
-        self.host_sessions = HostSessions(
+        self._host_sessions = HostSessions(
             self.ledger, host_config, workspace_resolver, lambda: self.id_factory(), self.now_ms
         )
         if host_inspector is None and workspace_resolver is not None:
             host_inspector = LocalHostInspector.from_tool_runtime(self.tool_runtime)
             self.host_inspector = host_inspector
         self.claims = Claims(self.ledger, self._store)
-        self.continuations = Continuations(
+        self._continuations = Continuations(
             self.claims,
             host_inspector,
             self.telemetry,
@@ -182,8 +199,8 @@ class RuntimeApplication(RuntimeApi):
     def _build_operator_and_turns(self) -> None:
         """The operator's actions and forks, a host's turn (``run_turn``) and ``resume``, over
         the services built above (ADR 0022, ADR 0036)."""
-        self.operator_actions = OperatorActions(
-            self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
+        self._operator_actions = OperatorActions(
+            self.ledger, self._tool_commands, self.telemetry, self._recover_one_run
         )
         self.run_forks = RunForks(
             self.claims,
@@ -194,8 +211,8 @@ class RuntimeApplication(RuntimeApi):
             end_source=lambda run_id: StartupRecovery(self.claims).end_forked_source(run_id),
         )
         self.run_starts = RunStarts(self._store, self.ledger, self.on_events_committed)
-        self.turns = Turns(self.ledger, self.run_starts, self.host_sessions, self.tool_runtime)
-        self.session_resume = SessionResume(self.ledger, self.continuations, self.run_forks)
+        self._turns = Turns(self.ledger, self.run_starts, self._host_sessions, self.tool_runtime)
+        self._session_resume = SessionResume(self.ledger, self._continuations, self.run_forks)
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -357,3 +374,75 @@ class RuntimeApplication(RuntimeApi):
     def __del__(self) -> None:
         with contextlib.suppress(AttributeError):
             self.close()
+
+
+class ToolJournalService:
+    """The tool journal of one application: what :class:`ToolRuntime` and a host's own tool
+    loop call (the ``ToolJournalStore`` port), over the services that own the rules.
+
+    Why an adapter and not the application: the runtime needs T1, T2, the recovery bundle,
+    the run's operations and the generic append and read of a pre-T1 refusal (ADR 0007), not
+    a host object of ~25 verbs; the tests may pass any object with these methods.
+    """
+
+    def __init__(self, commands: ToolCommands, ledger: Ledger) -> None:
+        self._commands = commands
+        self._ledger = ledger
+
+    def now_ms(self) -> int:
+        """The clock every library-written timestamp reads."""
+        return self._ledger.now_ms()
+
+    def commit_tool_prepared(
+        self,
+        run_id: str,
+        call: EventInput,
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        """T1: the call and its dispatch in one transaction (``created=False``: an exact retry,
+        the tool must not run)."""
+        return self._commands.commit_tool_prepared(
+            run_id, call, recovery_mode=recovery_mode, metadata=metadata
+        )
+
+    def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
+        """T2: the response bound to its dispatched operation."""
+        return self._commands.commit_tool_outcome(run_id, response)
+
+    def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: EventInput,
+        decision: EventInput,
+        outcome: EventInput | None = None,
+    ) -> ToolCommit:
+        """A recovery bundle (reconcile result, decision, optional outcome) in one transaction."""
+        return self._commands.commit_tool_recovery_bundle(
+            run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
+        )
+
+    def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        """The run's tool operations and their journal states."""
+        return self._commands.tool_operations(run_id)
+
+    def resolve_run(self, run_id: str) -> Resolution:
+        """The resolver's decision for every operation of the run (reads only)."""
+        return self._commands.resolve_run(run_id)
+
+    def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
+        """The operator attestations recorded on the run (ADR 0022)."""
+        return self._commands.attestations(run_id)
+
+    def append_events(
+        self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        """The ledger's generic append (a pre-T1 refusal's call and error response)."""
+        return self._ledger.append_events(run_id, events, expected_high_water=expected_high_water)
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        """The run's committed events (recovery reads its calls)."""
+        return self._ledger.read_run_events(run_id)

@@ -35,6 +35,8 @@ from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import RecoveryStatusProjector
 from maka_es.tooljournal.runtime import ToolRuntime
+from tests.support.host_surface import PLUMBING
+from tests.unit.test_public_api import PUBLIC
 
 #: Every service the application builds or a host builds next to it.
 SERVICES: tuple[type, ...] = (
@@ -50,58 +52,18 @@ SERVICES: tuple[type, ...] = (
     ToolRuntime,
 )
 
-#: The services ``RuntimeApi`` may delegate to (attributes the application sets).
+#: The services ``RuntimeApi`` may delegate to (attributes the application sets; the ones a
+#: host never reaches for are private, ADR 0039).
 DELEGATES = frozenset(
     {
         "ledger",
-        "tool_commands",
-        "claims",
-        "continuations",
-        "operator_actions",
-        "run_forks",
         "ownership",
-        "host_sessions",
-        "run_starts",
-        "turns",
-        "session_resume",
-    }
-)
-
-#: The stable public API of ``maka_es`` (names as before the redesign).
-PUBLIC_NAMES = frozenset(
-    {
-        "RUNTIME_RESUME_FAILPOINTS",
-        "__version__",
-        "AppendResult",
-        "ContinuationFacts",
-        "ContinuationPlan",
-        "Diagnostic",
-        "HostConfig",
-        "Failpoint",
-        "Resolution",
-        "ResumePlan",
-        "ToolDecision",
-        "ToolOperation",
-        "build_continuation_plan",
-        "build_resume_plan",
-        "resolve_tool_operations",
-        "RunHeader",
-        "RuntimeApplication",
-        "RuntimeEvent",
-        "SessionInfo",
-        "canonical_args_hash",
-        "canonical_json",
-        "classify_lane",
-        "operation_id_for",
-        # the turn results and SDK providers (issue 21, ADR 0036)
-        "AnthropicMessagesProvider",
-        "AsyncAnthropicMessagesProvider",
-        "AsyncOpenAIChatProvider",
-        "AsyncOpenAIResponsesProvider",
-        "OpenAIChatProvider",
-        "OpenAIResponsesProvider",
-        "ResumeResult",
-        "TurnResult",
+        "run_forks",
+        "_continuations",
+        "_operator_actions",
+        "_host_sessions",
+        "_turns",
+        "_session_resume",
     }
 )
 
@@ -191,7 +153,7 @@ def test_the_public_surface_is_one_delegation_per_method() -> None:
     source = Path(inspect.getfile(RuntimeApi)).read_text(encoding="utf-8")
     assert surface_offenders(source) == []
     public = [n for n, m in vars(RuntimeApi).items() if inspect.isfunction(m) and n[0] != "_"]
-    assert len(public) >= 25, "the surface was not found"
+    assert len(public) >= 18, "the surface was not found"
 
 
 def test_the_surface_check_flags_a_method_with_its_own_logic() -> None:
@@ -228,8 +190,8 @@ def test_saving_facts_is_not_part_of_the_api() -> None:
 
 
 def test_every_public_name_still_imports_from_maka_es() -> None:
-    assert set(maka_es.__all__) == PUBLIC_NAMES
-    for name in PUBLIC_NAMES:
+    assert set(maka_es.__all__) == set(PUBLIC)
+    for name in PUBLIC:
         assert getattr(maka_es, name) is not None, name
 
 
@@ -245,87 +207,70 @@ INHERITED_REFUSED = frozenset({"save", "take_snapshot", "notify", "repository"})
 #: ``env`` (the store settings, read-only here).
 SHARED_WITH_APPLICATION = frozenset({"close", "env"})
 
-#: Instance attributes RuntimeApplication sets: its settings and the services it built.
+#: Instance attributes RuntimeApplication sets: its settings and the documented services a
+#: host (or its tools, tests and operators) reaches for the plumbing (ADR 0039).
 OWN_ATTRIBUTES = frozenset(
     {
+        # settings and extension points
         "clock",
         "id_factory",
         "host_inspector",
         "telemetry",
-        "ownership",
+        # service attributes
         "ledger",
-        "tool_commands",
-        "tool_runtime",
-        "host_sessions",
-        "claims",
-        "continuations",
-        "operator_actions",
-        "run_forks",
         "run_starts",
-        "turns",
-        "session_resume",
+        "tool_journal",
+        "tool_runtime",
+        "claims",
+        "ownership",
+        "run_forks",
     }
 )
 
 
-#: The public names maka_es defines on the application: the commands and reads (RuntimeApi),
-#: the constructors and the extension points. A new one is added here on purpose.
-OWN_API = frozenset(
+#: The verbs a host calls (about 25), the hook it overrides and the properties it reads; the
+#: plumbing is on the service attributes above. A new one is added here on purpose.
+HOST_VERBS = frozenset(
     {
-        "all_claims",
-        "all_run_ids",
-        "append_event",
-        "append_events",
-        "attest_operation",
-        "claim_exists",
-        "close",
-        "commit_tool_outcome",
-        "commit_tool_prepared",
-        "commit_tool_recovery_bundle",
-        "continuation_start_record",
-        "create_claimed_run",
-        "create_run",
-        "create_run_with_events",
-        "end_run",
-        "end_start_only_run",
-        "env",
-        "execute_continuation",
-        "execute_fork",
-        "fork_run",
-        "get_claim",
-        "get_run_header",
-        "get_session",
-        "heartbeat",
-        "host_lease",
-        "import_run",
-        "in_memory",
-        "list_all_runs",
-        "list_runs",
-        "list_sessions",
-        "now_ms",
-        "on_events_committed",
+        # construction and lifecycle
         "open",
-        "open_session",
         "open_sqlite",
-        "plan_continuation",
-        "plan_resume",
-        "read_run_events",
-        "read_run_payloads",
-        "recover",
-        "recovery_status",
-        "recovery_status_projector",
-        "resolve_run",
-        "resume",
-        "run_exists",
-        "run_high_water",
+        "in_memory",
+        "close",
+        # a host's turn and its restart (ADR 0036)
         "run_turn",
-        "safe_boundary_resume_enabled",
-        "start_claimed_run",
+        "resume",
+        "recover",
+        # sessions and runs
+        "open_session",
         "start_run",
-        "tool_operations",
-        "update_run_header",
+        "get_session",
+        "list_sessions",
+        "list_runs",
+        "get_run_header",
+        "run_exists",
+        "read_run_events",
+        "end_run",
+        # planning and continuing
+        "plan_resume",
+        "plan_continuation",
+        "execute_continuation",
+        # the operator's actions (ADR 0022, ADR 0035)
+        "attest_operation",
+        "fork_run",
+        "execute_fork",
+        "end_start_only_run",
+        # the lease (ADR 0021) and the clock
+        "heartbeat",
+        "now_ms",
+        # the recovery-status read model (ADR 0012)
+        "recovery_status_projector",
     }
 )
+HOST_HOOKS_AND_PROPERTIES = frozenset(
+    {"on_events_committed", "recovery_status", "safe_boundary_resume_enabled", "env"}
+)
+OWN_API = HOST_VERBS | HOST_HOOKS_AND_PROPERTIES
 
 
 def _public(names: typing.Iterable[str]) -> set[str]:
@@ -372,5 +317,30 @@ def test_every_inherited_writer_is_gone_from_the_host_and_closed_on_the_held_sto
                 {"name": name},
             )
         assert not held.recorder.max_notification_id()
+    finally:
+        app.close()
+
+
+def test_the_plumbing_is_on_the_service_attributes_not_the_host() -> None:
+    """What left the host object (issue 22, part 2) is on the service attribute that documents
+    it (tests/support/host_surface.py): ``app.append_events`` is ``app.ledger.append_events``."""
+    app = RuntimeApplication.in_memory()
+    try:
+        for attribute, (service_type, names) in PLUMBING.items():
+            service = getattr(app, attribute)
+            assert isinstance(service, service_type), attribute
+            assert attribute in OWN_ATTRIBUTES
+            for name in sorted(names):
+                assert callable(getattr(service, name)), f"{attribute}.{name}"
+                assert not hasattr(app, name) or name in OWN_API, name
+    finally:
+        app.close()
+
+
+def test_the_tool_runtime_runs_on_the_tool_journal_not_the_application() -> None:
+    app = RuntimeApplication.in_memory()
+    try:
+        assert app.tool_runtime.journal is app.tool_journal
+        assert not isinstance(app.tool_runtime.journal, RuntimeApplication)
     finally:
         app.close()

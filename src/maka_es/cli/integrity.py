@@ -60,7 +60,7 @@ def corrupt_rows(runtime: RuntimeApplication) -> list[dict[str, Any]]:
 def run_health(runtime: RuntimeApplication, run_id: str) -> dict[str, Any]:
     """One run: ``ok``, ``needs_attention`` (blocked plan), ``corrupt`` or ``unreadable``."""
     try:
-        resolution = runtime.resolve_run(run_id)
+        resolution = runtime.tool_journal.resolve_run(run_id)
         plan = runtime.plan_resume(run_id)
     except StoreCorruptionError as exc:
         return {"runId": run_id, "health": "corrupt", "issues": [exc.code], "disposition": None}

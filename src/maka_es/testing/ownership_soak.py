@@ -83,18 +83,18 @@ def _turn(app: RuntimeApplication, spec: WorkerSpec, run_id: str) -> None:
     ledger = LedgerBuilder(spine, prefix=f"{run_id}-e")
     for attempt in range(CREATE_ATTEMPTS):  # the shared session is a hot stream
         try:
-            app.create_run(run_header(spine))
+            app.ledger.create_run(run_header(spine))
             break
         except ConcurrentWriteError:
             if attempt + 1 == CREATE_ATTEMPTS:
                 raise
             time.sleep(random.uniform(0, 0.01))  # back off: the others' saves go first
-    app.append_events(run_id, [ledger.user("read the config")])
+    app.ledger.append_events(run_id, [ledger.user("read the config")])
     call = ledger.call("c1", "Read", {"path": "config.json"})
-    app.commit_tool_prepared(run_id, call)
+    app.tool_journal.commit_tool_prepared(run_id, call)
     result = {"kind": "text", "text": "{}"}
-    app.commit_tool_outcome(run_id, ledger.bound_response("c1", "Read", result))
-    app.append_events(run_id, [ledger.model_text("the config is empty")])
+    app.tool_journal.commit_tool_outcome(run_id, ledger.bound_response("c1", "Read", result))
+    app.ledger.append_events(run_id, [ledger.model_text("the config is empty")])
     app.end_run(run_id, ledger.terminal("completed"))
 
 

@@ -35,10 +35,10 @@ def run_with_pending_call(app: RuntimeApplication) -> RuntimeEvent:
     """Run r1 declaring the T1 protocol, with a committed call c1 awaiting its dispatch; the
     dispatch event the generic path must never take."""
     app.open_session(SPINE.session_id, "/workspace")
-    app.create_run(run_header(SPINE))
-    app.append_event(RUN, EV.user(marker=TOOL_BOUNDARY_PROTOCOL_V1))
+    app.ledger.create_run(run_header(SPINE))
+    app.ledger.append_event(RUN, EV.user(marker=TOOL_BOUNDARY_PROTOCOL_V1))
     call = RuntimeEvent.model_validate(EV.call("c1", "Write", ARGS))
-    app.append_event(RUN, call.to_wire())
+    app.ledger.append_event(RUN, call.to_wire())
     return dispatch_fact(call, SPINE.operation_id("c1"), "never_auto_retry")
 
 
@@ -60,7 +60,7 @@ def test_save_of_a_dispatch_fact_is_refused_and_nothing_is_stored(
 ) -> None:
     dispatch = run_with_pending_call(store_app)
     with pytest.raises(ReservedFactError):
-        store_app.append_event(RUN, dispatch.to_wire())
+        store_app.ledger.append_event(RUN, dispatch.to_wire())
     before_events = store_app.read_run_events(RUN)
     before_rows = event_rows(store_url)
     fact = dispatch_recorded(store_app, dispatch)

@@ -77,7 +77,7 @@ def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(store_url
     insert_claim_row(store_url, stored_state())
     app = RuntimeApplication.open(store_url)
     try:
-        claim = app.get_claim(BOUNDARY.claim_id)
+        claim = app.claims.get_claim(BOUNDARY.claim_id)
     finally:
         app.close()
     assert claim is not None
@@ -109,7 +109,7 @@ def test_a_malformed_stored_boundary_is_a_typed_corruption_and_nothing_is_writte
     try:
         before = store_snapshot(app)
         with pytest.raises(StoreCorruptionError):
-            app.get_claim(BOUNDARY.claim_id)
+            app.claims.get_claim(BOUNDARY.claim_id)
         assert store_snapshot(app) == before
     finally:
         app.close()
