@@ -71,9 +71,11 @@ def import_run(
     if terminal:
         overrides = {"status": "completed", "completedAt": 2000, "updatedAt": 2000}
     events = ledger(run, size - 2 if interrupted else size, journaled=False, terminal=terminal)
-    app.import_run(run_header(run, **overrides), events)
+    app.ledger.import_run(run_header(run, **overrides), events)
     if interrupted:
-        app.commit_tool_prepared(run_id, tool_call(run, size), recovery_mode="never_auto_retry")
+        app.tool_journal.commit_tool_prepared(
+            run_id, tool_call(run, size), recovery_mode="never_auto_retry"
+        )
 
 
 LEDGER = "ledger.jsonl"

@@ -46,8 +46,8 @@ def start_run(app: RuntimeApplication, run_id: str, *, marker: bool = True) -> S
     if SESSION not in app.list_sessions():
         app.open_session(SESSION, "/workspace")
     run = spine(run_id)
-    app.create_run(run_header(run))
-    app.append_event(run_id, Events.wire(run, ts=1000).user("u-1", "go", marker=marker))
+    app.ledger.create_run(run_header(run))
+    app.ledger.append_event(run_id, Events.wire(run, ts=1000).user("u-1", "go", marker=marker))
     return run
 
 
@@ -67,7 +67,7 @@ def pragmas(path: Path) -> dict[str, str]:
     """journal_mode and synchronous as an application connection sees them."""
     app = open_app(path)
     try:
-        datastore = app.recorder.datastore  # type: ignore[attr-defined]
+        datastore = app._es.recorder.datastore  # type: ignore[attr-defined]
         with datastore.transaction(commit=False) as cursor:
             cursor.execute("PRAGMA journal_mode")
             journal = str(cursor.fetchone()[0])

@@ -38,7 +38,7 @@ def _appender(
         event = Events.wire(spine(run_id), ts=5000).text(f"{phase}-{count[0]}", "more")
         app = app_of()
         try:
-            return timed(lambda: app.append_event(run_id, event))
+            return timed(lambda: app.ledger.append_event(run_id, event))
         finally:
             if fresh:
                 app.close()
@@ -52,7 +52,7 @@ def _retry_cold(path: Path, run_id: str, size: int) -> float:
     last = ledger(spine(run_id), size, journaled=False)[-1]
     app = open_app(path)
     try:
-        return timed(lambda: app.append_event(run_id, last))
+        return timed(lambda: app.ledger.append_event(run_id, last))
     finally:
         app.close()
 

@@ -1,15 +1,22 @@
 """maka_es: a crash-safe, event-sourced ledger for AI agent runtimes.
 
-The stable public API (ADR 0017; what it does: docs/reference/index.md). Everything else is
-importable from its module but may change between minor versions.
+The stable public API (ADR 0017, ADR 0039; what it does: docs/reference/index.md): what a host
+needs to run turns, define tools and providers, and inspect what happened. Everything else
+(the failpoint catalogue, ``wire.lanes.classify_lane``, ``wire.codec.operation_id_for``, the
+services) is importable from its module but may change between minor versions.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from maka_es.adapters.file_write import file_write_tool
+from maka_es.aio import AsyncProvider, AsyncRuntimeApplication, async_tool
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
+from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.plan import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.continuation.planner import PlannerSettings
+from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
 from maka_es.continuation.sdk_providers import (
     AnthropicMessagesProvider,
     AsyncAnthropicMessagesProvider,
@@ -19,15 +26,19 @@ from maka_es.continuation.sdk_providers import (
     OpenAIResponsesProvider,
 )
 from maka_es.continuation.turns import TurnResult
+from maka_es.errors import MakaError
 from maka_es.ledger.host_config import HostConfig
+from maka_es.recovery.end_start_only import EndRunReport
+from maka_es.recovery.fork import ForkReport
+from maka_es.recovery.operator_actions import AttestationReport
+from maka_es.recovery.report import StartupRecoveryReport
 from maka_es.recovery.session_resume import ResumeResult
-from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
 from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
-from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
+from maka_es.tooljournal.tools import Tool, ToolContext, ToolResult
+from maka_es.wire.codec import canonical_args_hash, canonical_json
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import RunHeader
 
 try:
@@ -35,36 +46,56 @@ try:
 except PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = [
-    "RUNTIME_RESUME_FAILPOINTS",
+#: What a host imports (one tuple; tests/unit/test_public_api.py pins it).
+__all__ = (
     "__version__",
-    "AnthropicMessagesProvider",
-    "AppendResult",
-    "AsyncAnthropicMessagesProvider",
-    "AsyncOpenAIChatProvider",
-    "AsyncOpenAIResponsesProvider",
+    # the host object, its asyncio facade and their settings
+    "RuntimeApplication",
+    "AsyncRuntimeApplication",
+    "HostConfig",
+    "PlannerSettings",
+    # tools
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "file_write_tool",
+    "async_tool",
+    # providers
+    "Provider",
+    "ProviderRequest",
+    "ProviderTurn",
+    "AsyncProvider",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
-    "ResumeResult",
+    "AnthropicMessagesProvider",
+    "AsyncOpenAIChatProvider",
+    "AsyncOpenAIResponsesProvider",
+    "AsyncAnthropicMessagesProvider",
+    # errors
+    "MakaError",
+    # what a host inspects: results, reports, plans, facts
     "TurnResult",
-    "ContinuationFacts",
-    "ContinuationPlan",
-    "Diagnostic",
-    "Failpoint",
-    "HostConfig",
-    "Resolution",
-    "ResumePlan",
-    "ToolDecision",
-    "ToolOperation",
-    "build_continuation_plan",
-    "build_resume_plan",
-    "resolve_tool_operations",
-    "RunHeader",
-    "RuntimeApplication",
-    "RuntimeEvent",
+    "ResumeResult",
+    "ContinuationOutcome",
+    "StartupRecoveryReport",
+    "AttestationReport",
+    "ForkReport",
+    "EndRunReport",
+    "AppendResult",
     "SessionInfo",
-    "canonical_args_hash",
+    "RunHeader",
+    "RuntimeEvent",
+    "ResumePlan",
+    "Diagnostic",
+    "ToolOperation",
+    "ContinuationPlan",
+    "ContinuationFacts",
+    "Resolution",
+    "ToolDecision",
+    # the pure planners and the canonical encoding (for tools and tests over a ledger)
+    "build_resume_plan",
+    "build_continuation_plan",
+    "resolve_tool_operations",
     "canonical_json",
-    "classify_lane",
-    "operation_id_for",
-]
+    "canonical_args_hash",
+)

@@ -1,18 +1,32 @@
 """RuntimeApplication: the composition root of maka_es.
 
-Why an ``eventsourcing.Application`` subclass: the library gives the recorder (SQLite,
-PostgreSQL, in-memory), optimistic concurrency on ``(originator_id, originator_version)`` and
-the notification log. This class builds the services once, on one store adapter, and delegates
-to them; it holds no domain rule of its own (ADR 0017):
+Why it holds an ``eventsourcing.Application`` instead of being one (ADR 0039): the library
+gives the recorder (SQLite, PostgreSQL, in-memory), optimistic concurrency on
+``(originator_id, originator_version)`` and the notification log, but its public names
+(``save``, ``repository``, ``take_snapshot``, ``recorder``) would write or hand out cached
+aggregates past maka_es's write rules. This class builds the services once, on one store
+adapter, and delegates to them; it holds no domain rule of its own (ADR 0017):
 
-* :class:`~maka_es.ledger.service.Ledger`: sessions, runs, appends, headers, ending a run;
-* :class:`~maka_es.ledger.service.ToolCommands`: T1 / T2 / recovery bundles;
-* :class:`~maka_es.continuation.claims.Claims` and
-  :class:`~maka_es.continuation.service.Continuations`: Phase 1;
-* :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model;
 * :class:`~maka_es.continuation.turns.Turns` (``run_turn``) and
   :class:`~maka_es.recovery.session_resume.SessionResume` (``resume``): a host's whole turn on
-  the agent loop, and its interrupted turn continued or its park explained (ADR 0036).
+  the agent loop, and its interrupted turn continued or its park explained (ADR 0036);
+* :class:`~maka_es.continuation.service.Continuations` (planning and continuing, Phase 1),
+  :class:`~maka_es.recovery.operator_actions.OperatorActions` and
+  :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model.
+
+The host's verbs (about 25, ``maka_es.app_api``) are on the application itself. The plumbing
+is on documented service attributes, one per concern (ADR 0039):
+
+* ``app.ledger`` (:class:`~maka_es.ledger.service.Ledger`): raw appends (``append_events``,
+  ``append_event``), ``create_run``, ``import_run``, ``update_run_header``,
+  ``run_high_water``, ``read_run_payloads``, ``all_run_ids``, ``list_all_runs``;
+* ``app.run_starts`` (:class:`~maka_es.ledger.run_start.RunStarts`): ``create_run_with_events``;
+* ``app.tool_journal`` (:class:`ToolJournalService`): T1, T2, recovery bundles, ``tool_operations``,
+  ``resolve_run``, ``attestations`` (what ``app.tool_runtime`` runs on);
+* ``app.claims`` (:class:`~maka_es.continuation.claims.Claims`): the continuation claims;
+* ``app.ownership`` (:class:`~maka_es.ledger.host_leases.HostLeases`): ``lease(host_id)``;
+* ``app.run_forks`` (:class:`~maka_es.recovery.fork.RunForks`): a fork's ``provenance``;
+* ``app.recovery_status``: the persisted read model of every run's recovery status.
 
 Every command validates against the current aggregates *before* anything is written, then
 commits all of its facts in ONE transaction; a refused command leaves the store unchanged.
@@ -51,40 +65,44 @@ also chosen by :meth:`open` with a ``postgresql://`` URL (ADR 0028).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
-from uuid import UUID
+from types import TracebackType
+from typing import Any, Self, cast
 
-from eventsourcing.application import Application, Repository
-from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import Environment
 
-from maka_es.adapters.event_store import EventSourcedRunStore
+from maka_es.adapters.event_store import EventSourcedRunStore, EventStoreApplication
 from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status import recovery_status_store_for
 from maka_es.adapters.store_url import (
-    POSTGRES_MODULE,
     READ_ONLY_ENV,
     is_postgres_url,
     postgres_env_from_url,
     sqlite_path_of,
 )
 from maka_es.adapters.workspace_marker import workspace_identity_of
-from maka_es.app_api import RuntimeApi
+from maka_es.app_api import EventInput, RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.continuation.turns import Turns
-from maka_es.errors import StorePathError, WritePathRefusedError
+from maka_es.errors import StorePathError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
-from maka_es.ledger.service import AppendResult, Ledger, RunStarts, SessionInfo, ToolCommands
+from maka_es.ledger.service import (
+    AppendResult,
+    Ledger,
+    RunStarts,
+    SessionInfo,
+    ToolCommands,
+    ToolCommit,
+)
 from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
@@ -95,10 +113,13 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
+from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.resolver import Resolution
 from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 
-__all__ = ["AppendResult", "HostConfig", "RuntimeApplication", "SessionInfo"]
+__all__ = ["AppendResult", "HostConfig", "RuntimeApplication", "SessionInfo", "ToolJournalService"]
 
 Clock = Callable[[], float]
 IdFactory = Callable[[], str]
@@ -113,17 +134,15 @@ def uuid4_hex() -> str:
     return uuid.uuid4().hex
 
 
-class RuntimeApplication(RuntimeApi, Application[UUID]):
-    """Sessions, runs and committed RuntimeEvent ledgers on an eventsourcing store."""
+class RuntimeApplication(RuntimeApi):
+    """Sessions, runs and committed RuntimeEvent ledgers on an eventsourcing store.
 
-    name = "maka_es"
-    env: ClassVar[dict[str, str]] = {
-        "PERSISTENCE_MODULE": "maka_es.adapters.sqlite",
-        "SQLITE_DBNAME": "maka_es.sqlite",
-        "AGGREGATE_CACHE_MAXSIZE": "256",
-        "AGGREGATE_CACHE_FASTFORWARD": "y",
-        "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
-    }
+    Store internals (ADR 0039): ``_es`` is the eventsourcing application this one holds
+    (:class:`~maka_es.adapters.event_store.EventStoreApplication`: ``recorder``, ``mapper``,
+    ``factory``, ``events``), and ``_store`` the ``RunStore`` adapter over it. Both are for
+    maka_es's adapters, its testing kit and its tests; a host never needs them, and writing
+    through them bypasses every write rule.
+    """
 
     def __init__(
         self,
@@ -147,8 +166,9 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         self._safe_boundary_resume = safe_boundary_resume
         self.telemetry = telemetry if telemetry is not None else Telemetry()
         self._recovery_status: RecoveryStatusProjector | None = None
-        super().__init__(env)
-        self._store = EventSourcedRunStore(self, lambda: self.clock())
+        #: The eventsourcing application (store internals; see the class docstring).
+        self._es = EventStoreApplication(env)
+        self._store = EventSourcedRunStore(self._es, lambda: self.clock())
         self.ownership = HostLeases(
             self._store,
             host_id or self.env.get("MAKA_HOST_ID") or DEFAULT_HOST_ID,
@@ -157,19 +177,21 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             else int(self.env.get("MAKA_HOST_LEASE_MS") or DEFAULT_LEASE_MS),
         )
         self.ledger = Ledger(self._store, self.on_events_committed, self.ownership)
-        self.tool_commands = ToolCommands(self._store, self.ownership)
+        self._tool_commands = ToolCommands(self._store, self.ownership)
+        #: The tool journal: T1, T2, recovery bundles and the run's operations (ADR 0007).
+        self.tool_journal = ToolJournalService(self._tool_commands, self.ledger)
         #: Runs this host's tools through T1/T2; startup recovery settles with its catalogue.
-        self.tool_runtime = ToolRuntime(self, tools, permission=tool_permission)
+        self.tool_runtime = ToolRuntime(self.tool_journal, tools, permission=tool_permission)
         if workspace_resolver is None and host_config is not None:
             workspace_resolver = workspace_identity_of
-        self.host_sessions = HostSessions(
+        self._host_sessions = HostSessions(
             self.ledger, host_config, workspace_resolver, lambda: self.id_factory(), self.now_ms
         )
         if host_inspector is None and workspace_resolver is not None:
             host_inspector = LocalHostInspector.from_tool_runtime(self.tool_runtime)
             self.host_inspector = host_inspector
         self.claims = Claims(self.ledger, self._store)
-        self.continuations = Continuations(
+        self._continuations = Continuations(
             self.claims,
             host_inspector,
             self.telemetry,
@@ -182,8 +204,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
     def _build_operator_and_turns(self) -> None:
         """The operator's actions and forks, a host's turn (``run_turn``) and ``resume``, over
         the services built above (ADR 0022, ADR 0036)."""
-        self.operator_actions = OperatorActions(
-            self.ledger, self.tool_commands, self.telemetry, self._recover_one_run
+        self._operator_actions = OperatorActions(
+            self.ledger, self._tool_commands, self.telemetry, self._recover_one_run
         )
         self.run_forks = RunForks(
             self.claims,
@@ -194,8 +216,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
             end_source=lambda run_id: StartupRecovery(self.claims).end_forked_source(run_id),
         )
         self.run_starts = RunStarts(self._store, self.ledger, self.on_events_committed)
-        self.turns = Turns(self.ledger, self.run_starts, self.host_sessions, self.tool_runtime)
-        self.session_resume = SessionResume(self.ledger, self.continuations, self.run_forks)
+        self._turns = Turns(self.ledger, self.run_starts, self._host_sessions, self.tool_runtime)
+        self._session_resume = SessionResume(self.ledger, self._continuations, self.run_forks)
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -244,22 +266,11 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         env.update(kwargs.pop("env", None) or {})
         return cls(env=env, **kwargs)
 
-    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
-        """eventsourcing's PostgreSQL module, when named, is taken with maka_es's durability
-        and typed faults (``maka_es.adapters.postgres``; ADR 0028)."""
-        if env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
-            env["PERSISTENCE_MODULE"] = POSTGRES_MODULE
-        return super().construct_factory(env)
-
-    def construct_transcoder(self) -> Transcoder:
-        return JsonTranscoder()
-
-    def construct_mapper(self) -> Mapper[UUID]:
-        return FactMapper(
-            transcoder=self.construct_transcoder(),
-            cipher=self.factory.cipher(),
-            compressor=self.factory.compressor(),
-        )
+    @property
+    def env(self) -> Environment:
+        """The store settings this application was opened with (class defaults, then
+        ``os.environ``, then ``env=``), as eventsourcing reads them."""
+        return cast(Environment, self._es.env)
 
     def now_ms(self) -> int:
         """Now, as the integer milliseconds every timestamp the library writes carries."""
@@ -287,8 +298,8 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         The event store is read first: a store that is unusable (schema missing, file gone)
         refuses with its typed error before the read model creates anything in the file.
         """
-        self.recorder.max_notification_id()
-        chosen = store if store is not None else recovery_status_store_for(self.recorder)
+        self._es.recorder.max_notification_id()
+        chosen = store if store is not None else recovery_status_store_for(self._es.recorder)
         return RecoveryStatusProjector(self._store, chosen, **options)
 
     @property
@@ -343,39 +354,100 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         attestation finishes the recovery of a run that awaited it (ADR 0022 amendment)."""
         return StartupRecovery(self.claims, self.tool_runtime).run([run_id], [])
 
-    # -- eventsourcing's own entry points (ADR 0017 amendment, issue 20) ---------------------------
-    # ``Application`` saves anything it is given and hands out the shared cached aggregates;
-    # maka_es writes only through its commands (docs/reference/ledger.md#write-rules). These
-    # public names are closed; the library's own writer and reads use the private parts.
-
-    def save(self, *objs: Any, **kwargs: Any) -> Any:
-        """Refused (``write_path_refused``): it would commit facts no command validated."""
-        raise _refused("save")
-
-    def take_snapshot(self, *args: Any, **kwargs: Any) -> None:
-        """Refused: maka_es writes its own verified Run snapshots (ADR 0032)."""
-        raise _refused("take_snapshot")
-
-    def notify(self, new_events: Any) -> None:
-        """Refused: nothing calls this deprecated hook; override ``on_events_committed``."""
-        raise _refused("notify")
-
-    @property
-    def repository(self) -> Repository[UUID]:
-        """Refused: its aggregates are the cache's own objects (no deep copy), so a caller
-        could change what every later command validates against."""
-        raise _refused("repository")
+    # -- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Close the recovery-status read model and the store's connections."""
         if self._recovery_status is not None:
             self._recovery_status.close()
             self._recovery_status = None
-        super().close()
+        self._es.close()
+
+    def __enter__(self) -> Self:
+        self._es.factory.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        self.close()
+        self._es.factory.__exit__(exc_type, exc_val, exc_tb)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(AttributeError):
+            self.close()
 
 
-def _refused(name: str) -> WritePathRefusedError:
-    return WritePathRefusedError(
-        f"RuntimeApplication.{name} is closed: it bypasses maka_es's write rules; use the "
-        "application's commands",
-        detail={"name": name},
-    )
+class ToolJournalService:
+    """The tool journal of one application: what :class:`ToolRuntime` and a host's own tool
+    loop call (the ``ToolJournalStore`` port), over the services that own the rules.
+
+    Why an adapter and not the application: the runtime needs T1, T2, the recovery bundle,
+    the run's operations and the generic append and read of a pre-T1 refusal (ADR 0007), not
+    a host object of ~25 verbs; the tests may pass any object with these methods.
+    """
+
+    def __init__(self, commands: ToolCommands, ledger: Ledger) -> None:
+        self._commands = commands
+        self._ledger = ledger
+
+    def now_ms(self) -> int:
+        """The clock every library-written timestamp reads."""
+        return self._ledger.now_ms()
+
+    def commit_tool_prepared(
+        self,
+        run_id: str,
+        call: EventInput,
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        """T1: the call and its dispatch in one transaction (``created=False``: an exact retry,
+        the tool must not run)."""
+        return self._commands.commit_tool_prepared(
+            run_id, call, recovery_mode=recovery_mode, metadata=metadata
+        )
+
+    def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
+        """T2: the response bound to its dispatched operation."""
+        return self._commands.commit_tool_outcome(run_id, response)
+
+    def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: EventInput,
+        decision: EventInput,
+        outcome: EventInput | None = None,
+    ) -> ToolCommit:
+        """A recovery bundle (reconcile result, decision, optional outcome) in one transaction."""
+        return self._commands.commit_tool_recovery_bundle(
+            run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
+        )
+
+    def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        """The run's tool operations and their journal states."""
+        return self._commands.tool_operations(run_id)
+
+    def resolve_run(self, run_id: str) -> Resolution:
+        """The resolver's decision for every operation of the run (reads only)."""
+        return self._commands.resolve_run(run_id)
+
+    def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
+        """The operator attestations recorded on the run (ADR 0022)."""
+        return self._commands.attestations(run_id)
+
+    def append_events(
+        self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        """The ledger's generic append (a pre-T1 refusal's call and error response)."""
+        return self._ledger.append_events(run_id, events, expected_high_water=expected_high_water)
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        """The run's committed events (recovery reads its calls)."""
+        return self._ledger.read_run_events(run_id)

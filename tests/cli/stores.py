@@ -34,10 +34,10 @@ def build_store(root: Path, *, dies: bool, store: str | None = None) -> tuple[Pa
     db = root / "runtime.sqlite"
     with RuntimeApplication.open(store or str(db), tools=[send_tool(dies)]) as app:
         app.open_session("s1", str(workspace), identity)
-        app.create_run(run_header(SPINE, workspaceIdentity=identity, cwd=str(workspace)))
+        app.ledger.create_run(run_header(SPINE, workspaceIdentity=identity, cwd=str(workspace)))
         ledger = LedgerBuilder(SPINE)
         ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         with contextlib.suppress(Killed):  # dies: the process "died" after T1
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     return db, SPINE.operation_id("c1")

@@ -143,7 +143,7 @@ def test_an_interrupted_send_is_attested_after_restarts_and_the_session_continue
                 (TARGET, "left_awaiting_operator", {"operations": [waiting]})
             ]
             assert app.get_run_header(TARGET).status == "running"
-            assert [op.state for op in app.tool_operations(TARGET)] == ["prepared"]
+            assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == ["prepared"]
             assert before is None or _stored(app) == before
 
     decision: dict[str, Any] = {"applied": applied, "result": SENT if applied else None}
@@ -157,7 +157,9 @@ def test_an_interrupted_send_is_attested_after_restarts_and_the_session_continue
         # nothing else awaited the operator: the attestation finished the run's recovery
         assert [r["kind"] for r in attested["recovery"]] == ["terminal_recovered"]
         assert app.get_run_header(TARGET).status == "failed"
-        assert [op.state for op in app.tool_operations(TARGET)] == ["outcome_committed"]
+        assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == [
+            "outcome_committed"
+        ]
         settled = _stored(app)
         again = _attest(app, store_url, via, operation, **decision)
         assert (again["created"], again["attestedAt"]) == (False, attested["attestedAt"])
@@ -224,7 +226,9 @@ def test_a_write_killed_before_it_touched_the_file_settles_as_not_applied(
                 "reason": "reconcile_matches_prior_state",
             }
         ]
-        assert [op.state for op in app.tool_operations(TARGET)] == ["outcome_committed"]
+        assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == [
+            "outcome_committed"
+        ]
         assert app.recover().repairs == ()
 
         plan = app.plan_continuation("s1", TARGET)  # no operator in between
@@ -239,7 +243,7 @@ def test_a_write_killed_before_it_touched_the_file_settles_as_not_applied(
         (answer,) = [m for m in first if m["role"] == "tool"]
         assert answer["tool_call_id"] == "w1"
         assert answer["content"].startswith("reconcile_not_applied: ")
-        (rewrite,) = app.tool_operations(outcome.target_run_id)
+        (rewrite,) = app.tool_journal.tool_operations(outcome.target_run_id)
         assert rewrite.state == "outcome_committed"
 
     assert executions(root) == [rewrite.operation_id]  # the file was written exactly once

@@ -135,7 +135,7 @@ def _provider_calls(calls: Path) -> list[str]:
 
 def _assert_claimed_once(app: RuntimeApplication) -> None:
     """One claim, owning the target run and sealing the source."""
-    [claim] = app.all_claims()
+    [claim] = app.claims.all_claims()
     assert claim.target_run_id == TARGET_RUN
     assert app._store.load_run("r1").sealed_by == claim.claim_id
     assert [h.run_id for h in app.list_runs("s1")] == ["r1", TARGET_RUN]
@@ -152,7 +152,7 @@ def test_kill_after_claim_leaves_a_live_start_that_keeps_parking(
     db, calls, _ = _crash(tmp_path, store_url, name)
 
     with _fresh(db) as app:
-        claims = app.all_claims()
+        claims = app.claims.all_claims()
         assert len(claims) == 1
         claim = claims[0]
         assert claim.target_run_id == TARGET_RUN
@@ -236,10 +236,10 @@ def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path, store_
     db, calls, _ = _crash(tmp_path, store_url, INSIDE_SAVE_BEFORE_COMMIT, nth=1)
 
     with _fresh(db) as app:
-        assert app.all_claims() == []
+        assert app.claims.all_claims() == []
         assert app._store.load_run("r1").sealed_by is None
         assert not app.run_exists(TARGET_RUN)
-        assert app.all_run_ids() == ["r1"]
+        assert app.ledger.all_run_ids() == ["r1"]
         assert [h.run_id for h in app.list_runs("s1")] == ["r1"]
         assert app.recover().repairs == ()
 
@@ -249,7 +249,7 @@ def test_kill_inside_the_claim_transaction_leaves_nothing(tmp_path: Path, store_
         outcome = app.execute_continuation(plan, RecordingProvider(str(calls)))
         assert outcome.status == "completed"
         assert outcome.target_run_id == plan.continuation.run_id == "parent-2"
-        [claim] = app.all_claims()
+        [claim] = app.claims.all_claims()
         assert claim.target_run_id == outcome.target_run_id
         assert app._store.load_run("r1").sealed_by == claim.claim_id
         assert _reasons(app) == ("continuation_already_exists",)
@@ -336,7 +336,7 @@ def test_a_start_only_continuation_is_ended_and_the_session_goes_on(
     db, calls, _ = _crash(tmp_path, store_url, name, created_at=900)
 
     with _fresh(db) as app:
-        [claim] = app.all_claims()
+        [claim] = app.claims.all_claims()
         assert _reasons(app) == ("continuation_started_indeterminate",)
         report = app.recover()
         assert report.repairs == (_ended_start_only(app, claim.claim_id),)
@@ -364,7 +364,7 @@ def test_another_hosts_start_only_continuation_is_taken_over_once_its_lease_expi
         assert _reasons(app) == ("continuation_started_indeterminate",)
 
     with _host_b(db, AFTER_LEASE_MS) as app:
-        [claim] = app.all_claims()
+        [claim] = app.claims.all_claims()
         report = app.recover()
         assert report.repairs == (
             Repair(TARGET_RUN, "owner_taken_over", {"previousHostId": "host-a", "epoch": 2}),

@@ -151,9 +151,9 @@ def _prepare(db: str, id_prefix: str) -> dict[str, Any]:
     ledger.terminal("failed")
     with open_app(db, {**APP, "id_prefix": id_prefix}) as app:
         app.open_session("s1", "/workspace")
-        app.create_run(run_header(SPINE, workspaceIdentity=WORKSPACE))
-        app.append_events("r1", ledger.events)
-        app.update_run_header(
+        app.ledger.create_run(run_header(SPINE, workspaceIdentity=WORKSPACE))
+        app.ledger.append_events("r1", ledger.events)
+        app.ledger.update_run_header(
             "r1", {"status": "failed", "updatedAt": 1001, "failureClass": "provider_error"}
         )
         plan = app.plan_continuation("s1")
@@ -212,11 +212,11 @@ def _race_rounds(
         assert calls.read_text().splitlines() == [f"{winner_pid} {target_run}"], where
 
         with open_app(db, {**APP, "id_prefix": "check-"}) as app:
-            claims = app.all_claims()
+            claims = app.claims.all_claims()
             assert len(claims) == 1, where
             assert claims[0].target_run_id == target_run
             assert app._store.load_run("r1").sealed_by == claims[0].claim_id, where
-            assert app.all_run_ids() == ["r1", target_run], where
+            assert app.ledger.all_run_ids() == ["r1", target_run], where
             runs = app.list_runs("s1")
             assert [h.run_id for h in runs] == ["r1", target_run], where
             continuations = [h.run_id for h in runs if h.continuation_source is not None]

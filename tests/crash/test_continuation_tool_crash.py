@@ -100,7 +100,7 @@ def _assert_killed_inside_the_tool(app: RuntimeApplication, operation: str) -> N
         f"{operation}_dispatch",
     ]
     assert app.get_run_header(TARGET).status == "running"
-    assert [op.state for op in app.tool_operations(TARGET)] == ["prepared"]
+    assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == ["prepared"]
     # before recovery, the first boundary's continuation is still a live-looking start
     plan = app.plan_continuation("s1")
     assert plan.rejection_reasons == ("continuation_started_indeterminate",)
@@ -139,7 +139,9 @@ def test_a_landed_write_is_reconciled_and_the_continuation_of_the_continuation_c
         ]
         header = app.get_run_header(TARGET)
         assert (header.status, header.failure_class) == ("failed", "app_restarted")
-        assert [op.state for op in app.tool_operations(TARGET)] == ["recovery_completed"]
+        assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == [
+            "recovery_completed"
+        ]
 
         # the child's clock is fixed, so name the source: the ended continuation
         plan = app.plan_continuation("s1", TARGET)
@@ -196,7 +198,7 @@ def test_an_unknowable_side_effect_is_never_run_again(tmp_path: Path) -> None:
             ]
         }
         assert app.get_run_header(TARGET).status == "running"
-        assert [op.state for op in app.tool_operations(TARGET)] == ["prepared"]
+        assert [op.state for op in app.tool_journal.tool_operations(TARGET)] == ["prepared"]
         assert app.plan_resume(TARGET).disposition == "blocked"
         plan = app.plan_continuation("s1", TARGET)
         assert plan.continuation is None

@@ -55,7 +55,7 @@ class Reader:
         while not self.stop.is_set():
             try:
                 self.app.read_run_events(self.run_id)
-                self.app.run_high_water(self.run_id)
+                self.app.ledger.run_high_water(self.run_id)
                 self.app.get_run_header(self.run_id)
                 self.reads += 1
             except BaseException as exc:  # pragma: no cover - asserted by the caller
@@ -98,7 +98,7 @@ def _appender(
     def loop() -> None:
         for n in range(APPENDS):
             try:
-                app.append_events(ledger.spine.run_id, [ledger.model_text(f"step {n}")])
+                app.ledger.append_events(ledger.spine.run_id, [ledger.model_text(f"step {n}")])
             except MakaError as exc:
                 refusals.append(exc.code)
                 return
@@ -134,9 +134,9 @@ def _trial(
     """One takeover race; returns how many reads ``a``'s reader made meanwhile, and whether
     ``a`` was still appending when ``b`` took the run over (``a`` was refused)."""
     spine = Spine("s1", f"i-{run_id}", run_id, "t1")
-    a.create_run(run_header(spine))
+    a.ledger.create_run(run_header(spine))
     ledger_a = LedgerBuilder(spine, prefix=f"{run_id}-a")
-    a.append_events(run_id, [ledger_a.user("go")])
+    a.ledger.append_events(run_id, [ledger_a.user("go")])
     b.get_run_header(run_id)  # b has read the run before (its takeover loads it warm)
     reader = Reader(a, run_id)
     refusals: list[str] = []
@@ -191,19 +191,20 @@ def test_every_append_result_high_water_is_the_seq_it_stored_under_concurrent_re
 ) -> None:
     a, _ = hosts
     spine = Spine("s1", "i-hw", "hw", "t1")
-    a.create_run(run_header(spine))
+    a.ledger.create_run(run_header(spine))
     ledger = LedgerBuilder(spine, prefix="hw-")
     readers = [Reader(a, "hw") for _ in range(2)]
     reported: dict[str, int] = {}
     for n in range(200):
         event = ledger.model_text(f"step {n}")
-        reported[event["id"]] = a.append_events("hw", [event]).high_water
+        reported[event["id"]] = a.ledger.append_events("hw", [event]).high_water
     for reader in readers:
         reader.close()
     stored = {
         fact.event_id: fact.event_seq
         for fact in (
-            a.mapper.to_domain_event(item) for item in a.recorder.select_events(run_stream_id("hw"))
+            a._es.mapper.to_domain_event(item)
+            for item in a._es.recorder.select_events(run_stream_id("hw"))
         )
         if isinstance(fact, RuntimeEventRecorded)
     }

@@ -130,5 +130,5 @@ def test_sigkill_inside_the_transaction_leaves_nothing_of_it(
     with RuntimeApplication.open(store_url) as app:
         assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger[:-1]
         # and the store is writable and consistent afterwards: the same append now commits
-        app.append_events(SPINE.run_id, ledger[-1:])
+        app.ledger.append_events(SPINE.run_id, ledger[-1:])
         assert [e.to_wire() for e in app.read_run_events(SPINE.run_id)] == ledger

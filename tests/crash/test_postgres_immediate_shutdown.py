@@ -99,13 +99,13 @@ def _apply(app: RuntimeApplication, step: Step) -> None:
     if op == "open_session":
         app.open_session(key, value)
     elif op == "create_run":
-        app.create_run(value)
+        app.ledger.create_run(value)
     elif op == "append":
-        app.append_events(key, [value])
+        app.ledger.append_events(key, [value])
     elif op == "t1":
-        app.commit_tool_prepared(key, value)
+        app.tool_journal.commit_tool_prepared(key, value)
     elif op == "t2":
-        app.commit_tool_outcome(key, value)
+        app.tool_journal.commit_tool_outcome(key, value)
     else:
         app.end_run(key, value)
 
@@ -117,11 +117,11 @@ def _open(store: str) -> RuntimeApplication:
 def _state(app: RuntimeApplication) -> dict[str, Any]:
     """What a restarted host sees and decides: events, header, tool journal, Phase 0 plan."""
     state: dict[str, Any] = {}
-    for run_id in app.all_run_ids():
+    for run_id in app.ledger.all_run_ids():
         state[run_id] = (
             [event.to_wire() for event in app.read_run_events(run_id)],
             app.get_run_header(run_id).model_dump(mode="json", by_alias=True),
-            [repr(op) for op in app.tool_operations(run_id)],
+            [repr(op) for op in app.tool_journal.tool_operations(run_id)],
             app.plan_resume(run_id).model_dump(mode="json", by_alias=True),
         )
     return state

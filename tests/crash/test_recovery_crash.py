@@ -53,12 +53,12 @@ def _leave_unstarted_claim(db: Path, *, create_target: bool) -> str:
     """A failed source and a claim on it whose target never started; returns the claim id."""
     with _open(db) as app:
         app.open_session("s1", "/workspace")
-        app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+        app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
         ledger = LedgerBuilder(Spine(), prefix="r1-")
         ledger.user()
         ledger.terminal("failed")
-        app.append_events("r1", ledger.events)
-        app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+        app.ledger.append_events("r1", ledger.events)
+        app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
         claim = leave_unstarted_claim(
             app, "s1", "r1", TARGET, claimed_at=CLAIMED_AT, create_target=create_target
         )
@@ -107,14 +107,14 @@ def test_kill_between_repair_start_and_terminal_converges(
         after = store_snapshot(app).rows
         assert app.recover().repairs == ()
         assert store_snapshot(app).rows == after
-        repaired_payloads = app.read_run_payloads("tr")
+        repaired_payloads = app.ledger.read_run_payloads("tr")
         repaired_header = header.to_wire()
 
     control = tmp_path / "control.sqlite"
     _leave_unstarted_claim(control, create_target=create_target)
     with _open(control) as app:
         app.recover()  # uninterrupted
-        assert app.read_run_payloads("tr") == repaired_payloads
+        assert app.ledger.read_run_payloads("tr") == repaired_payloads
         assert app.get_run_header("tr").to_wire() == repaired_header
 
 

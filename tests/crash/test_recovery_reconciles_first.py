@@ -83,9 +83,9 @@ def _written(root: Path) -> tuple[int, int, bytes]:
 
 
 def _assert_settled_and_ended(app: RuntimeApplication, report_kinds: list[str]) -> None:
-    (operation,) = app.tool_operations("r1")
+    (operation,) = app.tool_journal.tool_operations("r1")
     assert (operation.operation_id, operation.state) == (OPERATION, "recovery_completed")
-    (decision,) = app.resolve_run("r1").decisions
+    (decision,) = app.tool_journal.resolve_run("r1").decisions
     assert (decision.status, decision.reason) == ("completed", "recovery_bundle_completed")
     assert report_kinds == ["tools_recovered", "terminal_recovered"]
     header = app.get_run_header("r1")
@@ -155,7 +155,7 @@ def test_recovery_without_the_tool_leaves_the_run_unsealed_and_says_why(tmp_path
         assert report.changed_anything is False
         assert store_snapshot(app) == untouched  # nothing written, nothing sealed
         assert app.get_run_header("r1").status == "running"
-        assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
+        assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["prepared"]
         assert app.recover().repairs == report.repairs  # asked again: the same answer
         assert store_snapshot(app) == untouched
 

@@ -30,9 +30,9 @@ def spine(run_id: str) -> Spine:
 
 
 def start_run(app: RuntimeApplication, run_id: str) -> LedgerBuilder:
-    app.create_run(run_header(spine(run_id)))
+    app.ledger.create_run(run_header(spine(run_id)))
     ledger = LedgerBuilder(spine(run_id), prefix=f"{run_id}-e")
-    app.append_events(run_id, [ledger.user(marker=True)])
+    app.ledger.append_events(run_id, [ledger.user(marker=True)])
     return ledger
 
 
@@ -44,9 +44,9 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         app.recovery_status.catch_up()
         # new facts since the last catch-up: a long run, a finished run, a new run
         for n in range(25):
-            app.append_events("long", [ledgers["long"].model_text(f"step {n}")])
-        app.append_events("r1", [ledgers["r1"].terminal("completed")])
-        app.update_run_header("r1", {"status": "completed"})
+            app.ledger.append_events("long", [ledgers["long"].model_text(f"step {n}")])
+        app.ledger.append_events("r1", [ledgers["r1"].terminal("completed")])
+        app.ledger.update_run_header("r1", {"status": "completed"})
         start_run(app, "r2")
         written = app._store.max_notification_id()
     before = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db)))
@@ -71,7 +71,7 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db)))
         other = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(tmp_path / "other.sqlite")))
         app.recovery_status_projector(other).rebuild()
-        assert store.position() == other.position() == app.recorder.max_notification_id()
+        assert store.position() == other.position() == app._es.recorder.max_notification_id()
         assert store.all() == other.all()
         assert store.needing_attention() == []
         long_row = store.get("long")

@@ -110,7 +110,7 @@ def _attest_waiting(
     for kind, run_id in final_repairs:
         if kind != "left_awaiting_operator":
             continue
-        for operation in app.tool_operations(run_id):
+        for operation in app.tool_journal.tool_operations(run_id):
             if operation.is_unsettled:
                 report = app.attest_operation(
                     run_id, operation.operation_id, applied=False, actor="soak"
@@ -131,7 +131,7 @@ def _check(app: RuntimeApplication, soak: Soak, final_repairs: list[tuple[str, s
     )
     recovered.update(run_id for kind, run_id in final_repairs if kind == "terminal_recovered")
     takeovers = 0
-    run_ids = app.all_run_ids()
+    run_ids = app.ledger.all_run_ids()
     assert len(run_ids) > SLOTS * 2
     for run_id in run_ids:
         events = app.read_run_events(run_id)

@@ -106,7 +106,7 @@ def test_sigkill_around_the_turns_first_save_leaves_nothing_or_both(
         if (point, nth) == (failpoints.INSIDE_SAVE_BEFORE_COMMIT, 1):  # nothing at all
             assert app.list_runs("s1") == []
             assert not app.run_exists("r1")
-            assert app.all_run_ids() == []
+            assert app.ledger.all_run_ids() == []
             assert app.run_turn("s1", "hello", provider, run_id="r1").answer == "hi"
             return
         # both: the run with exactly its user message, declaring the tool-boundary protocol

@@ -72,7 +72,7 @@ def test_no_side_effect_runs_twice(tmp_path: Path, tool: str, kill_point: str, s
     assert executions(root) == ([operation] if effect_happened else [])
 
     with RuntimeApplication.open_sqlite(str(db)) as app:
-        runtime = ToolRuntime(app, probe_tools(root))
+        runtime = ToolRuntime(app.tool_journal, probe_tools(root))
         report = runtime.recover("r1")
         settled = store_snapshot(app)
         again = runtime.recover("r1")
@@ -80,7 +80,7 @@ def test_no_side_effect_runs_twice(tmp_path: Path, tool: str, kill_point: str, s
         assert store_snapshot(app) == settled
         assert {a.action for a in again.actions} <= {"left_indeterminate"}
         plan = app.plan_resume("r1")
-        states = {op.operation_id: op.state for op in app.tool_operations("r1")}
+        states = {op.operation_id: op.state for op in app.tool_journal.tool_operations("r1")}
 
     # the decisive property: recovery never re-ran the side effect
     assert executions(root) == ([operation] if effect_happened else [])

@@ -72,10 +72,10 @@ def _blocked_source(store: str) -> str:
     with RuntimeApplication.open(store, tools=[send_tool(dies=True)], **clock) as app:
         app.open_session("s1", "/workspace", WORKSPACE)
         header = run_header(SPINE, workspaceIdentity=WORKSPACE, createdAt=500, updatedAt=500)
-        app.create_run(header)
+        app.ledger.create_run(header)
         ledger = LedgerBuilder(SPINE)
         ledger.user("send the report")
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     with RuntimeApplication.open(store, **clock) as app:
@@ -188,7 +188,7 @@ def test_a_run_killed_before_its_first_user_message_is_ended_and_the_next_turn_r
         turn = LedgerBuilder(spine, prefix="r2-")
         turn.user("fix the port")
         turn.model_text("fixed")
-        app.append_events("r2", turn.events)
+        app.ledger.append_events("r2", turn.events)
         app.end_run("r2", turn.terminal("completed"))
         assert app.get_run_header("r2").status == "completed"
         assert app.recover().repairs == ()

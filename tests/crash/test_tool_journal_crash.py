@@ -68,7 +68,7 @@ def event_ids(app: RuntimeApplication) -> list[str]:
 
 
 def states(app: RuntimeApplication) -> list[str]:
-    return [operation.state for operation in app.tool_operations(RUN)]
+    return [operation.state for operation in app.tool_journal.tool_operations(RUN)]
 
 
 def test_kill_inside_t1_persists_nothing_of_it(tmp_path: Path, store_url: str) -> None:
@@ -78,10 +78,12 @@ def test_kill_inside_t1_persists_nothing_of_it(tmp_path: Path, store_url: str) -
     killed(db, store_url, [T1_STEP], inside=True)
     with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1"]
-        assert app.tool_operations(RUN) == ()
-        assert app.resolve_run(RUN).decisions == ()
+        assert app.tool_journal.tool_operations(RUN) == ()
+        assert app.tool_journal.resolve_run(RUN).decisions == ()
         assert app.plan_resume(RUN).disposition == "safe_replay"
-        commit = app.commit_tool_prepared(RUN, CALL, recovery_mode="reconcile", metadata=METADATA)
+        commit = app.tool_journal.commit_tool_prepared(
+            RUN, CALL, recovery_mode="reconcile", metadata=METADATA
+        )
         assert (commit.operation_id, commit.created) == (OP, True)
         assert states(app) == ["prepared"]
 
@@ -95,10 +97,10 @@ def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path, store_url: s
     killed(db, store_url, [T1_STEP], inside=False)
     with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
-        (operation,) = app.tool_operations(RUN)
+        (operation,) = app.tool_journal.tool_operations(RUN)
         assert (operation.state, operation.recovery_mode) == ("prepared", "reconcile")
         assert dict(operation.metadata) == METADATA
-        resolution = app.resolve_run(RUN)
+        resolution = app.tool_journal.resolve_run(RUN)
         (decision,) = resolution.decisions
         assert (decision.status, decision.reason) == ("indeterminate", "dispatch_without_response")
         assert resolution.requires_reconciliation is True
@@ -110,10 +112,12 @@ def test_kill_after_t1_keeps_the_operation_prepared(tmp_path: Path, store_url: s
         assert [op.status for op in plan.operations] == ["indeterminate"]
         assert plan.requires_verification is True
         assert store_snapshot(app) == before
-        retry = app.commit_tool_prepared(RUN, CALL, recovery_mode="reconcile", metadata=METADATA)
+        retry = app.tool_journal.commit_tool_prepared(
+            RUN, CALL, recovery_mode="reconcile", metadata=METADATA
+        )
         assert retry.created is False
         assert store_snapshot(app) == before
-        assert app.commit_tool_outcome(RUN, RESPONSE).created is True
+        assert app.tool_journal.commit_tool_outcome(RUN, RESPONSE).created is True
 
 
 def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path, store_url: str) -> None:
@@ -124,9 +128,9 @@ def test_kill_inside_t2_keeps_t1_and_no_response(tmp_path: Path, store_url: str)
     with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
         assert states(app) == ["prepared"]
-        assert app.resolve_run(RUN).decisions[0].status == "indeterminate"
+        assert app.tool_journal.resolve_run(RUN).decisions[0].status == "indeterminate"
         assert app.plan_resume(RUN).disposition == "blocked"
-        assert app.commit_tool_outcome(RUN, RESPONSE).created is True
+        assert app.tool_journal.commit_tool_outcome(RUN, RESPONSE).created is True
         assert states(app) == ["outcome_committed"]
 
 
@@ -144,13 +148,13 @@ def test_kill_after_t2_keeps_the_outcome(tmp_path: Path, store_url: str) -> None
             SPINE.fact_id("c1", "response"),
         ]
         assert states(app) == ["outcome_committed"]
-        (decision,) = app.resolve_run(RUN).decisions
+        (decision,) = app.tool_journal.resolve_run(RUN).decisions
         assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
         plan = app.plan_resume(RUN)
         assert plan.disposition == "safe_replay"
         assert [op.status for op in plan.operations] == ["succeeded"]
         before = store_snapshot(app)
-        assert app.commit_tool_outcome(RUN, RESPONSE).created is False
+        assert app.tool_journal.commit_tool_outcome(RUN, RESPONSE).created is False
         assert store_snapshot(app) == before
 
 
@@ -165,10 +169,10 @@ def test_kill_inside_a_bundle_persists_nothing_of_it(
     killed(db, store_url, [T1_STEP, bundle_step(kind)], inside=True)
     with RuntimeApplication.open(store_url) as app:
         assert event_ids(app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
-        (operation,) = app.tool_operations(RUN)
+        (operation,) = app.tool_journal.tool_operations(RUN)
         assert (operation.state, operation.observation) == ("prepared", None)
-        assert app.resolve_run(RUN).decisions[0].status == "indeterminate"
-        commit = app.commit_tool_recovery_bundle(RUN, OP, **BUNDLES[kind])
+        assert app.tool_journal.resolve_run(RUN).decisions[0].status == "indeterminate"
+        commit = app.tool_journal.commit_tool_recovery_bundle(RUN, OP, **BUNDLES[kind])
         assert (commit.operation_id, commit.created) == (OP, True)
         assert states(app) == [BUNDLE_STATE[kind]]
 
@@ -188,7 +192,7 @@ def test_kill_after_a_bundle_keeps_it(tmp_path: Path, store_url: str, kind: str)
         ]
         assert event_ids(app) == expected
         assert states(app) == [BUNDLE_STATE[kind]]
-        (decision,) = app.resolve_run(RUN).decisions
+        (decision,) = app.tool_journal.resolve_run(RUN).decisions
         if kind == "completed":
             assert (decision.status, decision.reason) == ("completed", "recovery_bundle_completed")
             assert app.plan_resume(RUN).disposition == "safe_replay"
@@ -198,5 +202,5 @@ def test_kill_after_a_bundle_keeps_it(tmp_path: Path, store_url: str, kind: str)
             assert plan.disposition == "blocked"
             assert [d.code for d in plan.diagnostics] == ["tool_recovery_parked"]
         before = store_snapshot(app)
-        assert app.commit_tool_recovery_bundle(RUN, OP, **parts).created is False
+        assert app.tool_journal.commit_tool_recovery_bundle(RUN, OP, **parts).created is False
         assert store_snapshot(app) == before

@@ -51,7 +51,7 @@ def test_running_the_label_twice_is_seen(maka_store, maka_crash, maka_tools, tmp
     (tmp_path / "tickets" / "T-1.label").write_text("someone else")
     app = maka_store.open(tools=maka_tools)
     app.recover()
-    assert app.tool_operations("r1")[0].state == "recovery_completed"
+    assert app.tool_journal.tool_operations("r1")[0].state == "recovery_completed"
 """
     pytester.makepyfile(test_label_agent=module)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")

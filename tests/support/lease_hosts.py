@@ -40,9 +40,9 @@ def owner(db: str, lease_ms: int, report: str, stop: str) -> None:
     app = RuntimeApplication.open(db, env=LOCK_TIMEOUT_ENV, host_id="wb", lease_ms=lease_ms)
     spine = Spine("s1", "i-rb", OWNER_RUN, "t1")
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(spine))
+    app.ledger.create_run(run_header(spine))
     ledger = LedgerBuilder(spine, prefix="rb-e")
-    app.append_events(OWNER_RUN, [ledger.user("hello")])
+    app.ledger.append_events(OWNER_RUN, [ledger.user("hello")])
     with Path(report).open("a", encoding="utf-8") as out:
         _say(out, step="created")
         while not Path(stop).exists():
@@ -54,7 +54,7 @@ def owner(db: str, lease_ms: int, report: str, stop: str) -> None:
                 _say(out, step="heartbeat", ok=False, code=exc.code, detail=exc.detail)
             time.sleep(lease_ms / 5000)
         try:
-            app.append_events(OWNER_RUN, [ledger.model_text("still mine")])
+            app.ledger.append_events(OWNER_RUN, [ledger.model_text("still mine")])
             _say(out, step="append", ok=True)
         except MakaError as exc:
             _say(out, step="append", ok=False, code=exc.code)

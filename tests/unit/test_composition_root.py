@@ -34,6 +34,8 @@ from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import RecoveryStatusProjector
 from maka_es.tooljournal.runtime import ToolRuntime
+from tests.support.host_surface import PLUMBING
+from tests.unit.test_public_api import PUBLIC
 
 #: Every service the application builds or a host builds next to it.
 SERVICES: tuple[type, ...] = (
@@ -49,58 +51,18 @@ SERVICES: tuple[type, ...] = (
     ToolRuntime,
 )
 
-#: The services ``RuntimeApi`` may delegate to (attributes the application sets).
+#: The services ``RuntimeApi`` may delegate to (attributes the application sets; the ones a
+#: host never reaches for are private, ADR 0039).
 DELEGATES = frozenset(
     {
         "ledger",
-        "tool_commands",
-        "claims",
-        "continuations",
-        "operator_actions",
-        "run_forks",
         "ownership",
-        "host_sessions",
-        "run_starts",
-        "turns",
-        "session_resume",
-    }
-)
-
-#: The stable public API of ``maka_es`` (names as before the redesign).
-PUBLIC_NAMES = frozenset(
-    {
-        "RUNTIME_RESUME_FAILPOINTS",
-        "__version__",
-        "AppendResult",
-        "ContinuationFacts",
-        "ContinuationPlan",
-        "Diagnostic",
-        "HostConfig",
-        "Failpoint",
-        "Resolution",
-        "ResumePlan",
-        "ToolDecision",
-        "ToolOperation",
-        "build_continuation_plan",
-        "build_resume_plan",
-        "resolve_tool_operations",
-        "RunHeader",
-        "RuntimeApplication",
-        "RuntimeEvent",
-        "SessionInfo",
-        "canonical_args_hash",
-        "canonical_json",
-        "classify_lane",
-        "operation_id_for",
-        # the turn results and SDK providers (issue 21, ADR 0036)
-        "AnthropicMessagesProvider",
-        "AsyncAnthropicMessagesProvider",
-        "AsyncOpenAIChatProvider",
-        "AsyncOpenAIResponsesProvider",
-        "OpenAIChatProvider",
-        "OpenAIResponsesProvider",
-        "ResumeResult",
-        "TurnResult",
+        "run_forks",
+        "_continuations",
+        "_operator_actions",
+        "_host_sessions",
+        "_turns",
+        "_session_resume",
     }
 )
 
@@ -117,7 +79,7 @@ def _untyped_or_application(annotation: object) -> bool:
     for member in _members(annotation):
         if member is Any:
             return True
-        if isinstance(member, type) and issubclass(member, Application):
+        if isinstance(member, type) and issubclass(member, Application | RuntimeApplication):
             return True
     return False
 
@@ -190,7 +152,7 @@ def test_the_public_surface_is_one_delegation_per_method() -> None:
     source = Path(inspect.getfile(RuntimeApi)).read_text(encoding="utf-8")
     assert surface_offenders(source) == []
     public = [n for n, m in vars(RuntimeApi).items() if inspect.isfunction(m) and n[0] != "_"]
-    assert len(public) >= 25, "the surface was not found"
+    assert len(public) >= 18, "the surface was not found"
 
 
 def test_the_surface_check_flags_a_method_with_its_own_logic() -> None:
@@ -227,140 +189,87 @@ def test_saving_facts_is_not_part_of_the_api() -> None:
 
 
 def test_every_public_name_still_imports_from_maka_es() -> None:
-    assert set(maka_es.__all__) == PUBLIC_NAMES
-    for name in PUBLIC_NAMES:
+    assert set(maka_es.__all__) == set(PUBLIC)
+    for name in PUBLIC:
         assert getattr(maka_es, name) is not None, name
 
 
-# -- the inherited surface (issue 20) -------------------------------------------------------------
+# -- the host surface (issue 20; by composition, issue 22) ----------------------------------------
 
 #: eventsourcing.Application's public names that write, or hand out the shared cached
-#: aggregates, without maka_es's write rules: closed with ``write_path_refused``.
+#: aggregates, without maka_es's write rules: gone from the host object (it holds its
+#: eventsourcing application, ADR 0039), and closed with ``write_path_refused`` on that held
+#: application too (``app._es``, the store internals' one handle).
 INHERITED_REFUSED = frozenset({"save", "take_snapshot", "notify", "repository"})
 
-#: eventsourcing.Application's public names kept, and why each is harmless: class settings it
-#: reads once at construction, the construction hooks ``__init__`` calls, the notification log
-#: (a read of the recorder) and ``close``.
-INHERITED_KEPT = frozenset(
-    {
-        # settings (class attributes)
-        "AGGREGATE_CACHE_FASTFORWARD",
-        "AGGREGATE_CACHE_FASTFORWARD_SKIPPING",
-        "AGGREGATE_CACHE_MAXSIZE",
-        "DEEPCOPY_FROM_AGGREGATE_CACHE",
-        "env",
-        "is_snapshotting_enabled",
-        "log_section_size",
-        "name",
-        "notify_topics",
-        "snapshot_class",
-        "snapshotting_intervals",
-        "snapshotting_projectors",
-        # construction hooks, called once by Application.__init__
-        "construct_env",
-        "construct_event_store",
-        "construct_factory",
-        "construct_mapper",
-        "construct_notification_log",
-        "construct_recorder",
-        "construct_repository",
-        "construct_snapshot_store",
-        "construct_transcoder",
-        "register_transcodings",
-        # reads and lifecycle
-        "log",
-        "notification_log",
-        "close",
-    }
-)
+#: The two public names the host object shares with eventsourcing.Application: ``close`` and
+#: ``env`` (the store settings, read-only here).
+SHARED_WITH_APPLICATION = frozenset({"close", "env"})
 
-#: Instance attributes Application.__init__ sets: eventsourcing's storage objects. Writing
-#: through them (``recorder.insert_events``, ``events.put``) is a raw write to the store, like
-#: opening the SQLite file with sqlite3; they leave the surface when the application holds
-#: its eventsourcing Application instead of being one (a later issue).
-INHERITED_INFRASTRUCTURE = frozenset(
-    {"closing", "events", "factory", "mapper", "recorder", "snapshots"}
-)
-
-#: Instance attributes RuntimeApplication sets: its settings and the services it built.
+#: Instance attributes RuntimeApplication sets: its settings and the documented services a
+#: host (or its tools, tests and operators) reaches for the plumbing (ADR 0039).
 OWN_ATTRIBUTES = frozenset(
     {
+        # settings and extension points
         "clock",
         "id_factory",
         "host_inspector",
         "telemetry",
-        "ownership",
+        # service attributes
         "ledger",
-        "tool_commands",
-        "tool_runtime",
-        "host_sessions",
-        "claims",
-        "continuations",
-        "operator_actions",
-        "run_forks",
         "run_starts",
-        "turns",
-        "session_resume",
+        "tool_journal",
+        "tool_runtime",
+        "claims",
+        "ownership",
+        "run_forks",
     }
 )
 
 
-#: The public names maka_es defines on the application: the commands and reads (RuntimeApi),
-#: the constructors and the extension points. A new one is added here on purpose.
-OWN_API = frozenset(
+#: The verbs a host calls (about 25), the hook it overrides and the properties it reads; the
+#: plumbing is on the service attributes above. A new one is added here on purpose.
+HOST_VERBS = frozenset(
     {
-        "all_claims",
-        "all_run_ids",
-        "append_event",
-        "append_events",
-        "attest_operation",
-        "claim_exists",
-        "commit_tool_outcome",
-        "commit_tool_prepared",
-        "commit_tool_recovery_bundle",
-        "continuation_start_record",
-        "create_claimed_run",
-        "create_run",
-        "create_run_with_events",
-        "end_run",
-        "end_start_only_run",
-        "execute_continuation",
-        "execute_fork",
-        "fork_run",
-        "get_claim",
-        "get_run_header",
-        "get_session",
-        "heartbeat",
-        "host_lease",
-        "import_run",
-        "in_memory",
-        "list_all_runs",
-        "list_runs",
-        "list_sessions",
-        "now_ms",
-        "on_events_committed",
+        # construction and lifecycle
         "open",
-        "open_session",
         "open_sqlite",
-        "plan_continuation",
-        "plan_resume",
-        "read_run_events",
-        "read_run_payloads",
-        "recover",
-        "recovery_status",
-        "recovery_status_projector",
-        "resolve_run",
-        "resume",
-        "run_exists",
-        "run_high_water",
+        "in_memory",
+        "close",
+        # a host's turn and its restart (ADR 0036)
         "run_turn",
-        "safe_boundary_resume_enabled",
-        "start_claimed_run",
+        "resume",
+        "recover",
+        # sessions and runs
+        "open_session",
         "start_run",
-        "tool_operations",
-        "update_run_header",
+        "get_session",
+        "list_sessions",
+        "list_runs",
+        "get_run_header",
+        "run_exists",
+        "read_run_events",
+        "end_run",
+        # planning and continuing
+        "plan_resume",
+        "plan_continuation",
+        "execute_continuation",
+        # the operator's actions (ADR 0022, ADR 0035)
+        "attest_operation",
+        "fork_run",
+        "execute_fork",
+        "end_start_only_run",
+        # the lease (ADR 0021) and the clock
+        "heartbeat",
+        "now_ms",
+        # the recovery-status read model (ADR 0012)
+        "recovery_status_projector",
     }
 )
+HOST_HOOKS_AND_PROPERTIES = frozenset(
+    {"on_events_committed", "recovery_status", "safe_boundary_resume_enabled", "env"}
+)
+OWN_API = HOST_VERBS | HOST_HOOKS_AND_PROPERTIES
 
 
 def _public(names: typing.Iterable[str]) -> set[str]:
@@ -368,10 +277,11 @@ def _public(names: typing.Iterable[str]) -> set[str]:
 
 
 def test_every_public_name_of_the_class_is_pinned() -> None:
-    """``dir``, not ``vars``: an inherited name (one eventsourcing adds in an upgrade) shows up
-    here unclassified, to be judged a read to keep or a writer to refuse."""
-    assert _public(dir(RuntimeApplication)) == OWN_API | INHERITED_REFUSED | INHERITED_KEPT
-    assert _public(dir(Application)) == INHERITED_REFUSED | INHERITED_KEPT
+    """``dir``, not ``vars``: a name inherited from anywhere shows up here unclassified. The
+    class is no ``eventsourcing.Application``; it shares only ``close`` and ``env`` with it."""
+    assert not issubclass(RuntimeApplication, Application)
+    assert _public(dir(RuntimeApplication)) == OWN_API
+    assert _public(dir(RuntimeApplication)) & _public(dir(Application)) == SHARED_WITH_APPLICATION
 
 
 def test_every_public_name_of_an_instance_is_pinned() -> None:
@@ -380,31 +290,56 @@ def test_every_public_name_of_an_instance_is_pinned() -> None:
         names = _public(dir(app))
     finally:
         app.close()
-    assert names == (
-        OWN_API | INHERITED_REFUSED | INHERITED_KEPT | INHERITED_INFRASTRUCTURE | OWN_ATTRIBUTES
-    )
+    assert names == OWN_API | OWN_ATTRIBUTES
+    assert not names & (_public(dir(Application)) - SHARED_WITH_APPLICATION)
 
 
-def test_every_inherited_writer_is_closed_by_the_application_itself() -> None:
-    """Each refused name is overridden here (the inherited one would write) and raises the
-    typed refusal; the store-backed proof that nothing is written is
-    tests/integration/app/test_inherited_write_paths.py."""
-    assert set(vars(RuntimeApplication)) >= INHERITED_REFUSED
+def test_every_inherited_writer_is_gone_from_the_host_and_closed_on_the_held_store() -> None:
+    """Each refused name is absent from the host object; on the eventsourcing application it
+    holds (``app._es``) it raises the typed refusal. The store-backed proof that nothing is
+    written is tests/integration/app/test_inherited_write_paths.py."""
     app = RuntimeApplication.in_memory()
+    held = app._es
     calls: dict[str, typing.Callable[[], object]] = {
-        "save": lambda: app.save(),
-        "take_snapshot": lambda: app.take_snapshot(run_stream_id("r1")),
-        "notify": lambda: app.notify([]),
-        "repository": lambda: app.repository,
+        "save": lambda: held.save(),
+        "take_snapshot": lambda: held.take_snapshot(run_stream_id("r1")),
+        "notify": lambda: held.notify([]),
+        "repository": lambda: held.repository,
     }
     try:
         for name, call in calls.items():
+            assert not hasattr(app, name), name
             with pytest.raises(WritePathRefusedError) as refused:
                 call()
             assert (refused.value.code, refused.value.detail) == (
                 "write_path_refused",
                 {"name": name},
             )
-        assert not app.recorder.max_notification_id()
+        assert not held.recorder.max_notification_id()
+    finally:
+        app.close()
+
+
+def test_the_plumbing_is_on_the_service_attributes_not_the_host() -> None:
+    """What left the host object (issue 22, part 2) is on the service attribute that documents
+    it (tests/support/host_surface.py): ``app.append_events`` is ``app.ledger.append_events``."""
+    app = RuntimeApplication.in_memory()
+    try:
+        for attribute, (service_type, names) in PLUMBING.items():
+            service = getattr(app, attribute)
+            assert isinstance(service, service_type), attribute
+            assert attribute in OWN_ATTRIBUTES
+            for name in sorted(names):
+                assert callable(getattr(service, name)), f"{attribute}.{name}"
+                assert not hasattr(app, name) or name in OWN_API, name
+    finally:
+        app.close()
+
+
+def test_the_tool_runtime_runs_on_the_tool_journal_not_the_application() -> None:
+    app = RuntimeApplication.in_memory()
+    try:
+        assert app.tool_runtime.journal is app.tool_journal
+        assert not isinstance(app.tool_runtime.journal, RuntimeApplication)
     finally:
         app.close()

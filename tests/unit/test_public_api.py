@@ -13,45 +13,74 @@ import pytest
 
 import maka_es
 
-#: The public API, unchanged by the redesign (plus ``__version__``, added by issue 9, and the
-#: turn results and SDK providers of issue 21, ADR 0036).
+#: What a host needs (issue 22, ADR 0039): the host object and its facade, tools, providers,
+#: the error base and what it inspects. The failpoint catalogue, ``classify_lane`` and
+#: ``operation_id_for`` left the root (they import from their modules).
 PUBLIC = [
-    "AnthropicMessagesProvider",
-    "AppendResult",
-    "AsyncAnthropicMessagesProvider",
-    "AsyncOpenAIChatProvider",
-    "AsyncOpenAIResponsesProvider",
+    "__version__",
+    "RuntimeApplication",
+    "AsyncRuntimeApplication",
+    "HostConfig",
+    "PlannerSettings",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "file_write_tool",
+    "async_tool",
+    "Provider",
+    "ProviderRequest",
+    "ProviderTurn",
+    "AsyncProvider",
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
-    "ResumeResult",
+    "AnthropicMessagesProvider",
+    "AsyncOpenAIChatProvider",
+    "AsyncOpenAIResponsesProvider",
+    "AsyncAnthropicMessagesProvider",
+    "MakaError",
     "TurnResult",
-    "ContinuationFacts",
-    "ContinuationPlan",
-    "Diagnostic",
-    "Failpoint",
-    "HostConfig",
-    "RUNTIME_RESUME_FAILPOINTS",
-    "Resolution",
-    "ResumePlan",
-    "RunHeader",
-    "RuntimeApplication",
-    "RuntimeEvent",
+    "ResumeResult",
+    "ContinuationOutcome",
+    "StartupRecoveryReport",
+    "AttestationReport",
+    "ForkReport",
+    "EndRunReport",
+    "AppendResult",
     "SessionInfo",
-    "ToolDecision",
+    "RunHeader",
+    "RuntimeEvent",
+    "ResumePlan",
+    "Diagnostic",
     "ToolOperation",
-    "__version__",
-    "build_continuation_plan",
+    "ContinuationPlan",
+    "ContinuationFacts",
+    "Resolution",
+    "ToolDecision",
     "build_resume_plan",
-    "canonical_args_hash",
-    "canonical_json",
-    "classify_lane",
-    "operation_id_for",
+    "build_continuation_plan",
     "resolve_tool_operations",
+    "canonical_json",
+    "canonical_args_hash",
 ]
+
+#: Names that left the root and still import from their modules (a host that used them).
+LEFT_THE_ROOT = {
+    "RUNTIME_RESUME_FAILPOINTS": "maka_es.resume.failpoint_catalog",
+    "Failpoint": "maka_es.resume.failpoint_catalog",
+    "classify_lane": "maka_es.wire.lanes",
+    "operation_id_for": "maka_es.wire.codec",
+}
 
 
 def test_all_is_exactly_the_public_list() -> None:
-    assert sorted(maka_es.__all__) == sorted(PUBLIC)
+    assert list(maka_es.__all__) == PUBLIC
+    assert len(set(PUBLIC)) == len(PUBLIC)
+
+
+@pytest.mark.parametrize("name", sorted(LEFT_THE_ROOT))
+def test_an_internal_name_left_the_root_and_imports_from_its_module(name: str) -> None:
+    assert name not in maka_es.__all__
+    assert getattr(importlib.import_module(LEFT_THE_ROOT[name]), name) is not None
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -13,17 +13,32 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Repository
-from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
+from eventsourcing.persistence import (
+    InfrastructureFactory,
+    IntegrityError,
+    Mapper,
+    Notification,
+    PersistenceError,
+    Transcoder,
+)
+from eventsourcing.utils import Environment
 
 from maka_es.adapters.fact_writer import RecorderFactWriter, SqliteFactWriter
+from maka_es.adapters.mapper import FactMapper, JsonTranscoder
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
+from maka_es.adapters.store_url import POSTGRES_MODULE
 from maka_es.continuation.claims import ContinuationClaim, project_claim
-from maka_es.errors import RunNotFoundError, SessionNotFoundError, StoreUnavailableError
+from maka_es.errors import (
+    RunNotFoundError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+    WritePathRefusedError,
+)
 from maka_es.ledger.facts import (
     RuntimeEventRecorded,
     StoredFact,
@@ -58,6 +73,75 @@ def epoch_ms(reading: float) -> int:
     if isinstance(reading, bool) or not math.isfinite(reading):
         raise ValueError(f"the clock must return finite milliseconds, not {reading!r}")
     return math.floor(reading)
+
+
+class EventStoreApplication(Application[UUID]):
+    """The eventsourcing ``Application`` a :class:`~maka_es.app.RuntimeApplication` holds.
+
+    Why held and not inherited (ADR 0039): eventsourcing gives the recorder, the optimistic
+    concurrency on ``(originator_id, originator_version)``, the aggregate cache and the
+    notification log, but its own public names (``save``, ``repository``, ``take_snapshot``,
+    ``recorder.insert_events``) write or hand out cached aggregates without maka_es's write
+    rules. This object is reached only through ``RuntimeApplication._es``, by the adapters,
+    the testing kit and the tests; its writers refuse with ``write_path_refused`` all the same.
+    """
+
+    name = "maka_es"
+    env: ClassVar[dict[str, str]] = {
+        "PERSISTENCE_MODULE": "maka_es.adapters.sqlite",
+        "SQLITE_DBNAME": "maka_es.sqlite",
+        "AGGREGATE_CACHE_MAXSIZE": "256",
+        "AGGREGATE_CACHE_FASTFORWARD": "y",
+        "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
+    }
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
+        """eventsourcing's PostgreSQL module, when named, is taken with maka_es's durability
+        and typed faults (``maka_es.adapters.postgres``; ADR 0028)."""
+        if env.get("PERSISTENCE_MODULE") == "eventsourcing.postgres":
+            env["PERSISTENCE_MODULE"] = POSTGRES_MODULE
+        return super().construct_factory(env)
+
+    def construct_transcoder(self) -> Transcoder:
+        return JsonTranscoder()
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return FactMapper(
+            transcoder=self.construct_transcoder(),
+            cipher=self.factory.cipher(),
+            compressor=self.factory.compressor(),
+        )
+
+    # ``Application`` saves anything it is given and hands out the shared cached aggregates;
+    # maka_es writes only through its commands (docs/reference/ledger.md#write-rules). These
+    # names are closed; the store adapter below uses the private parts.
+
+    def save(self, *objs: Any, **kwargs: Any) -> Any:
+        """Refused (``write_path_refused``): it would commit facts no command validated."""
+        raise _refused("save")
+
+    def take_snapshot(self, *args: Any, **kwargs: Any) -> None:
+        """Refused: maka_es writes its own verified Run snapshots (ADR 0032)."""
+        raise _refused("take_snapshot")
+
+    def notify(self, new_events: Any) -> None:
+        """Refused: nothing calls this deprecated hook; a host overrides
+        ``RuntimeApplication.on_events_committed``."""
+        raise _refused("notify")
+
+    @property
+    def repository(self) -> Repository[UUID]:
+        """Refused: its aggregates are the cache's own objects (no deep copy), so a caller
+        could change what every later command validates against."""
+        raise _refused("repository")
+
+
+def _refused(name: str) -> WritePathRefusedError:
+    return WritePathRefusedError(
+        f"the store's eventsourcing application {name} is closed: it bypasses maka_es's "
+        "write rules; use the application's commands",
+        detail={"name": name},
+    )
 
 
 class CommandLock:

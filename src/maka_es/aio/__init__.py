@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -52,25 +52,28 @@ from maka_es.aio.bridge import (
     LoopProvider,
     async_tool,
 )
+from maka_es.aio.services import (
+    AsyncClaims,
+    AsyncLedger,
+    AsyncOwnership,
+    AsyncRunStarts,
+    AsyncToolJournal,
+)
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
-from maka_es.continuation.claims import ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.turns import TurnResult
-from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
-from maka_es.ledger.service import AppendResult, SessionInfo, ToolCommit
+from maka_es.ledger.service import SessionInfo
 from maka_es.recovery.end_start_only import EndRunReport
 from maka_es.recovery.fork import ForkReport
 from maka_es.recovery.operator_actions import AttestationReport
 from maka_es.recovery.report import StartupRecoveryReport
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.models import ResumePlan
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.tooljournal.tools import ToolResult
 from maka_es.wire.events import RuntimeEvent
@@ -83,7 +86,9 @@ T = TypeVar("T")
 
 class AsyncRuntimeApplication:
     """The async surface of one :class:`RuntimeApplication` (see module docstring): every
-    public verb of the application, as a coroutine (``now_ms`` stays a plain call).
+    public verb of the application, as a coroutine (``now_ms`` stays a plain call), and its
+    plumbing on the same service attributes (``ledger``, ``run_starts``, ``tool_journal``,
+    ``claims``, ``ownership``; ADR 0039).
 
     Use one facade per application and per event loop; :meth:`close` (or ``async with``) waits
     for the conversations in flight, stops the writer thread and closes the application.
@@ -96,6 +101,12 @@ class AsyncRuntimeApplication:
         self._write_lock = asyncio.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maka-es-writer")
         self._conversations = Conversations(conversation_threads)
+        #: The application's service attributes, as coroutines (``maka_es.aio.services``).
+        self.ledger = AsyncLedger(app.ledger, self._write, self._read)
+        self.run_starts = AsyncRunStarts(app.run_starts, self._write, self._read)
+        self.tool_journal = AsyncToolJournal(app.tool_journal, self._write, self._read)
+        self.claims = AsyncClaims(app.claims, self._write, self._read)
+        self.ownership = AsyncOwnership(app.ownership, self._write, self._read)
 
     async def __aenter__(self) -> AsyncRuntimeApplication:
         return self
@@ -215,65 +226,20 @@ class AsyncRuntimeApplication:
     async def list_sessions(self) -> list[str]:
         return await self._read(self.app.list_sessions)
 
-    async def create_run(self, header: RunHeader | Mapping[str, Any]) -> RunHeader:
-        return await self._write(lambda: self.app.create_run(header))
-
-    async def create_run_with_events(
-        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
-    ) -> AppendResult:
-        """A run with its first events (a turn's user message) in one save, as a command."""
-        return await self._write(lambda: self.app.create_run_with_events(header, events))
-
-    async def import_run(
-        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
-    ) -> AppendResult:
-        batch = list(events)
-        return await self._write(lambda: self.app.import_run(header, batch))
-
     async def get_run_header(self, run_id: str) -> RunHeader:
         return await self._read(lambda: self.app.get_run_header(run_id))
 
     async def list_runs(self, session_id: str) -> list[RunHeader]:
         return await self._read(lambda: self.app.list_runs(session_id))
 
-    async def all_run_ids(self) -> list[str]:
-        return await self._read(self.app.all_run_ids)
-
-    async def list_all_runs(self) -> list[RunHeader]:
-        return await self._read(self.app.list_all_runs)
-
     async def run_exists(self, run_id: str) -> bool:
         return await self._read(lambda: self.app.run_exists(run_id))
-
-    async def append_events(
-        self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
-    ) -> AppendResult:
-        batch = list(events)
-        return await self._write(
-            lambda: self.app.append_events(run_id, batch, expected_high_water=expected_high_water)
-        )
-
-    async def append_event(
-        self, run_id: str, event: EventInput, *, expected_high_water: int | None = None
-    ) -> AppendResult:
-        return await self._write(
-            lambda: self.app.append_event(run_id, event, expected_high_water=expected_high_water)
-        )
-
-    async def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
-        return await self._write(lambda: self.app.update_run_header(run_id, patch))
 
     async def end_run(self, run_id: str, terminal: EventInput) -> RunHeader:
         return await self._write(lambda: self.app.end_run(run_id, terminal))
 
     async def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
         return await self._read(lambda: self.app.read_run_events(run_id))
-
-    async def run_high_water(self, run_id: str) -> int:
-        return await self._read(lambda: self.app.run_high_water(run_id))
-
-    async def read_run_payloads(self, run_id: str) -> list[str]:
-        return await self._read(lambda: self.app.read_run_payloads(run_id))
 
     def now_ms(self) -> int:
         """The application's clock (no I/O, so no coroutine)."""
@@ -285,53 +251,12 @@ class AsyncRuntimeApplication:
         """Renew this host's lease (one save; ADR 0021)."""
         return await self._write(self.app.heartbeat)
 
-    async def host_lease(self, host_id: str | None = None) -> HostLease | None:
-        return await self._read(lambda: self.app.host_lease(host_id))
-
     # -- tools ----------------------------------------------------------------------------------
 
     async def execute_tool(self, run_id: str, call: EventInput) -> ToolResult:
         """Run one function_call through the application's ToolRuntime (T1, the tool, T2) as a
         conversation: T1 and T2 are commands, the tool runs outside every lock."""
         return await self._converse(lambda: self.app.tool_runtime.execute(run_id, call))
-
-    async def commit_tool_prepared(
-        self,
-        run_id: str,
-        call: EventInput,
-        *,
-        recovery_mode: str = "never_auto_retry",
-        metadata: Mapping[str, Any] | None = None,
-    ) -> ToolCommit:
-        return await self._write(
-            lambda: self.app.commit_tool_prepared(
-                run_id, call, recovery_mode=recovery_mode, metadata=metadata
-            )
-        )
-
-    async def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
-        return await self._write(lambda: self.app.commit_tool_outcome(run_id, response))
-
-    async def commit_tool_recovery_bundle(
-        self,
-        run_id: str,
-        operation_id: str,
-        *,
-        reconcile: EventInput,
-        decision: EventInput,
-        outcome: EventInput | None = None,
-    ) -> ToolCommit:
-        return await self._write(
-            lambda: self.app.commit_tool_recovery_bundle(
-                run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
-            )
-        )
-
-    async def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
-        return await self._read(lambda: self.app.tool_operations(run_id))
-
-    async def resolve_run(self, run_id: str) -> Resolution:
-        return await self._read(lambda: self.app.resolve_run(run_id))
 
     # -- operator actions (ADR 0022) ------------------------------------------------------------
 
@@ -433,30 +358,3 @@ class AsyncRuntimeApplication:
                 tool_runtime=tool_runtime, end_start_only_continuations=end_start_only_continuations
             )
         )
-
-    # -- claims ---------------------------------------------------------------------------------
-
-    async def get_claim(self, claim_id: str) -> ContinuationClaim | None:
-        return await self._read(lambda: self.app.get_claim(claim_id))
-
-    async def claim_exists(self, claim_id: str) -> bool:
-        return await self._read(lambda: self.app.claim_exists(claim_id))
-
-    async def all_claims(self) -> list[ContinuationClaim]:
-        return await self._read(self.app.all_claims)
-
-    async def continuation_start_record(
-        self, claim_id: str, start: RuntimeEvent, *, start_kind: StartKind
-    ) -> StoredFact:
-        """The fact to save with a claim's start (a decision: it writes nothing)."""
-        return await self._read(
-            lambda: self.app.continuation_start_record(claim_id, start, start_kind=start_kind)
-        )
-
-    async def create_claimed_run(
-        self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
-    ) -> None:
-        await self._write(lambda: self.app.create_claimed_run(header, start, start_kind=start_kind))
-
-    async def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
-        await self._write(lambda: self.app.start_claimed_run(run_id, start))

@@ -50,7 +50,7 @@ def import_(
     if not is_postgres(store) and not Path(sqlite_path(store)).exists():
         _rehearse(ledger)
     with open_store(store) as runtime:
-        report = import_jsonl_ledgers(runtime, ledger)
+        report = import_jsonl_ledgers(runtime.ledger, ledger)
     document = {"runs": report.runs, "appended": report.appended, "retried": report.retried}
     if as_json:
         emit_json(document)
@@ -67,7 +67,7 @@ def _rehearse(ledger: JsonlLedger) -> None:
     creates neither the SQLite file nor its directory. Only for a store that does not exist
     yet (an existing one is not created by the import, and its own content may decide)."""
     with RuntimeApplication.in_memory() as rehearsal:
-        import_jsonl_ledgers(rehearsal, ledger)
+        import_jsonl_ledgers(rehearsal.ledger, ledger)
 
 
 @app.command()
@@ -106,7 +106,7 @@ def _export_to(runtime: RuntimeApplication, output: Path, run: str) -> None:
     """The reference layout of ``run`` under ``output``; an ``OSError`` the check could not
     foresee (the disk filled, the directory vanished) is the same typed refusal."""
     try:
-        export_jsonl_run(runtime, JsonlLedger(output), run)
+        export_jsonl_run(runtime.ledger, JsonlLedger(output), run)
     except MakaError:
         raise
     except OSError as exc:

@@ -76,7 +76,7 @@ def _open(root: Path) -> RuntimeApplication:
 def _show_run(app: RuntimeApplication, run_id: str) -> None:
     header = app.get_run_header(run_id)
     print(f"\nrun {run_id} (status {header.status})")
-    for seq, payload in enumerate(app.read_run_payloads(run_id), start=1):
+    for seq, payload in enumerate(app.ledger.read_run_payloads(run_id), start=1):
         print(f"  {seq:>2} {payload}")
     plan = app.plan_resume(run_id)
     summary = {

@@ -52,7 +52,7 @@ def runs(
 ) -> None:
     """List runs (of one session), optionally filtered by status."""
     with open_store(settings(ctx).store, read_only=True) as runtime:
-        headers = runtime.list_runs(session) if session else runtime.list_all_runs()
+        headers = runtime.list_runs(session) if session else runtime.ledger.list_all_runs()
     wanted = set(status or ())
     rows = [run_row(h) for h in headers if not wanted or h.status in wanted]
     if as_json:

@@ -39,10 +39,10 @@ def corrupt_rows(runtime: RuntimeApplication) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     start = 1
     while True:
-        page = runtime.recorder.select_notifications(start=start, limit=500)
+        page = runtime._es.recorder.select_notifications(start=start, limit=500)
         for row in page:
             try:
-                runtime.mapper.to_domain_event(row)
+                runtime._es.mapper.to_domain_event(row)
             except StoreCorruptionError as exc:
                 found.append(
                     {
@@ -60,7 +60,7 @@ def corrupt_rows(runtime: RuntimeApplication) -> list[dict[str, Any]]:
 def run_health(runtime: RuntimeApplication, run_id: str) -> dict[str, Any]:
     """One run: ``ok``, ``needs_attention`` (blocked plan), ``corrupt`` or ``unreadable``."""
     try:
-        resolution = runtime.resolve_run(run_id)
+        resolution = runtime.tool_journal.resolve_run(run_id)
         plan = runtime.plan_resume(run_id)
     except StoreCorruptionError as exc:
         return {"runId": run_id, "health": "corrupt", "issues": [exc.code], "disposition": None}

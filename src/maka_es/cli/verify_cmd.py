@@ -36,7 +36,7 @@ def verify(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         )
         rows = corrupt_rows(runtime)
         try:
-            run_ids = runtime.all_run_ids()
+            run_ids = runtime.ledger.all_run_ids()
         except StoreCorruptionError:  # the run index itself cannot be read: rows say why
             run_ids = []
         runs = _runs(run_ids, lambda run_id: run_health(runtime, run_id))

@@ -71,7 +71,7 @@ def ledger_rows(app: RuntimeApplication, run_id: str) -> list[dict[str, Any]]:
     """``show RUN``: one row per committed event, with its lane, operation and decision."""
     events = app.read_run_events(run_id)
     operation_of, decision_of = _by_event_id(
-        app.tool_operations(run_id), app.resolve_run(run_id).decisions
+        app.tool_journal.tool_operations(run_id), app.tool_journal.resolve_run(run_id).decisions
     )
     rows = []
     for seq, event in enumerate(events, start=1):
@@ -94,9 +94,11 @@ def ledger_rows(app: RuntimeApplication, run_id: str) -> list[dict[str, Any]]:
 
 def operation_rows(app: RuntimeApplication, run_id: str) -> list[dict[str, Any]]:
     """``ops RUN``: every tool operation with its journal state and the resolver's decision."""
-    decisions = {d.operation_id: d for d in app.resolve_run(run_id).decisions if d.operation_id}
+    decisions = {
+        d.operation_id: d for d in app.tool_journal.resolve_run(run_id).decisions if d.operation_id
+    }
     rows = []
-    for operation in app.tool_operations(run_id):
+    for operation in app.tool_journal.tool_operations(run_id):
         decision = decisions.get(operation.operation_id)
         rows.append(
             {

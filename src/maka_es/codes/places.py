@@ -64,7 +64,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "resume/diagnostics.py",
     ),
     ("error", "reserved_fact"): ("continuation/claims.py", "ledger/run.py"),
-    ("error", "write_path_refused"): ("app.py",),
+    ("error", "write_path_refused"): ("adapters/event_store.py",),
     ("error", "header_update_refused"): ("ledger/run.py",),
     ("error", "concurrent_write"): ("ledger/host_leases.py", "ledger/service.py"),
     ("error", "continuation_start_conflict"): ("continuation/claims.py",),

@@ -356,6 +356,16 @@ class Ledger:
             self._on_committed(run_id, decision.appended)
         return AppendResult(len(decision.appended), decision.retried, decision.high_water)
 
+    def append_event(
+        self,
+        run_id: str,
+        event: RuntimeEvent | Mapping[str, Any],
+        *,
+        expected_high_water: int | None = None,
+    ) -> AppendResult:
+        """:meth:`append_events` of one event."""
+        return self.append_events(run_id, [event], expected_high_water=expected_high_water)
+
     def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
         """Patch the mutable header fields. A terminal status is accepted only when the run's
         terminal RuntimeEvent is already durable and matches it."""

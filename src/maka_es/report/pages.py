@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from maka_es.adapters.output_path import refuse_unusable_output
-from maka_es.app_api import RuntimeApi
+from maka_es.app import RuntimeApplication
 from maka_es.errors import ReportOutputError
 from maka_es.report.read import read_run_report, read_session_report
 from maka_es.report.render import render_page
@@ -21,22 +21,24 @@ from maka_es.report.view import build_page
 __all__ = ["render_run_report", "render_session_report", "write_run_report", "write_session_report"]
 
 
-def render_run_report(app: RuntimeApi, run_id: str) -> str:
+def render_run_report(app: RuntimeApplication, run_id: str) -> str:
     """One run as a self-contained HTML page, with the runs of its lineage as neighbours."""
     return render_page(build_page(read_run_report(app, run_id)))
 
 
-def render_session_report(app: RuntimeApi, session_id: str) -> str:
+def render_session_report(app: RuntimeApplication, session_id: str) -> str:
     """Every run of a session on one self-contained HTML page."""
     return render_page(build_page(read_session_report(app, session_id)))
 
 
-def write_run_report(app: RuntimeApi, run_id: str, path: str | os.PathLike[str]) -> Path:
+def write_run_report(app: RuntimeApplication, run_id: str, path: str | os.PathLike[str]) -> Path:
     """Render the run's report, then write it to ``path`` (see :func:`write_html`)."""
     return write_html(render_run_report(app, run_id), path)
 
 
-def write_session_report(app: RuntimeApi, session_id: str, path: str | os.PathLike[str]) -> Path:
+def write_session_report(
+    app: RuntimeApplication, session_id: str, path: str | os.PathLike[str]
+) -> Path:
     """Render the session's report, then write it to ``path`` (see :func:`write_html`)."""
     return write_html(render_session_report(app, session_id), path)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from maka_es.app_api import RuntimeApi
+from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.recovery.fork import ForkReport
@@ -24,7 +24,7 @@ __all__ = ["read_run_report", "read_session_report"]
 _Plan = TypeVar("_Plan")
 
 
-def read_run_report(app: RuntimeApi, run_id: str) -> ReportData:
+def read_run_report(app: RuntimeApplication, run_id: str) -> ReportData:
     """One run in full, with every run of its lineage tree (continuations and forks, both
     ways) as its neighbours; an unknown run raises the ledger's typed error."""
     header = app.get_run_header(run_id)
@@ -34,7 +34,7 @@ def read_run_report(app: RuntimeApi, run_id: str) -> ReportData:
     return ReportData("run", header.session_id, (run_id,), runs)
 
 
-def read_session_report(app: RuntimeApi, session_id: str) -> ReportData:
+def read_session_report(app: RuntimeApplication, session_id: str) -> ReportData:
     """Every run of the session, in creation order, each in full."""
     session_runs = app.list_runs(session_id)
     runs = tuple(_read_run(app, header) for header in session_runs)
@@ -57,13 +57,13 @@ def _lineage_tree(run_id: str, headers: list[RunHeader]) -> set[str]:
     return tree
 
 
-def _read_run(app: RuntimeApi, header: RunHeader) -> RunData:
+def _read_run(app: RuntimeApplication, header: RunHeader) -> RunData:
     run_id = header.run_id
     return RunData(
         header=header,
         events=tuple(app.read_run_events(run_id)),
-        operations=app.tool_operations(run_id),
-        resolution=app.resolve_run(run_id),
+        operations=app.tool_journal.tool_operations(run_id),
+        resolution=app.tool_journal.resolve_run(run_id),
         resume_plan=_plan(lambda: app.plan_resume(run_id)),
         continuation_plan=_plan(lambda: app.plan_continuation(header.session_id, run_id)),
         fork=_fork(app, header),
@@ -81,7 +81,7 @@ def _plan(planner: Callable[[], _Plan]) -> _Plan | PlanFailure:
         return PlanFailure(exc.code, str(exc))
 
 
-def _fork(app: RuntimeApi, header: RunHeader) -> ForkReport | None:
+def _fork(app: RuntimeApplication, header: RunHeader) -> ForkReport | None:
     """Only a V2 edge can name a fork claim; an ordinary continuation has no provenance."""
     edge = header.continuation_source
     if not isinstance(edge, ContinuationSourceV2):

@@ -48,7 +48,7 @@ def leave_unstarted_claim(
             workspace_identity=observation.workspace_identity,
             claimed_at=claimed_at,
         )
-        app.create_run(header)
-    claim = app.get_claim(boundary.claim_id)
+        app.ledger.create_run(header)
+    claim = app.claims.get_claim(boundary.claim_id)
     assert claim is not None
     return claim

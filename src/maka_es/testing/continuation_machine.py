@@ -100,14 +100,14 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
     def _new_run(self) -> LedgerBuilder:
         self.runs += 1
         spine = Spine("s1", f"i{self.runs}", f"r{self.runs}", f"t{self.runs}")
-        self.app.create_run(
+        self.app.ledger.create_run(
             run_header(spine, createdAt=1000 * self.runs, workspaceIdentity=WORKSPACES[0])
         )
         return LedgerBuilder(spine, prefix=f"r{self.runs}-")
 
     def _append(self, event: dict[str, Any]) -> None:
         try:
-            self.app.append_event(self.ledger.spine.run_id, event)
+            self.app.ledger.append_event(self.ledger.spine.run_id, event)
         except MakaError:
             self.ledger.events.remove(event)
 
@@ -146,7 +146,7 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
         self._append(self.ledger.terminal("failed"))
         if header:
             with contextlib.suppress(MakaError):
-                self.app.update_run_header(
+                self.app.ledger.update_run_header(
                     self.ledger.spine.run_id, {"status": "failed", "failureClass": "provider_error"}
                 )
 

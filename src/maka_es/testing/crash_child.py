@@ -182,26 +182,28 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
     if op == "open_session":
         app.open_session(step["session_id"], step["cwd"], step.get("workspace_identity"))
     elif op == "create_run":
-        app.create_run(step["header"])
+        app.ledger.create_run(step["header"])
     elif op == "append":
-        app.append_events(step["run_id"], step["events"])
+        app.ledger.append_events(step["run_id"], step["events"])
     elif op == "update_header":
-        app.update_run_header(step["run_id"], step["patch"])
+        app.ledger.update_run_header(step["run_id"], step["patch"])
     elif op == "t1":
-        app.commit_tool_prepared(
+        app.tool_journal.commit_tool_prepared(
             step["run_id"],
             step["call"],
             recovery_mode=step.get("recovery_mode", "never_auto_retry"),
             metadata=step.get("metadata"),
         )
     elif op == "t2":
-        app.commit_tool_outcome(step["run_id"], step["response"])
+        app.tool_journal.commit_tool_outcome(step["run_id"], step["response"])
     elif op == "run_tool":
-        ToolRuntime(app, probe_tools(Path(step["root"]))).execute(step["run_id"], step["call"])
+        ToolRuntime(app.tool_journal, probe_tools(Path(step["root"]))).execute(
+            step["run_id"], step["call"]
+        )
     elif op == "app_tool":
         app.tool_runtime.execute(step["run_id"], step["call"])
     elif op == "recover":
-        ToolRuntime(app, probe_tools(Path(step["root"]))).recover(step["run_id"])
+        ToolRuntime(app.tool_journal, probe_tools(Path(step["root"]))).recover(step["run_id"])
     elif op == "startup_recover":
         app.recover()
     elif op == "continue":
@@ -209,7 +211,7 @@ def _step(app: RuntimeApplication, step: dict[str, Any]) -> None:
     elif op in {"fork", "execute_fork"}:
         _fork_step(app, step)
     elif op == "bundle":
-        app.commit_tool_recovery_bundle(
+        app.tool_journal.commit_tool_recovery_bundle(
             step["run_id"],
             step["operation_id"],
             reconcile=step["reconcile"],

@@ -134,7 +134,7 @@ def _tool_cases() -> Iterator[Case]:
         ) -> Any:
             _killed(db, store, [*setup, *steps], arm_inside_save=inside)
             with _reopen(db, store) as app:
-                journal = [operation.state for operation in app.tool_operations(run)]
+                journal = [operation.state for operation in app.tool_journal.tool_operations(run)]
                 plan = app.plan_resume(run)
             return {"journal": journal, "disposition": plan.disposition}
 

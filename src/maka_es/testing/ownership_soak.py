@@ -56,8 +56,8 @@ def first_owner_writes_after_takeover(
     """The ids of events matching ``own`` (the run's first owner's) stored after the run's first
     takeover, read from the stored facts themselves, and the number of takeovers of the run.
     A fenced owner's write that landed is in the list; it must be empty."""
-    stream = app.recorder.select_events(run_stream_id(run_id))
-    facts = [app.mapper.to_domain_event(item) for item in stream]
+    stream = app._es.recorder.select_events(run_stream_id(run_id))
+    facts = [app._es.mapper.to_domain_event(item) for item in stream]
     taken = [f.originator_version for f in facts if isinstance(f, RunOwnerTaken)]
     late = [
         str(json.loads(f.payload)["id"])
@@ -83,18 +83,18 @@ def _turn(app: RuntimeApplication, spec: WorkerSpec, run_id: str) -> None:
     ledger = LedgerBuilder(spine, prefix=f"{run_id}-e")
     for attempt in range(CREATE_ATTEMPTS):  # the shared session is a hot stream
         try:
-            app.create_run(run_header(spine))
+            app.ledger.create_run(run_header(spine))
             break
         except ConcurrentWriteError:
             if attempt + 1 == CREATE_ATTEMPTS:
                 raise
             time.sleep(random.uniform(0, 0.01))  # back off: the others' saves go first
-    app.append_events(run_id, [ledger.user("read the config")])
+    app.ledger.append_events(run_id, [ledger.user("read the config")])
     call = ledger.call("c1", "Read", {"path": "config.json"})
-    app.commit_tool_prepared(run_id, call)
+    app.tool_journal.commit_tool_prepared(run_id, call)
     result = {"kind": "text", "text": "{}"}
-    app.commit_tool_outcome(run_id, ledger.bound_response("c1", "Read", result))
-    app.append_events(run_id, [ledger.model_text("the config is empty")])
+    app.tool_journal.commit_tool_outcome(run_id, ledger.bound_response("c1", "Read", result))
+    app.ledger.append_events(run_id, [ledger.model_text("the config is empty")])
     app.end_run(run_id, ledger.terminal("completed"))
 
 

@@ -1,7 +1,8 @@
 """Facts committed without any command's rules: states another writer can leave behind.
 
-Why a helper: ``RuntimeApplication.save`` is closed (``write_path_refused``, ADR 0017
-amendment of issue 20), because it committed whatever it was given. Tests still need the
+Why a helper: eventsourcing's ``save`` is gone from ``RuntimeApplication`` and closed on the
+eventsourcing application it holds (``write_path_refused``; ADR 0017 amendment of issue 20,
+ADR 0039), because it committed whatever it was given. Tests still need the
 states an older build, the reference runtime or a two-step claimer can leave in a store (a
 claim without its start, an event no transition validator checked); they build them here,
 through eventsourcing's generic save path, saying so by name.

@@ -68,7 +68,7 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
         self.store = type(self).fresh_store(self.workdir)
         self.app = self.make_app(self.workdir)
         self.app.open_session(self.spine.session_id, "/workspace")
-        self.app.create_run(self.header())
+        self.app.ledger.create_run(self.header())
         self.committed: list[dict[str, Any]] = []
         self.counter = 0
         self.calls: list[tuple[str, str, Any]] = []  # (call id, tool name, args) committed
@@ -102,7 +102,7 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
         """Append through the store; on refusal the store must be unchanged."""
         before = store_snapshot(self.app)
         try:
-            self.app.append_event(self.spine.run_id, event)
+            self.app.ledger.append_event(self.spine.run_id, event)
         except MakaError:
             assert store_snapshot(self.app) == before, "a refused append changed the store"
             return False
@@ -175,7 +175,9 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
         decoded = RuntimeEvent.model_validate(call)
         dispatch = build_dispatch_event(decoded, operation, mode).to_wire()
         done = self._try_command(
-            lambda: self.app.commit_tool_prepared(self.spine.run_id, call, recovery_mode=mode),
+            lambda: self.app.tool_journal.commit_tool_prepared(
+                self.spine.run_id, call, recovery_mode=mode
+            ),
             [call, dispatch],
         )
         if done:
@@ -222,7 +224,7 @@ class ResumeLedgerMachine(RuleBasedStateMachine):
                 "toolCallId": call_id,
             }
             done = self._try_command(
-                lambda: self.app.commit_tool_outcome(self.spine.run_id, event), [event]
+                lambda: self.app.tool_journal.commit_tool_outcome(self.spine.run_id, event), [event]
             )
         else:
             done = self._try_append(event)

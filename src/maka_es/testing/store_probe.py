@@ -72,7 +72,7 @@ def store_snapshot(app: RuntimeApplication) -> StoreSnapshot:
     rows: list[tuple[int, str, int, str, bytes]] = []
     start = 1
     while True:
-        page = app.recorder.select_notifications(start=start, limit=1000)
+        page = app._es.recorder.select_notifications(start=start, limit=1000)
         rows.extend(
             (n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
             for n in page
@@ -85,4 +85,6 @@ def store_snapshot(app: RuntimeApplication) -> StoreSnapshot:
         if "popo" not in app.env.get("PERSISTENCE_MODULE", "")
         else None
     )
-    return StoreSnapshot(tuple(rows), app.recorder.max_notification_id(), _file_digests(db_name))
+    return StoreSnapshot(
+        tuple(rows), app._es.recorder.max_notification_id(), _file_digests(db_name)
+    )

@@ -116,9 +116,9 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
             raise ValueError("the tool catalogue is empty: nothing to drive")
         self.app = self.make_app(self.workdir)
         self.app.open_session("s1", str(self.workdir))
-        self.app.create_run(run_header())
+        self.app.ledger.create_run(run_header())
         self.ledger = LedgerBuilder()
-        self.app.append_events("r1", [self.ledger.user(marker=True)])
+        self.app.ledger.append_events("r1", [self.ledger.user(marker=True)])
         self.runs: Counter[tuple[str, str]] = Counter()  # (tool, operation id) -> executions
         self.acknowledged: list[ToolResult] = []
         self.crash_at: str | None = None
@@ -149,7 +149,9 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
         return Tool(tool.name, tool.input_model, run, tool.recovery_mode, tool.reconciler)
 
     def runtime(self) -> ToolRuntime:
-        return ToolRuntime(self.app, [self._instrumented(e.tool) for e in self.tools.values()])
+        return ToolRuntime(
+            self.app.tool_journal, [self._instrumented(e.tool) for e in self.tools.values()]
+        )
 
     def _crash_and_restart(self) -> None:
         self.app.close()
@@ -210,7 +212,7 @@ class ToolRecoveryMachine(RuleBasedStateMachine):
     def finish(self) -> None:
         self.runtime().recover("r1")
         try:
-            self.app.append_event("r1", self.ledger.terminal())
+            self.app.ledger.append_event("r1", self.ledger.terminal())
         except MakaError:
             return
         self.sealed = True

@@ -2,8 +2,9 @@
 
 Why a Protocol: the runtime drives a tool between two transactions (T1 before the tool, T2
 after it; ADR 0007) but must not depend on the application object that wires the store, nor on
-the ledger package above it. ``RuntimeApplication`` satisfies this port, so a host writes
-``ToolRuntime(app, tools)``; the tests may pass any object with these methods.
+the ledger package above it. ``RuntimeApplication.tool_journal`` satisfies this port, so a
+host writes ``ToolRuntime(app.tool_journal, tools)``; the tests may pass any object with these
+methods.
 """
 
 from __future__ import annotations

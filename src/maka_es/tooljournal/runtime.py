@@ -100,13 +100,13 @@ class ToolRuntime:
 
     def __init__(
         self,
-        app: ToolJournalStore,
+        journal: ToolJournalStore,
         tools: Iterable[Tool[Any]],
         *,
         permission: PermissionPolicy | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.app = app
+        self.journal = journal
         self.tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             if tool.name in self.tools:
@@ -139,7 +139,7 @@ class ToolRuntime:
             metadata = dict(tool.reconciler.prepare(args)) if tool.reconciler is not None else None
         except Exception as exc:  # a failed preflight is a refusal the model must see
             return self._refuse(run_id, event, "preflight_failed", f"{type(exc).__name__}: {exc}")
-        commit = self.app.commit_tool_prepared(
+        commit = self.journal.commit_tool_prepared(
             run_id, event, recovery_mode=tool.recovery_mode, metadata=metadata
         )
         if not commit.created:
@@ -166,12 +166,12 @@ class ToolRuntime:
         response = bound_response(
             call,
             context.operation_id,
-            ts=self.app.now_ms(),
+            ts=self.journal.now_ms(),
             result=result,
             is_error=is_error,
             duration_ms=duration_ms,
         )
-        self.app.commit_tool_outcome(run_id, response)
+        self.journal.commit_tool_outcome(run_id, response)
         failpoints.hit(AFTER_T2)
         return ToolResult(
             context.tool_call_id, context.operation_id, result, is_error, response.id, True
@@ -182,8 +182,8 @@ class ToolRuntime:
         content = call.function_call
         assert content is not None
         result = error_result(code, message)
-        response = pre_t1_refusal_response(call, ts=self.app.now_ms(), result=result)
-        self.app.append_events(run_id, [call, response])
+        response = pre_t1_refusal_response(call, ts=self.journal.now_ms(), result=result)
+        self.journal.append_events(run_id, [call, response])
         return ToolResult(content.id, None, result, True, response.id, False)
 
     # -- recovery -------------------------------------------------------------------------------
@@ -197,13 +197,13 @@ class ToolRuntime:
         already read them (startup recovery reads them from the run's end, ADR 0012); an id
         missing from it is a call the ledger does not hold. ``None``: read from the run."""
         actions: list[RecoveryAction] = []
-        unsettled = [op for op in self.app.tool_operations(run_id) if op.is_unsettled]
+        unsettled = [op for op in self.journal.tool_operations(run_id) if op.is_unsettled]
         if not unsettled:
             return RecoveryReport(())
         calls: Mapping[str, RuntimeEvent] = {} if call_events is None else call_events
         # only a tool in the catalogue reads its call (a pending unknown tool reads nothing)
         if call_events is None and any(op.tool_name in self.tools for op in unsettled):
-            calls = {event.id: event for event in self.app.read_run_events(run_id)}
+            calls = {event.id: event for event in self.journal.read_run_events(run_id)}
         for operation in unsettled:
             actions.append(self._recover_one(run_id, operation, calls))
         return RecoveryReport(tuple(actions))
@@ -252,17 +252,17 @@ class ToolRuntime:
         reconcile = reconcile_result_fact(
             call,
             op,
-            ts=self.app.now_ms(),
+            ts=self.journal.now_ms(),
             observation=observed.observation,
             observation_digest=observed.digest,
         )
         evidence = [operation.call_event_id, operation.dispatch_event_id, reconcile.id]
-        decision_ts = self.app.now_ms()
+        decision_ts = self.journal.now_ms()
         if observed.observation == "matches_expected_state":
             result = observed.result
             if result is None:
                 result = {"kind": "text", "text": "reconciled: external state matches the call"}
-            outcome = bound_response(call, op, ts=self.app.now_ms(), result=result)
+            outcome = bound_response(call, op, ts=self.journal.now_ms(), result=result)
             decision = completed_decision_fact(
                 call,
                 op,
@@ -270,7 +270,7 @@ class ToolRuntime:
                 outcome_event_id=outcome.id,
                 evidence_event_ids=[*evidence, outcome.id],
             )
-            self.app.commit_tool_recovery_bundle(
+            self.journal.commit_tool_recovery_bundle(
                 run_id, op, reconcile=reconcile, decision=decision, outcome=outcome
             )
             return "completed", "reconcile_matches_expected_state"
@@ -280,12 +280,12 @@ class ToolRuntime:
             # "not applied" error result settles it, and the model decides again (ADR 0019)
             result = reconciled_not_applied_result(operation.tool_name)
             not_applied = bound_response(call, op, ts=decision_ts, result=result, is_error=True)
-            self.app.commit_tool_outcome(run_id, not_applied)
+            self.journal.commit_tool_outcome(run_id, not_applied)
             return "not_applied", reason
         decision = parked_decision_fact(
             call, op, ts=decision_ts, reason_code=reason, evidence_event_ids=evidence
         )
-        self.app.commit_tool_recovery_bundle(run_id, op, reconcile=reconcile, decision=decision)
+        self.journal.commit_tool_recovery_bundle(run_id, op, reconcile=reconcile, decision=decision)
         return "parked", reason
 
 

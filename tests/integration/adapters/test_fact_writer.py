@@ -59,19 +59,19 @@ def _drive(app: RuntimeApplication) -> None:
     """One of each write a host makes: session, run, events (plain, non-plain, non-ASCII),
     two tool steps, a T1 with tool metadata and the end of the run (event and header)."""
     app.open_session("s1", "/workspace")
-    app.create_run(run_header())
+    app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user("héllo ✓", marker=True)
     ledger.model_text("plain text")
-    app.append_events("r1", ledger.events)
-    runtime = ToolRuntime(app, [Tool("Echo", Echo, _echo)], monotonic=lambda: 0.0)
+    app.ledger.append_events("r1", ledger.events)
+    runtime = ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)], monotonic=lambda: 0.0)
     runtime.execute("r1", ledger.call("c1", "Echo", {"text": "c1"}))
     not_plain = {"text": "c2", "n": 1.0, "big": 1e300, "ключ": "значение"}
     runtime.execute("r1", ledger.call("c2", "Echo", not_plain))
-    app.commit_tool_prepared(
+    app.tool_journal.commit_tool_prepared(
         "r1", ledger.call("c3", "Echo", {"text": "c3"}), metadata={"digest": "sha256:00"}
     )
-    app.commit_tool_outcome("r1", ledger.bound_response("c3", "Echo", {"text": "c3"}))
+    app.tool_journal.commit_tool_outcome("r1", ledger.bound_response("c3", "Echo", {"text": "c3"}))
     app.end_run("r1", ledger.terminal())
 
 
@@ -104,10 +104,12 @@ def test_rows_written_by_either_path_read_back_the_same(tmp_path: Path, generic_
     with _open(path) as app:
         _drive(app)
     with _open(tmp_path / "generic.sqlite") as generic, _open(path) as written:
-        assert written.read_run_payloads("r1") == generic.read_run_payloads("r1")
-        assert written.tool_operations("r1") == generic.tool_operations("r1")
+        assert written.ledger.read_run_payloads("r1") == generic.ledger.read_run_payloads("r1")
+        assert written.tool_journal.tool_operations("r1") == generic.tool_journal.tool_operations(
+            "r1"
+        )
         assert written.get_run_header("r1") == generic.get_run_header("r1")
-        notes = written.recorder.select_notifications(start=1, limit=1000)
+        notes = written._es.recorder.select_notifications(start=1, limit=1000)
         assert [(n.id, n.topic, bytes(n.state)) for n in notes] == [
             (row[0], row[3], row[4]) for row in generic_rows
         ]
@@ -140,7 +142,7 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def app(tmp_path: Path) -> Iterator[RuntimeApplication]:
     application = _open(tmp_path / "runtime.sqlite")
     application.open_session("s1", "/workspace")
-    application.create_run(run_header())
+    application.ledger.create_run(run_header())
     yield application
     application.close()
 
@@ -148,14 +150,14 @@ def app(tmp_path: Path) -> Iterator[RuntimeApplication]:
 def _ledger(app: RuntimeApplication) -> LedgerBuilder:
     ledger = LedgerBuilder()
     ledger.user(marker=True)
-    app.append_events("r1", ledger.events)
+    app.ledger.append_events("r1", ledger.events)
     return ledger
 
 
 def test_one_executemany_per_command(app: RuntimeApplication, statements: list[str]) -> None:
     ledger = _ledger(app)
     statements.clear()
-    ToolRuntime(app, [Tool("Echo", Echo, _echo)]).execute(
+    ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)]).execute(
         "r1", ledger.call("c1", "Echo", {"text": "c1"})
     )
     one_commit = ["BEGIN IMMEDIATE", "PRAGMA data_version;", "COMMIT"]
@@ -170,7 +172,7 @@ def _refused_and_unchanged(
 ) -> Exception:
     before = _rows(path)
     with pytest.raises(error) as info:
-        app.append_events("r1", [ledger.model_text("refused")])
+        app.ledger.append_events("r1", [ledger.model_text("refused")])
     assert _rows(path) == before
     return info.value
 
@@ -188,8 +190,10 @@ def test_a_failpoint_before_commit_leaves_nothing_written(
         _refused_and_unchanged(app, tmp_path / "runtime.sqlite", RuntimeError, ledger)
     finally:
         failpoints.disarm()
-    app.append_events("r1", [ledger.model_text("after the refusal")])  # the connection is clean
-    assert app.run_high_water("r1") == 2
+    app.ledger.append_events(
+        "r1", [ledger.model_text("after the refusal")]
+    )  # the connection is clean
+    assert app.ledger.run_high_water("r1") == 2
 
 
 def test_a_concurrent_writer_is_refused_as_a_lost_race(
@@ -206,23 +210,23 @@ def test_a_concurrent_writer_is_refused_as_a_lost_race(
     def load_then_lose_the_race(run_id: str) -> Any:
         run = load_run(run_id)
         monkeypatch.setattr(store, "load_run", load_run)  # only once
-        other.append_events("r1", [ledger.model_text("the other writer")])
+        other.ledger.append_events("r1", [ledger.model_text("the other writer")])
         return run
 
     monkeypatch.setattr(store, "load_run", load_then_lose_the_race)
     before = _rows(path)
     try:
         with pytest.raises(ConcurrentWriteError) as info:
-            app.append_events("r1", [ledger.model_text("refused")])
+            app.ledger.append_events("r1", [ledger.model_text("refused")])
         assert info.value.code == "concurrent_write"
         after = _rows(path)
         assert after[:-1] == before  # only the other writer's row was added
         assert b"the other writer" in after[-1][4]
-        assert app.read_run_payloads("r1")[-1] == other.read_run_payloads("r1")[-1]
-        app.append_events("r1", [ledger.model_text("after the lost race")])
+        assert app.ledger.read_run_payloads("r1")[-1] == other.ledger.read_run_payloads("r1")[-1]
+        app.ledger.append_events("r1", [ledger.model_text("after the lost race")])
     finally:
         other.close()
-    assert app.run_high_water("r1") == 3  # the user turn, the other writer's, this one
+    assert app.ledger.run_high_water("r1") == 3  # the user turn, the other writer's, this one
 
 
 def _reason(error: Exception) -> str:
@@ -236,7 +240,7 @@ def test_a_deleted_store_file_is_refused(app: RuntimeApplication, tmp_path: Path
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     with pytest.raises(StoreUnavailableError) as info:
-        app.append_events("r1", [ledger.model_text("into an unlinked file")])
+        app.ledger.append_events("r1", [ledger.model_text("into an unlinked file")])
     assert _reason(info.value) == "store_file_deleted"
     assert not path.exists()
 
@@ -250,7 +254,7 @@ def test_a_replaced_store_file_is_refused(app: RuntimeApplication, tmp_path: Pat
     replacement.replace(path)
     before = _rows(path)
     with pytest.raises(StoreUnavailableError) as info:
-        app.append_events("r1", [ledger.model_text("into the wrong file")])
+        app.ledger.append_events("r1", [ledger.model_text("into the wrong file")])
     assert _reason(info.value) == "store_file_replaced"
     assert _rows(path) == before
 
@@ -259,7 +263,7 @@ def test_a_locked_store_is_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "runtime.sqlite"
     with _open(path) as setup:
         setup.open_session("s1", "/workspace")
-        setup.create_run(run_header())
+        setup.ledger.create_run(run_header())
     app = RuntimeApplication.open_sqlite(
         str(path), env={"SQLITE_LOCK_TIMEOUT": "1"}, host_id="host-a"
     )
@@ -269,7 +273,7 @@ def test_a_locked_store_is_store_unavailable(tmp_path: Path) -> None:
         error = _refused_and_unchanged(app, path, StoreUnavailableError, LedgerBuilder())
         assert _reason(error) == "locked"
         locker.execute("ROLLBACK")
-        app.append_events("r1", [LedgerBuilder().user(marker=True)])  # usable once released
+        app.ledger.append_events("r1", [LedgerBuilder().user(marker=True)])  # usable once released
     finally:
         locker.close()
         app.close()
@@ -279,7 +283,7 @@ def test_a_read_only_store_is_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "runtime.sqlite"
     with _open(path) as setup:
         setup.open_session("s1", "/workspace")
-        setup.create_run(run_header())
+        setup.ledger.create_run(run_header())
     with RuntimeApplication.open_sqlite(str(path), read_only=True, host_id="host-a") as app:
         error = _refused_and_unchanged(app, path, StoreUnavailableError, LedgerBuilder())
         assert _reason(error) == "read_only"
@@ -288,7 +292,7 @@ def test_a_read_only_store_is_store_unavailable(tmp_path: Path) -> None:
 def test_concurrent_threads_of_one_application_all_commit(app: RuntimeApplication) -> None:
     """The writer takes the pool's one writer connection: threads of one process queue."""
     for n in range(4):
-        app.create_run(run_header(Spine(run_id=f"t{n}", invocation_id=f"inv-t{n}")))
+        app.ledger.create_run(run_header(Spine(run_id=f"t{n}", invocation_id=f"inv-t{n}")))
     errors: list[BaseException] = []
 
     def append(run_id: str) -> None:
@@ -298,7 +302,7 @@ def test_concurrent_threads_of_one_application_all_commit(app: RuntimeApplicatio
             for n in range(10):
                 ledger.model_text(f"{run_id} {n}")
             for event in ledger.events:
-                app.append_events(run_id, [event])
+                app.ledger.append_events(run_id, [event])
         except BaseException as exc:  # collected, asserted below
             errors.append(exc)
 
@@ -308,7 +312,7 @@ def test_concurrent_threads_of_one_application_all_commit(app: RuntimeApplicatio
     for thread in threads:
         thread.join()
     assert errors == []
-    assert [app.run_high_water(f"t{n}") for n in range(4)] == [11] * 4
+    assert [app.ledger.run_high_water(f"t{n}") for n in range(4)] == [11] * 4
 
 
 @pytest.fixture
@@ -337,7 +341,7 @@ def pg_store_url_2(pg_server_url: str) -> Iterator[str]:
 
 def _log(url: str) -> list[tuple[Any, ...]]:
     with _open(url) as app:
-        notes = app.recorder.select_notifications(start=1, limit=1000)
+        notes = app._es.recorder.select_notifications(start=1, limit=1000)
         return [
             (n.id, str(n.originator_id), n.originator_version, n.topic, bytes(n.state))
             for n in notes

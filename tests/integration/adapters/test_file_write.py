@@ -46,10 +46,10 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Outside:
 @pytest.fixture
 def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
     sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+    sqlite_app.ledger.create_run(run_header())
     builder = LedgerBuilder()
     builder.user(marker=True)
-    sqlite_app.append_events("r1", builder.events)
+    sqlite_app.ledger.append_events("r1", builder.events)
     return builder
 
 
@@ -73,14 +73,14 @@ def _refused(call: Callable[[], Any], code: str) -> MakaError:
 def _assert_refused_before_t1(
     app: RuntimeApplication, ledger: LedgerBuilder, root: Path, path: str, code: str
 ) -> None:
-    result = ToolRuntime(app, [file_write_tool(root)]).execute(
+    result = ToolRuntime(app.tool_journal, [file_write_tool(root)]).execute(
         "r1", ledger.call("w1", "Write", {"path": path, "content": CONTENT})
     )
     assert result.is_error
     assert not result.dispatched
     assert result.result["text"].startswith("preflight_failed: WorkspacePathRefusedError")
     assert f"[{code}]" in result.result["text"]
-    assert app.tool_operations("r1") == ()  # no T1: the tool never ran
+    assert app.tool_journal.tool_operations("r1") == ()  # no T1: the tool never ran
 
 
 # --- the temporary file ---------------------------------------------------------------------
@@ -290,12 +290,12 @@ def test_recovery_does_not_read_through_a_link_planted_after_t1(
 
     crashing = Tool("Write", FileWriteArgs, die_before_write, "reconcile", inner.reconciler)
     with pytest.raises(Crash):
-        ToolRuntime(sqlite_app, [crashing]).execute(
+        ToolRuntime(sqlite_app.tool_journal, [crashing]).execute(
             "r1", ledger.call("w1", "Write", {"path": "config.json", "content": CONTENT})
         )
     (ws / "decoy.json").write_text(CONTENT)
     (ws / "config.json").symlink_to(ws / "decoy.json")
-    report = ToolRuntime(sqlite_app, [inner]).recover("r1")
+    report = ToolRuntime(sqlite_app.tool_journal, [inner]).recover("r1")
     assert [(a.action, a.reason) for a in report.actions] == [("parked", "reconcile_unreadable")]
     assert (ws / "config.json").is_symlink()
     assert sqlite_app.plan_resume("r1").disposition == "blocked"

@@ -27,7 +27,7 @@ import json, sys
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 app = RuntimeApplication.open_sqlite(sys.argv[1])
-app.append_events("r1", [json.loads(sys.argv[2])])
+app.ledger.append_events("r1", [json.loads(sys.argv[2])])
 app.close()
 """
 
@@ -43,10 +43,10 @@ def _echo(args: Echo, context: ToolContext) -> dict[str, Any]:
 @pytest.fixture
 def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
     sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+    sqlite_app.ledger.create_run(run_header())
     builder = LedgerBuilder()
     builder.user(marker=True)
-    sqlite_app.append_events("r1", builder.events)
+    sqlite_app.ledger.append_events("r1", builder.events)
     return builder
 
 
@@ -54,7 +54,7 @@ def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
 def reads(sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The stored rows each stream read of ``sqlite_app``'s recorder returned."""
     seen: list[int] = []
-    recorder = sqlite_app.recorder
+    recorder = sqlite_app._es.recorder
     original = recorder.select_events
 
     def counting(*args: Any, **kwargs: Any) -> Any:
@@ -67,7 +67,7 @@ def reads(sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch) -> li
 
 
 def _step(app: RuntimeApplication, ledger: LedgerBuilder, call_id: str) -> None:
-    ToolRuntime(app, [Tool("Echo", Echo, _echo)]).execute(
+    ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)]).execute(
         "r1", ledger.call(call_id, "Echo", {"text": call_id})
     )
 
@@ -81,7 +81,9 @@ def test_own_commits_are_folded_without_reading_them_back(
 ) -> None:
     _step(sqlite_app, ledger, "c1")
     _step(sqlite_app, ledger, "c2")
-    assert [op.state for op in sqlite_app.tool_operations("r1")] == ["outcome_committed"] * 2
+    assert [op.state for op in sqlite_app.tool_journal.tool_operations("r1")] == [
+        "outcome_committed"
+    ] * 2
     assert reads == []  # T1 and T2 of both steps were folded from memory
 
 
@@ -92,13 +94,13 @@ def test_another_app_on_the_same_file_is_seen(
     other = RuntimeApplication.open_sqlite(str(db_path))
     try:
         ledger.model_text("from the other app")
-        other.append_events("r1", ledger.events[-1:])
+        other.ledger.append_events("r1", ledger.events[-1:])
     finally:
         other.close()
     assert _texts(sqlite_app)[-1] == "from the other app"
     assert reads  # the commit of another connection sent the load to the store
     _step(sqlite_app, ledger, "c2")  # and the cached Run is at the right version to write on
-    assert len(sqlite_app.tool_operations("r1")) == 2
+    assert len(sqlite_app.tool_journal.tool_operations("r1")) == 2
 
 
 def test_another_process_commit_is_seen(
@@ -118,7 +120,7 @@ def test_a_foreign_write_to_another_stream_still_sends_the_load_to_the_store(
     _step(sqlite_app, ledger, "c1")
     with sqlite3.connect(db_path) as db:
         db.execute("CREATE TABLE unrelated (x INTEGER)")
-    sqlite_app.tool_operations("r1")
+    sqlite_app.tool_journal.tool_operations("r1")
     assert reads == [1]  # the T2 fact, read from the store
 
 
@@ -149,7 +151,7 @@ def test_after_a_failed_write_the_next_load_reads_the_store(
     try:
         ledger.model_text("never committed")
         with pytest.raises(RuntimeError, match="simulated failure"):
-            sqlite_app.append_events("r1", ledger.events[-1:])
+            sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     finally:
         failpoints.disarm()
     assert reads == []  # the failed command folded c1's T2 from memory before its write

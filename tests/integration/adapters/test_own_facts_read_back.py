@@ -38,10 +38,10 @@ def _echo(args: Echo, context: ToolContext) -> dict[str, Any]:
 @pytest.fixture
 def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
     sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+    sqlite_app.ledger.create_run(run_header())
     builder = LedgerBuilder()
     builder.user(marker=True)
-    sqlite_app.append_events("r1", builder.events)
+    sqlite_app.ledger.append_events("r1", builder.events)
     return builder
 
 
@@ -78,19 +78,21 @@ def _tamper_last_row(db_path: Path, edit: Any) -> None:
 def test_own_plain_events_are_not_parsed_again(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, parses: list[str]
 ) -> None:
-    runtime = ToolRuntime(sqlite_app, [Tool("Echo", Echo, _echo)])
+    runtime = ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)])
     runtime.execute("r1", ledger.call("c1", "Echo", {"text": "hi", "n": 0.5}))
-    sqlite_app.tool_operations("r1")  # the cache fast-forwards over T2
+    sqlite_app.tool_journal.tool_operations("r1")  # the cache fast-forwards over T2
     assert parses == []  # every row read back was byte-identical to what this process wrote
-    assert [op.state for op in sqlite_app.tool_operations("r1")] == ["outcome_committed"]
+    assert [op.state for op in sqlite_app.tool_journal.tool_operations("r1")] == [
+        "outcome_committed"
+    ]
 
 
 def test_a_non_plain_event_is_parsed_from_the_store_like_before(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, parses: list[str]
 ) -> None:
     call = ledger.call("c1", "Echo", {"text": "hi", "n": 1.0})  # stored as 1: not plain
-    ToolRuntime(sqlite_app, [Tool("Echo", Echo, _echo)]).execute("r1", call)
-    sqlite_app.tool_operations("r1")
+    ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)]).execute("r1", call)
+    sqlite_app.tool_journal.tool_operations("r1")
     assert call["id"] in parses
     assert sqlite_app.read_run_events("r1")[-3].to_wire()["content"]["args"] == {
         "text": "hi",
@@ -101,14 +103,22 @@ def test_a_non_plain_event_is_parsed_from_the_store_like_before(
 def test_warm_state_equals_a_cold_reload(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
-    runtime = ToolRuntime(sqlite_app, [Tool("Echo", Echo, _echo)])
+    runtime = ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)])
     for i, n in enumerate([0.5, 1.0, None, 2.25, 1e-7]):
         args = {"text": f"t{i} \u00e9\u2028"} | ({} if n is None else {"n": n})
         runtime.execute("r1", ledger.call(f"c{i}", "Echo", args))
-    warm = (_wire(sqlite_app), sqlite_app.tool_operations("r1"), sqlite_app.resolve_run("r1"))
+    warm = (
+        _wire(sqlite_app),
+        sqlite_app.tool_journal.tool_operations("r1"),
+        sqlite_app.tool_journal.resolve_run("r1"),
+    )
     cold_app = RuntimeApplication.open_sqlite(str(db_path))
     try:
-        cold = (_wire(cold_app), cold_app.tool_operations("r1"), cold_app.resolve_run("r1"))
+        cold = (
+            _wire(cold_app),
+            cold_app.tool_journal.tool_operations("r1"),
+            cold_app.tool_journal.resolve_run("r1"),
+        )
     finally:
         cold_app.close()
     assert warm == cold
@@ -118,7 +128,7 @@ def test_a_row_changed_after_the_commit_is_read_from_the_store(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
     ledger.model_text("the original text")
-    sqlite_app.append_events("r1", ledger.events[-1:])
+    sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     _tamper_last_row(db_path, lambda state: state.replace(b"original", b"tampered"))
     texts = [e.to_wire()["content"].get("text") for e in sqlite_app.read_run_events("r1")]
     assert texts[-1] == "the tampered text"  # not the remembered event
@@ -128,7 +138,7 @@ def test_a_corrupt_row_after_the_commit_is_still_caught(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
     ledger.model_text("soon corrupt")
-    sqlite_app.append_events("r1", ledger.events[-1:])
+    sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     _tamper_last_row(db_path, lambda state: state.replace(b"soon corrupt", b'soon"corrupt'))
     with pytest.raises(StoreCorruptionError):
         sqlite_app.read_run_events("r1")

@@ -98,7 +98,7 @@ def test_closing_the_application_during_a_write_keeps_the_acknowledged_write(
     ledger.user()
     app = RuntimeApplication.open_sqlite(str(db_path))
     app.open_session("s1", "/workspace")
-    app.create_run(run_header())
+    app.ledger.create_run(run_header())
     inside = threading.Event()
     release = threading.Event()
     outcome: list[object] = []
@@ -109,7 +109,7 @@ def test_closing_the_application_during_a_write_keeps_the_acknowledged_write(
 
     def write() -> None:
         try:
-            outcome.append(app.append_events("r1", ledger.events).appended)
+            outcome.append(app.ledger.append_events("r1", ledger.events).appended)
         except BaseException as exc:  # reported by the test
             outcome.append(exc)
 

@@ -51,8 +51,8 @@ def crashed(store: str, sessions: list[str]) -> None:
     app = RuntimeApplication.open(store)
     for session in sessions:
         app.open_session(session, "/workspace", WORKSPACE)
-        app.create_run(run_header(spine(session), workspaceIdentity=WORKSPACE))
-        app.append_events(spine(session).run_id, [LedgerBuilder(spine(session)).user("go")])
+        app.ledger.create_run(run_header(spine(session), workspaceIdentity=WORKSPACE))
+        app.ledger.append_events(spine(session).run_id, [LedgerBuilder(spine(session)).user("go")])
     app.close()
 
 
@@ -150,13 +150,13 @@ def test_a_command_of_another_conversation_lands_while_a_model_call_sleeps(
         aio = await recovered(store_url, [])
         async with aio:
             await aio.open_session("s9", "/workspace", WORKSPACE)
-            await aio.create_run(run_header(spine("s9"), workspaceIdentity=WORKSPACE))
+            await aio.ledger.create_run(run_header(spine("s9"), workspaceIdentity=WORKSPACE))
             provider = SlowProvider(text_only, watch="s1")
             conversation = asyncio.create_task(resume(aio, "s1", provider))
             await asyncio.wait_for(provider.calling.wait(), 10)
             began = time.monotonic()
             user = [LedgerBuilder(spine("s9")).user("meanwhile")]
-            result = await aio.append_events("s9-r", user, expected_high_water=0)
+            result = await aio.ledger.append_events("s9-r", user, expected_high_water=0)
             events = await aio.read_run_events("s9-r")
             took = time.monotonic() - began
             during = not provider.returned.is_set()
@@ -182,7 +182,7 @@ def test_a_sleeping_tool_blocks_no_other_conversation(store_url: str, kind: str)
 
     async def wait_async(args: WaitArgs, context: ToolContext) -> dict[str, Any]:
         entered.set()
-        seen["operations"] = await facade[0].tool_operations(context.run_id)
+        seen["operations"] = await facade[0].tool_journal.tool_operations(context.run_id)
         # bounded: a tool run inside the writer would wait for itself here
         seen["own_command"] = await asyncio.wait_for(facade[0].heartbeat(), 2 * CALL_S)
         await asyncio.sleep(CALL_S)
@@ -191,7 +191,7 @@ def test_a_sleeping_tool_blocks_no_other_conversation(store_url: str, kind: str)
 
     def wait_sync(args: WaitArgs, context: ToolContext) -> dict[str, Any]:
         entered.set()
-        seen["operations"] = facade[0].app.tool_operations(context.run_id)
+        seen["operations"] = facade[0].app.tool_journal.tool_operations(context.run_id)
         time.sleep(CALL_S)
         left.set()
         return {"kind": "text", "text": f"waited {args.label}"}
@@ -211,7 +211,7 @@ def test_a_sleeping_tool_blocks_no_other_conversation(store_url: str, kind: str)
         facade.append(aio)
         async with aio:
             await aio.open_session("s9", "/workspace", WORKSPACE)
-            await aio.create_run(run_header(spine("s9"), workspaceIdentity=WORKSPACE))
+            await aio.ledger.create_run(run_header(spine("s9"), workspaceIdentity=WORKSPACE))
             conversation = asyncio.create_task(resume(aio, "s1", SlowProvider(turns)))
             for _ in range(1000):
                 if entered.is_set():
@@ -219,7 +219,7 @@ def test_a_sleeping_tool_blocks_no_other_conversation(store_url: str, kind: str)
                 await asyncio.sleep(0.01)
             began = time.monotonic()
             user = [LedgerBuilder(spine("s9")).user("meanwhile")]
-            await aio.append_events("s9-r", user, expected_high_water=0)
+            await aio.ledger.append_events("s9-r", user, expected_high_water=0)
             took = time.monotonic() - began
             during = not left.is_set()
             return took, during, await conversation
@@ -232,7 +232,7 @@ def test_a_sleeping_tool_blocks_no_other_conversation(store_url: str, kind: str)
     (operation,) = seen["operations"]
     assert operation.is_unsettled  # T1 committed before the tool ran, T2 not yet
     with RuntimeApplication.open(store_url) as app:
-        (settled,) = app.tool_operations(target)
+        (settled,) = app.tool_journal.tool_operations(target)
         assert not settled.is_unsettled  # T2 after it
         assert app.get_run_header(target).status == "completed"
 
@@ -251,12 +251,12 @@ def test_a_tool_call_through_the_facade_holds_no_lock(store_url: str) -> None:
         async with AsyncRuntimeApplication(app) as aio:
             for session in ("s1", "s2"):
                 await aio.open_session(session, "/workspace", WORKSPACE)
-                await aio.create_run(run_header(spine(session), workspaceIdentity=WORKSPACE))
+                await aio.ledger.create_run(run_header(spine(session), workspaceIdentity=WORKSPACE))
             call = LedgerBuilder(spine("s1")).call("w1", "Wait", {"label": "x"})
             running = asyncio.create_task(aio.execute_tool("s1-r", call))
             await asyncio.wait_for(entered.wait(), 10)
             began = time.monotonic()
-            await aio.append_events("s2-r", [LedgerBuilder(spine("s2")).user("hi")])
+            await aio.ledger.append_events("s2-r", [LedgerBuilder(spine("s2")).user("hi")])
             took = time.monotonic() - began
             during = not running.done()
             result = await running
@@ -293,7 +293,7 @@ def test_one_plan_executed_twice_at_once_has_one_winner(store_url: str) -> None:
     assert done[0].status == "completed"
     assert len(refused) == 1
     with RuntimeApplication.open(store_url) as app:
-        assert len(app.all_claims()) == 1
+        assert len(app.claims.all_claims()) == 1
 
 
 def test_one_fork_executed_twice_at_once_runs_once(store_url: str) -> None:
@@ -302,9 +302,9 @@ def test_one_fork_executed_twice_at_once_runs_once(store_url: str) -> None:
     note = Tool("Note", WaitArgs, lambda args, context: {"kind": "text", "text": "noted"})
     app = restarted(store_url, [note])
     app.open_session("s1", "/workspace", WORKSPACE)
-    app.create_run(run_header(spine("s1"), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(spine("s1"), workspaceIdentity=WORKSPACE))
     ledger = LedgerBuilder(spine("s1"))
-    app.append_events("s1-r", [ledger.user("go")])
+    app.ledger.append_events("s1-r", [ledger.user("go")])
     app.tool_runtime.execute("s1-r", ledger.call("n1", "Note", {"label": "x"}))
     app.end_run("s1-r", ledger.terminal("failed"))
     fork = app.fork_run("s1-r", before_operation=spine("s1").operation_id("n1"), actor="ops")

@@ -30,12 +30,12 @@ def spine(n: int) -> Spine:
 
 async def one_agent(facade: AsyncRuntimeApplication, n: int) -> list[int]:
     """Create run ``r{n}`` and append its turns one save at a time, yielding between them."""
-    await facade.create_run(run_header(spine(n)))
+    await facade.ledger.create_run(run_header(spine(n)))
     ledger = LedgerBuilder(spine(n), prefix=f"r{n}-")
     high_waters = []
     for turn in range(TURNS):
         event = ledger.user(f"turn {turn}") if turn == 0 else ledger.model_text(f"step {turn}")
-        result = await facade.append_events(f"r{n}", [event], expected_high_water=turn)
+        result = await facade.ledger.append_events(f"r{n}", [event], expected_high_water=turn)
         high_waters.append(result.high_water)
         await asyncio.sleep(0)
     return high_waters
@@ -55,9 +55,9 @@ def test_concurrent_turns_on_different_runs_all_land(store_url: str) -> None:
         for n in range(RUNS):
             events = reopened.read_run_events(f"r{n}")
             assert len(events) == TURNS
-            assert reopened.run_high_water(f"r{n}") == TURNS
+            assert reopened.ledger.run_high_water(f"r{n}") == TURNS
             assert [e.id for e in events] == [f"r{n}-{k}" for k in range(1, TURNS + 1)]
-        assert sorted(reopened.all_run_ids()) == sorted(f"r{n}" for n in range(RUNS))
+        assert sorted(reopened.ledger.all_run_ids()) == sorted(f"r{n}" for n in range(RUNS))
     finally:
         reopened.close()
 
@@ -83,7 +83,7 @@ def test_the_event_loop_keeps_ticking_during_a_long_append_batch(store_url: str)
 
         async with AsyncRuntimeApplication(Observed.open(store_url)) as aio:
             await aio.open_session("s1", "/workspace")
-            await aio.create_run(run_header(spine(0)))
+            await aio.ledger.create_run(run_header(spine(0)))
             ledger = LedgerBuilder(spine(0), prefix="r0-")
             ledger.user("go")
             for k in range(400):
@@ -92,10 +92,10 @@ def test_the_event_loop_keeps_ticking_during_a_long_append_batch(store_url: str)
             await asyncio.sleep(0)
             before = ticks
             for start in range(0, len(ledger.events), 50):
-                await aio.append_events("r0", ledger.events[start : start + 50])
+                await aio.ledger.append_events("r0", ledger.events[start : start + 50])
             done.set()
             await beat
-            return ticks - before, await aio.run_high_water("r0")
+            return ticks - before, await aio.ledger.run_high_water("r0")
 
     ticked, high_water = asyncio.run(main())
 
@@ -149,11 +149,11 @@ def source_app(store: str, tool_threads: list[int]) -> RuntimeApplication:
     )
     app.open_session("s1", "/workspace")
     ledger = LedgerBuilder(Spine(), prefix="r1-")
-    app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger.user("take a note")
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     return app
 
 
@@ -219,7 +219,7 @@ def test_an_async_tool_outside_the_facade_runs_in_a_private_loop(store_url: str)
     threads: list[int] = []
     app = source_app(store_url, threads)
     try:
-        app.create_run(run_header(spine(2)))
+        app.ledger.create_run(run_header(spine(2)))
         call = LedgerBuilder(spine(2), prefix="r2-").call("c1", "Note", {"text": "sync"})
         result = app.tool_runtime.execute("r2", call)
     finally:

@@ -1,10 +1,12 @@
-"""eventsourcing's own write entry points are closed on RuntimeApplication (issue 20).
+"""eventsourcing's own write entry points are closed (issue 20), and gone from the host (issue 22).
 
-Why: ``RuntimeApplication`` is an ``eventsourcing.Application``, whose ``save`` commits any
+Why: ``RuntimeApplication`` was an ``eventsourcing.Application``, whose ``save`` commits any
 fact it is given. A dispatch fact at the run's next version, refused by ``append_events`` as
 ``reserved_fact``, went in through ``app.save`` and came back from ``read_run_events``. The
-inherited writers now refuse with ``write_path_refused`` and write nothing; the evidence is
-read from the store's table itself (SQLite file, PostgreSQL schema) and by a fresh application.
+host object now holds its eventsourcing application (``app._es``, ADR 0039) and has no such
+name; the held application's writers refuse with ``write_path_refused`` and write nothing; the
+evidence is read from the store's table itself (SQLite file, PostgreSQL schema) and by a fresh
+application.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ def run_with_pending_call(app: RuntimeApplication) -> RuntimeEvent:
     """Run r1 declaring the T1 protocol, with a committed call c1 awaiting its dispatch; the
     dispatch event the generic path must never take."""
     app.open_session(SPINE.session_id, "/workspace")
-    app.create_run(run_header(SPINE))
-    app.append_event(RUN, EV.user(marker=TOOL_BOUNDARY_PROTOCOL_V1))
+    app.ledger.create_run(run_header(SPINE))
+    app.ledger.append_event(RUN, EV.user(marker=TOOL_BOUNDARY_PROTOCOL_V1))
     call = RuntimeEvent.model_validate(EV.call("c1", "Write", ARGS))
-    app.append_event(RUN, call.to_wire())
+    app.ledger.append_event(RUN, call.to_wire())
     return dispatch_fact(call, SPINE.operation_id("c1"), "never_auto_retry")
 
 
@@ -58,13 +60,13 @@ def test_save_of_a_dispatch_fact_is_refused_and_nothing_is_stored(
 ) -> None:
     dispatch = run_with_pending_call(store_app)
     with pytest.raises(ReservedFactError):
-        store_app.append_event(RUN, dispatch.to_wire())
+        store_app.ledger.append_event(RUN, dispatch.to_wire())
     before_events = store_app.read_run_events(RUN)
     before_rows = event_rows(store_url)
     fact = dispatch_recorded(store_app, dispatch)
 
     with pytest.raises(WritePathRefusedError) as refused:
-        store_app.save(fact)
+        store_app._es.save(fact)
 
     assert refused.value.code == "write_path_refused"
     assert refused.value.detail == {"name": "save"}
@@ -79,17 +81,17 @@ def test_save_of_a_dispatch_fact_is_refused_and_nothing_is_stored(
 
 
 def _take_snapshot(app: RuntimeApplication) -> object:
-    app.take_snapshot(run_stream_id(RUN))
+    app._es.take_snapshot(run_stream_id(RUN))
     return None
 
 
 def _notify(app: RuntimeApplication) -> object:
-    app.notify([])
+    app._es.notify([])
     return None
 
 
 def _repository(app: RuntimeApplication) -> object:
-    return app.repository.get(run_stream_id(RUN))
+    return app._es.repository.get(run_stream_id(RUN))
 
 
 @pytest.mark.parametrize(

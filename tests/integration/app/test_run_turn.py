@@ -167,18 +167,20 @@ def test_a_crash_inside_a_never_auto_retry_tool_parks_with_the_operator_commands
         assert parked.reasons
         assert parked.outcome is None
         assert provider.requests == []
-        (op,) = [o.operation_id for o in app.tool_operations("r1") if o.tool_call_id == "c2"]
+        (op,) = [
+            o.operation_id for o in app.tool_journal.tool_operations("r1") if o.tool_call_id == "c2"
+        ]
         # recovery left the run unsealed (left_awaiting_operator): attest it, or fork before it
         assert parked.operator_commands == (
             f"maka-es attest r1 {op} --applied --result RESULT --actor WHO",
             f"maka-es attest r1 {op} --not-applied --actor WHO",
             f"maka-es fork r1 --before {op} --actor WHO",
         )
-        high_water = app.run_high_water("r1")
+        high_water = app.ledger.run_high_water("r1")
         with pytest.raises(TurnRefusedError):
             app.run_turn("s1", "another prompt", provider)
         assert [h.run_id for h in app.list_runs("s1")] == ["r1"]  # nothing written
-        assert app.run_high_water("r1") == high_water
+        assert app.ledger.run_high_water("r1") == high_water
         # the operator's way out, then resume runs the fork and a new prompt runs
         fork = app.fork_run("r1", before_operation=op, actor="ops")
         resumed = app.resume("s1", provider)
@@ -208,7 +210,9 @@ def test_a_never_auto_retry_park_is_left_by_the_offered_attestation(
         assert {r.kind for r in app.recover().repairs} == {"left_awaiting_operator"}
         app.open_session("s1")
         parked = app.resume("s1", provider)
-        (op,) = [o.operation_id for o in app.tool_operations("r1") if o.tool_call_id == "c2"]
+        (op,) = [
+            o.operation_id for o in app.tool_journal.tool_operations("r1") if o.tool_call_id == "c2"
+        ]
         assert f"maka-es attest r1 {op} --not-applied --actor WHO" in parked.operator_commands
         attested = app.attest_operation("r1", op, applied=False, actor="ops")
         assert [r.kind for r in attested.recovery] == ["terminal_recovered"]
@@ -246,7 +250,9 @@ def test_a_run_left_unreconciled_parks_with_attest_and_fork(store_url: str, cwd:
         app.open_session("s1")
         parked = app.resume("s1", provider)
         assert (parked.status, parked.run_id) == ("parked", "r1")
-        (op,) = [o.operation_id for o in app.tool_operations("r1") if o.tool_call_id == "c2"]
+        (op,) = [
+            o.operation_id for o in app.tool_journal.tool_operations("r1") if o.tool_call_id == "c2"
+        ]
         assert parked.operator_commands == (
             f"maka-es attest r1 {op} --applied --result RESULT --actor WHO",
             f"maka-es attest r1 {op} --not-applied --actor WHO",

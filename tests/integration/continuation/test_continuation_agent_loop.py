@@ -50,7 +50,10 @@ class Witness:
     def note(self, args: NoteArgs, context: ToolContext) -> dict[str, Any]:
         assert self.app is not None
         events = self.app.read_run_events(context.run_id)
-        states = {op.operation_id: op.state for op in self.app.tool_operations(context.run_id)}
+        states = {
+            op.operation_id: op.state
+            for op in self.app.tool_journal.tool_operations(context.run_id)
+        }
         self.runs.append(
             {
                 "operationId": context.operation_id,
@@ -84,13 +87,15 @@ class Env:
         self.witness.app = self.app
         self.app.open_session("s1", "/workspace")
         ledger = LedgerBuilder(Spine(), prefix="r1-")
-        self.app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+        self.app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
         ledger.user("take a note")
         ledger.call("c1", "Bash", {"command": "ls"})
         ledger.response("c1", "Bash")
         ledger.terminal("failed")
-        self.app.append_events("r1", ledger.events)
-        self.app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+        self.app.ledger.append_events("r1", ledger.events)
+        self.app.ledger.update_run_header(
+            "r1", {"status": "failed", "failureClass": "provider_error"}
+        )
         self.source_events = ledger.events
 
     def run(self, provider: Any, **kw: Any) -> Any:
@@ -145,7 +150,7 @@ def test_a_tool_call_then_text_completes_with_the_tool_run_once_between_t1_and_t
         f"{TARGET}-out-2",
         f"{TARGET}-terminal",
     ]
-    [operation] = env.app.tool_operations(TARGET)
+    [operation] = env.app.tool_journal.tool_operations(TARGET)
     assert (operation.operation_id, operation.state) == (op("n1"), "outcome_committed")
     assert events[1].refs is not None
     assert events[1].refs.operation_id == op("n1")
@@ -217,7 +222,7 @@ def test_the_step_limit_ends_the_run_with_its_own_terminal(env: Env) -> None:
     terminal = env.app.read_run_events(TARGET)[-1]
     assert terminal.id == f"{TARGET}-terminal"
     # every recorded call was answered: the run is a clean boundary to continue from
-    assert {o.state for o in env.app.tool_operations(TARGET)} == {"outcome_committed"}
+    assert {o.state for o in env.app.tool_journal.tool_operations(TARGET)} == {"outcome_committed"}
     assert env.app.plan_resume(TARGET).disposition == "safe_replay"
     assert env.app.plan_continuation("s1").disposition == "continue"
     assert DEFAULT_STEP_LIMIT >= 8
@@ -323,7 +328,7 @@ def test_a_call_of_an_unknown_tool_is_refused_before_t1_and_the_model_sees_why(
     outcome = env.run(provider)
 
     assert outcome.status == "completed"
-    assert env.app.tool_operations(TARGET) == ()  # nothing crossed T1
+    assert env.app.tool_journal.tool_operations(TARGET) == ()  # nothing crossed T1
     messages = provider.requests[1].openai_messages()
     assert messages[-1]["tool_call_id"] == "w1"
     assert "tool_unknown" in messages[-1]["content"]
@@ -360,10 +365,10 @@ def test_a_tool_step_error_between_t1_and_t2_leaves_the_run_to_recovery(
     failpoints.disarm()
     assert env.app.get_run_header(TARGET).status == "running"
     assert [e.is_terminal for e in env.app.read_run_events(TARGET)][-1] is False
-    assert [o.state for o in env.app.tool_operations(TARGET)] == ["prepared"]
+    assert [o.state for o in env.app.tool_journal.tool_operations(TARGET)] == ["prepared"]
     host = restart(env.app)
     report = host.recover()
-    (operation,) = host.tool_operations(TARGET)
+    (operation,) = host.tool_journal.tool_operations(TARGET)
     waiting = {"operationId": operation.operation_id, "toolName": "Note"}
     assert [(r.run_id, r.kind, r.detail) for r in report.repairs] == [
         (
@@ -388,5 +393,5 @@ def test_a_tool_step_error_with_every_operation_settled_ends_the_run_failed(
     provider = ScriptedProvider([ProviderTurn(outputs=(call("n1", "x"),))])
     outcome = env.run(provider)
     assert (outcome.status, outcome.error_class) == ("failed", "StoreWentAwayError")
-    assert [o.state for o in env.app.tool_operations(TARGET)] == ["outcome_committed"]
+    assert [o.state for o in env.app.tool_journal.tool_operations(TARGET)] == ["outcome_committed"]
     assert env.app.get_run_header(TARGET).failure_class == "StoreWentAwayError"

@@ -75,13 +75,13 @@ def app(store_url: str) -> Iterator[RuntimeApplication]:
 
 def failed_source(app: RuntimeApplication) -> None:
     ledger = LedgerBuilder(Spine(), prefix="r1-")
-    app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger.user("fix the port")
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
 
 def real_boundary(app: RuntimeApplication) -> SourceBoundary:
@@ -220,7 +220,7 @@ def test_target_without_a_v2_source_needs_repair(app: RuntimeApplication) -> Non
     """The claimed target exists but its header does not name the claimed boundary."""
     boundary = real_boundary(app)
     commit_unchecked(app, ContinuationClaim.create(boundary, TARGET, "r2-start", CLAIMED_AT))
-    app.create_run(run_header(Spine("s1", "i2", "r2", "t2"), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine("s1", "i2", "r2", "t2"), workspaceIdentity=WORKSPACE))
     plan = app.plan_continuation("s1", "r1")
     assert plan.rejection_reasons == ("continuation_claim_repair_required",)
     assert plan.diagnostics[0].detail == {"continuationRunId": "r2", "claimId": boundary.claim_id}
@@ -264,12 +264,12 @@ def test_executor_records_runtime_admission_with_the_claim(app: RuntimeApplicati
     plan = app.plan_continuation("s1")
     assert plan.continuation is not None
     app.execute_continuation(plan, ScriptedProvider([ProviderTurn(outputs=())]))
-    claim = app.get_claim(plan.continuation.claim_id or "")
+    claim = app.claims.get_claim(plan.continuation.claim_id or "")
     assert claim is not None
     assert (claim.start_kind, claim.start_event_id) == ("runtime_admission", "new-2-start")
     assert claim.target_run_header is not None
     assert claim.target_run_header.run_id == "new-2"
-    assert [c.start_kind for c in app.all_claims()] == ["runtime_admission"]
+    assert [c.start_kind for c in app.claims.all_claims()] == ["runtime_admission"]
 
 
 def test_recording_a_start_kind_is_once_and_must_match_the_start(
@@ -284,19 +284,22 @@ def test_recording_a_start_kind_is_once_and_must_match_the_start(
     )
     before = store_snapshot(app).rows
     with pytest.raises(ContinuationStartConflictError):
-        app.continuation_start_record(boundary.claim_id, repair, start_kind="runtime_admission")
+        app.claims.continuation_start_record(
+            boundary.claim_id, repair, start_kind="runtime_admission"
+        )
     with pytest.raises(ContinuationStartConflictError):
-        app.continuation_start_record("claim_missing", repair, start_kind="claim_repair")
+        app.claims.continuation_start_record("claim_missing", repair, start_kind="claim_repair")
     assert store_snapshot(app).rows == before
     commit_unchecked(
-        app, app.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair")
+        app,
+        app.claims.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair"),
     )
-    claim = app.get_claim(boundary.claim_id)
+    claim = app.claims.get_claim(boundary.claim_id)
     assert claim is not None
     assert (claim.start_kind, claim.start_event_id) == ("claim_repair", "repair-start")
     after = store_snapshot(app).rows
     with pytest.raises(ContinuationStartConflictError):
-        app.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair")
+        app.claims.continuation_start_record(boundary.claim_id, repair, start_kind="claim_repair")
     assert store_snapshot(app).rows == after
 
 
@@ -337,7 +340,7 @@ def test_a_legacy_claim_still_loads_and_classifies(store_url: str) -> None:
         app.execute_continuation(plan, ScriptedProvider([ProviderTurn(outputs=())]))
     _strip_to_legacy_claim(store_url)
     with open_app(store_url) as app:
-        [claim] = app.all_claims()
+        [claim] = app.claims.all_claims()
         assert (claim.start_kind, claim.target_run_header, claim.provider_projection_version) == (
             None,
             None,

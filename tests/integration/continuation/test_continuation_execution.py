@@ -77,13 +77,15 @@ def failed_source(
 ) -> LedgerBuilder:
     """A session-inline run that committed user -> call -> result and then failed."""
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
-    app.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
     ledger.user(text)
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    app.append_events(spine.run_id, ledger.events)
-    app.update_run_header(spine.run_id, {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events(spine.run_id, ledger.events)
+    app.ledger.update_run_header(
+        spine.run_id, {"status": "failed", "failureClass": "provider_error"}
+    )
     return ledger
 
 
@@ -122,11 +124,11 @@ def test_continuation_executes_once_with_the_validated_replay(env: Env) -> None:
     assert start.provenance == "runtime_admission"
     assert events[0].protocol_marker == "t1_after_preflight_v1"
     assert [e.id for e in events] == ["new-2-start", "new-2-out-1", "new-2-terminal"]
-    claims = env.app.all_claims()
+    claims = env.app.claims.all_claims()
     assert [c.target_run_id for c in claims] == ["new-2"]
     assert env.app._store.load_run("r1").sealed_by == claims[0].claim_id
     with pytest.raises(RunSealedError):
-        env.app.append_event("r1", LedgerBuilder(Spine(), prefix="late-").model_text())
+        env.app.ledger.append_event("r1", LedgerBuilder(Spine(), prefix="late-").model_text())
     assert [e.type for e in env.sink.events] == [
         "plan_approved",
         "execution_started",
@@ -215,8 +217,8 @@ def test_source_facts_are_revalidated(env: Env) -> None:
     trimmed = plan.continuation.runtime_context[:-1]
     _refused(env, _forged(plan, runtime_context=trimmed), "source_replay_changed")
     # a plan that names a source which is not terminal (e.g. forged or stale)
-    env.app.create_run(run_header(running, workspaceIdentity=WORKSPACE))
-    env.app.append_events("r3", [LedgerBuilder(running).user()])
+    env.app.ledger.create_run(run_header(running, workspaceIdentity=WORKSPACE))
+    env.app.ledger.append_events("r3", [LedgerBuilder(running).user()])
     forged = _forged(
         plan,
         source_run_id="r3",
@@ -230,7 +232,7 @@ def test_source_facts_are_revalidated(env: Env) -> None:
 def test_another_active_run_refuses(env: Env) -> None:
     env.failed_source(Spine())
     plan = env.app.plan_continuation("s1")
-    env.app.create_run(run_header(Spine("s1", "i9", "r9", "t9")))  # running
+    env.app.ledger.create_run(run_header(Spine("s1", "i9", "r9", "t9")))  # running
     _refused(env, plan, "continuation_run_active")
 
 
@@ -241,7 +243,7 @@ def test_any_non_terminal_run_of_the_session_is_live(env: Env, status: str) -> N
     checked before anything else is re-read."""
     env.failed_source(Spine())
     plan = env.app.plan_continuation("s1")
-    env.app.create_run(run_header(Spine("s1", "i9", "r9", "t9"), status=status))
+    env.app.ledger.create_run(run_header(Spine("s1", "i9", "r9", "t9"), status=status))
     _grow_source(env.app)  # would be source_identity_changed, but the live run comes first
     provider = ScriptedProvider([text_turn()])
     with pytest.raises(ContinuationRevalidationError) as info:
@@ -275,7 +277,7 @@ def test_a_source_that_grew_is_an_identity_change(env: Env) -> None:
     env.failed_source(Spine())
     plan = env.app.plan_continuation("s1")
     _grow_source(env.app)
-    assert env.app.run_high_water("r1") == 5
+    assert env.app.ledger.run_high_water("r1") == 5
     _refused(env, plan, "source_identity_changed")
 
 
@@ -356,13 +358,13 @@ def test_telemetry_never_carries_prompts_args_or_results(
     caplog.set_level(logging.DEBUG)
     spine = Spine()
     ledger = LedgerBuilder(spine, prefix="r1-")
-    env.app.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
+    env.app.ledger.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
     ledger.user(f"my password is {CANARY}")
     ledger.call("c1", "Bash", {"command": f"echo {CANARY}"})
     ledger.response("c1", "Bash", {"kind": "text", "text": CANARY})
     ledger.terminal("failed")
-    env.app.append_events("r1", ledger.events)
-    env.app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    env.app.ledger.append_events("r1", ledger.events)
+    env.app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
     class BoomError(Exception):
         pass
@@ -394,7 +396,7 @@ def _run_with_sinks(path: Path, sinks: list[TelemetrySink]) -> tuple[Any, Any, l
         failed_source(app, Spine())
         plan = app.plan_continuation("s1")
         outcome = app.execute_continuation(plan, ScriptedProvider([text_turn()]))
-        return plan.model_dump(mode="json"), outcome, app.read_run_payloads("new-2")
+        return plan.model_dump(mode="json"), outcome, app.ledger.read_run_payloads("new-2")
 
 
 def test_a_raising_sink_changes_nothing(tmp_path: Path) -> None:
@@ -445,25 +447,25 @@ def test_crash_continue_chain_keeps_one_user_message(env: Env) -> None:
 def test_recovery_repairs_headers_and_missing_terminals(restart: Restart, env: Env) -> None:
     lagging = Spine("s1", "i1", "r1", "t1")
     ledger = LedgerBuilder(lagging)
-    env.app.create_run(run_header(lagging))
+    env.app.ledger.create_run(run_header(lagging))
     ledger.user()
     ledger.terminal("failed")
-    env.app.append_events("r1", ledger.events)  # terminal event, header still running
+    env.app.ledger.append_events("r1", ledger.events)  # terminal event, header still running
 
     interrupted = Spine("s1", "i2", "r2", "t2")
     ledger2 = LedgerBuilder(interrupted, prefix="x")
-    env.app.create_run(run_header(interrupted))
+    env.app.ledger.create_run(run_header(interrupted))
     ledger2.user()
     ledger2.call("c1", "Bash")
-    env.app.append_events("r2", ledger2.events)
+    env.app.ledger.append_events("r2", ledger2.events)
 
     finished = Spine("s1", "i3", "r3", "t3")
     ledger3 = LedgerBuilder(finished, prefix="y")
-    env.app.create_run(run_header(finished))
+    env.app.ledger.create_run(run_header(finished))
     ledger3.user()
     ledger3.terminal("completed")
-    env.app.append_events("r3", ledger3.events)
-    env.app.update_run_header("r3", {"status": "completed"})
+    env.app.ledger.append_events("r3", ledger3.events)
+    env.app.ledger.update_run_header("r3", {"status": "completed"})
 
     report = restart(env.app).recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [
@@ -490,13 +492,13 @@ def test_recovery_touches_only_runs_needing_attention(
     for n in range(1, 9):
         spine = Spine("s1", f"i{n}", f"r{n}", f"t{n}")
         ledger = LedgerBuilder(spine, prefix=f"r{n}-")
-        env.app.create_run(run_header(spine))
+        env.app.ledger.create_run(run_header(spine))
         ledger.user()
         if n != 5:
             ledger.terminal("completed")
-        env.app.append_events(spine.run_id, ledger.events)
+        env.app.ledger.append_events(spine.run_id, ledger.events)
         if n != 5:
-            env.app.update_run_header(spine.run_id, {"status": "completed"})
+            env.app.ledger.update_run_header(spine.run_id, {"status": "completed"})
     env.app.recovery_status.catch_up()
     loaded: list[str] = []
     original = EventSourcedRunStore.load_run
@@ -595,12 +597,12 @@ def test_a_parked_plan_reports_its_candidate_to_telemetry(env: Env) -> None:
     env.app.plan_continuation("s1")  # no candidate yet
     spine = Spine()
     ledger = LedgerBuilder(spine, prefix="r1-")
-    env.app.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
+    env.app.ledger.create_run(run_header(spine, workspaceIdentity=WORKSPACE))
     ledger.user()
     ledger.call("c1", "Bash")  # dangling: the plan parks
     ledger.terminal("failed")
-    env.app.append_events("r1", ledger.events)
-    env.app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    env.app.ledger.append_events("r1", ledger.events)
+    env.app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     env.app.plan_continuation("s1")
     parked = [e.to_wire() for e in env.sink.events if e.type == "plan_parked"]
     assert [(p["sourceRunId"], p["rejectionReasons"]) for p in parked] == [

@@ -65,7 +65,7 @@ def failed_run(
 ) -> LedgerBuilder:
     """A session-inline run that committed user -> call -> result and then failed."""
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
-    app.create_run(
+    app.ledger.create_run(
         run_header(spine, createdAt=created_at, workspaceIdentity=WORKSPACE, **(header or {}))
     )
     if body is None:
@@ -78,13 +78,13 @@ def failed_run(
     ledger.terminal(terminal_status)
     if status == "cancelled":
         ledger.events[-1]["actions"]["stateDelta"] = {"abortSource": "user"}
-    app.append_events(spine.run_id, ledger.events)
+    app.ledger.append_events(spine.run_id, ledger.events)
     patch: dict[str, Any] = {"status": status, "updatedAt": created_at + 1}
     if status == "failed":
         patch["failureClass"] = "provider_error"
     else:
         patch["abortSource"] = "user"
-    app.update_run_header(spine.run_id, patch)
+    app.ledger.update_run_header(spine.run_id, patch)
     return ledger
 
 
@@ -139,7 +139,7 @@ def test_feature_flag_is_checked_before_the_session_is_read(store_url: str) -> N
 
 def test_no_candidate(app: RuntimeApplication) -> None:
     assert app.plan_continuation("s1").rejection_reasons == ("resume_candidate_missing",)
-    app.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))  # running, not failed
+    app.ledger.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))  # running, not failed
     assert app.plan_continuation("s1").rejection_reasons == ("resume_candidate_missing",)
     assert app.plan_continuation("nope").rejection_reasons == ("resume_candidate_missing",)
 
@@ -170,7 +170,7 @@ def test_candidate_is_the_newest_failed_or_cancelled_session_inline_run(
     failed_run(app, spine(2), created_at=3000, status="cancelled")
     failed_run(app, spine(3), created_at=2000)
     child = Spine("s1", "i4", "r4", "t4")
-    app.create_run(
+    app.ledger.create_run(
         run_header(child, createdAt=9000, parentRunId="r1", agentId="sub", status="running")
     )
     plan = app.plan_continuation("s1")
@@ -197,11 +197,11 @@ def test_no_inspector(store_url: str) -> None:
 def test_unreadable_source_and_missing_identity(app: RuntimeApplication) -> None:
     assert app.plan_continuation("s1", "ghost").rejection_reasons == ("source_run_unreadable",)
     ledger = LedgerBuilder(spine(1))
-    app.create_run(run_header(spine(1)))  # no workspaceIdentity recorded
+    app.ledger.create_run(run_header(spine(1)))  # no workspaceIdentity recorded
     ledger.user()
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     assert app.plan_continuation("s1").rejection_reasons == ("workspace_identity_missing",)
 
 
@@ -242,10 +242,10 @@ def test_fully_committed_boundary_continues_with_fresh_ids(app: RuntimeApplicati
 
 def test_running_header_is_terminal_repair_failed(app: RuntimeApplication) -> None:
     ledger = LedgerBuilder(spine(1))
-    app.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(spine(1), workspaceIdentity=WORKSPACE))
     ledger.user()
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
+    app.ledger.append_events("r1", ledger.events)
     plan = app.plan_continuation("s1", "r1")
     assert "terminal_repair_failed" in plan.rejection_reasons
 
@@ -291,7 +291,7 @@ def test_relocatable_policy_accepts_a_moved_workspace(app: RuntimeApplication) -
 
 
 def _target(app: RuntimeApplication) -> LedgerBuilder:
-    app.create_run(
+    app.ledger.create_run(
         run_header(
             spine(2),
             parentRunId="r1",
@@ -326,11 +326,11 @@ def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplic
         return tuple(plan.rejection_reasons)
 
     assert reasons() == ("continuation_already_exists",)  # created, never started
-    app.append_event("r2", _start(target))
+    app.ledger.append_event("r2", _start(target))
     assert reasons() == ("continuation_already_exists",)  # started, no terminal
-    app.append_event("r2", target.terminal("failed"))
+    app.ledger.append_event("r2", target.terminal("failed"))
     assert reasons() == ("continuation_already_exists",)  # terminal, header lagging
-    app.update_run_header("r2", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.update_run_header("r2", {"status": "failed", "failureClass": "provider_error"})
     assert reasons() == ("continuation_already_exists",)
 
 
@@ -412,11 +412,11 @@ def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> 
     """docs/reference/wire.md#vectors: source [user "go", terminal failed] committed through the
     store."""
     vector = Spine("s1", "i1", "r1", "t1")
-    app.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
     at_1 = Events.wire(vector, ts=1)
     user = at_1.user("user", "go")
     term = at_1.terminal("term", "failed", error_code=None)
-    app.append_events("r1", [user, term])
+    app.ledger.append_events("r1", [user, term])
     events = app.read_run_events("r1")
     identity = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}
     segment = build_segment(identity, [(i + 1, e.to_wire()) for i, e in enumerate(events)])

@@ -52,14 +52,16 @@ def open_app(store: str | Path, **env: str) -> RuntimeApplication:
 
 def failed_run(app: RuntimeApplication, spine: Spine, header: dict[str, Any] | None = None) -> int:
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
-    app.create_run(run_header(spine, workspaceIdentity=WORKSPACE, **(header or {})))
+    app.ledger.create_run(run_header(spine, workspaceIdentity=WORKSPACE, **(header or {})))
     if header and "continuationSource" in header:
         ledger.legacy_continuation_start(ts=5000)
     else:
         ledger.user("fix the port")
     ledger.terminal("failed")
-    app.append_events(spine.run_id, ledger.events)
-    app.update_run_header(spine.run_id, {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events(spine.run_id, ledger.events)
+    app.ledger.update_run_header(
+        spine.run_id, {"status": "failed", "failureClass": "provider_error"}
+    )
     return len(ledger.events)
 
 
@@ -159,7 +161,7 @@ def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: s
             then_drop(populated, app.get_run_header, when="r1"),
             app.read_run_events,
             app.list_runs,
-            app.get_claim,
+            app.claims.get_claim,
         )
         plan = _planner(app, reader).plan("s1", "/workspace", "r2")
     assert_parked(plan, "source_run_unreadable", "store_schema_missing")
@@ -167,10 +169,12 @@ def test_a_fault_while_reading_an_ancestor_is_not_a_missing_lineage(populated: s
 
 def test_a_fault_while_reading_the_claim_is_authority_unavailable(populated: str) -> None:
     with open_app(populated) as app:
-        reader = RunReader(app.get_run_header, app.read_run_events, app.list_runs, app.get_claim)
+        reader = RunReader(
+            app.get_run_header, app.read_run_events, app.list_runs, app.claims.get_claim
+        )
         claim_id = _planner(app, reader).plan("s1", "/workspace", "r2").continuation
         assert claim_id is not None
-        reader.claim = then_drop(populated, app.get_claim, when=claim_id.claim_id or "")
+        reader.claim = then_drop(populated, app.claims.get_claim, when=claim_id.claim_id or "")
         plan = _planner(app, reader).plan("s1", "/workspace", "r2")
     assert_parked(plan, "continuation_authority_unavailable", "store_schema_missing")
 
@@ -187,9 +191,11 @@ def test_a_typed_store_error_parks_the_same_way(populated: str) -> None:
         def ancestor_unavailable(run_id: str) -> Any:
             return unavailable(run_id) if run_id == "r1" else app.get_run_header(run_id)
 
-        lineage = RunReader(ancestor_unavailable, app.read_run_events, app.list_runs, app.get_claim)
+        lineage = RunReader(
+            ancestor_unavailable, app.read_run_events, app.list_runs, app.claims.get_claim
+        )
         claims = RunReader(app.get_run_header, app.read_run_events, app.list_runs, unavailable)
-        sources = RunReader(unavailable, app.read_run_events, app.list_runs, app.get_claim)
+        sources = RunReader(unavailable, app.read_run_events, app.list_runs, app.claims.get_claim)
         assert_parked(
             _planner(app, lineage).plan("s1", "/workspace", "r2"),
             "source_run_unreadable",

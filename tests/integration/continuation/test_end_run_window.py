@@ -71,13 +71,13 @@ def hosts(store_url: str, clock: FixedClock) -> Iterator[Any]:
 def failed_source(app: RuntimeApplication) -> None:
     app.open_session("s1", "/workspace")
     ledger = LedgerBuilder(Spine(), prefix="r1-")
-    app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger.user("fix the port")
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
 
 def reasons(app: RuntimeApplication) -> tuple[str, ...]:

@@ -314,7 +314,7 @@ def test_local_inspector_raises_typed_workspace_errors(
 def test_from_tool_runtime_reads_the_registered_tools(
     memory_app: RuntimeApplication, tmp_path: Path
 ) -> None:
-    runtime = ToolRuntime(memory_app, [tool("Write"), tool("Read")])
+    runtime = ToolRuntime(memory_app.tool_journal, [tool("Write"), tool("Read")])
     inspector = LocalHostInspector.from_tool_runtime(runtime, uuid_factory=lambda: FIXED)
 
     assert inspector.inspect("s1", str(tmp_path)).available_tool_names == ("Read", "Write")

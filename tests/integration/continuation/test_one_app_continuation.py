@@ -46,8 +46,8 @@ def failed_turn(app: RuntimeApplication) -> None:
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    app.append_events(header.run_id, ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events(header.run_id, ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
 
 def test_one_app_plans_and_executes_a_continuation(store_url: str, tmp_path: Path) -> None:

@@ -43,10 +43,10 @@ def test_a_chat_completion_runs_through_the_journal_and_exports_to_every_format(
     store_app: RuntimeApplication,
 ) -> None:
     store_app.open_session("s1", "/workspace")
-    store_app.create_run(run_header())
+    store_app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user(marker=True)
-    store_app.append_events("r1", ledger.events)
+    store_app.ledger.append_events("r1", ledger.events)
 
     completion = chat_completion(
         "Reading both.",
@@ -54,8 +54,8 @@ def test_a_chat_completion_runs_through_the_journal_and_exports_to_every_format(
     )
     events = openai_chat_response(completion).to_events(SPINE, ts=2000)
     call_events = [e for e in events if e.function_call is not None]
-    store_app.append_events("r1", events)  # the whole step first: all calls are recorded
-    runtime = ToolRuntime(store_app, [Tool("Read", ReadArgs, read)])
+    store_app.ledger.append_events("r1", events)  # the whole step first: all calls are recorded
+    runtime = ToolRuntime(store_app.tool_journal, [Tool("Read", ReadArgs, read)])
     results = [runtime.execute("r1", call) for call in call_events]
 
     assert [r.operation_id for r in results] == [
@@ -63,7 +63,9 @@ def test_a_chat_completion_runs_through_the_journal_and_exports_to_every_format(
     ]
     stored = store_app.read_run_events("r1")
     assert [e.id for e in stored if e.function_call] == [c.id for c in call_events]
-    assert [op.state for op in store_app.tool_operations("r1")] == ["outcome_committed"] * 2
+    assert [op.state for op in store_app.tool_journal.tool_operations("r1")] == [
+        "outcome_committed"
+    ] * 2
 
     chat = openai_chat_request(stored, model="gpt-test")
     assert sdk_validated(OPENAI_CHAT_REQUEST, chat) == chat

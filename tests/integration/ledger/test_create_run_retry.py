@@ -55,7 +55,7 @@ def reopen(store_url: str, clock: FixedClock) -> Iterator[Any]:
 
 def created(app: RuntimeApplication) -> RunHeader:
     app.open_session(SPINE.session_id, "/workspace")
-    return app.create_run(run_header(SPINE))
+    return app.ledger.create_run(run_header(SPINE))
 
 
 def test_an_exact_retry_answers_the_existing_header_and_writes_nothing(
@@ -64,9 +64,9 @@ def test_an_exact_retry_answers_the_existing_header_and_writes_nothing(
     first = created(store_app)
     rows = all_rows(store_url)
 
-    assert store_app.create_run(run_header(SPINE)) == first
-    assert store_app.create_run(first.to_wire()) == first
-    assert reopen().create_run(run_header(SPINE)) == first
+    assert store_app.ledger.create_run(run_header(SPINE)) == first
+    assert store_app.ledger.create_run(first.to_wire()) == first
+    assert reopen().ledger.create_run(run_header(SPINE)) == first
     assert all_rows(store_url) == rows
     assert store_app.list_runs(SPINE.session_id) == [first]
 
@@ -81,7 +81,7 @@ def test_a_different_header_for_the_same_run_stays_run_already_exists(
     for header in (other_model, other_time):
         for app in (store_app, reopen()):
             with pytest.raises(RunAlreadyExistsError) as refused:
-                app.create_run(header)
+                app.ledger.create_run(header)
             assert refused.value.code == "run_already_exists"
     assert all_rows(store_url) == rows
 
@@ -92,11 +92,11 @@ def test_a_retry_after_the_run_moved_on_answers_its_current_header(
     """The run was created, then written to and ended (by this host or by recovery) before
     the retry came: still the same creation, answered with the header as it is now."""
     created(store_app)
-    store_app.append_event(RUN, LEDGER.user())
+    store_app.ledger.append_event(RUN, LEDGER.user())
     ended = store_app.end_run(RUN, LEDGER.terminal("failed", event_id="ev-end"))
     rows = all_rows(store_url)
 
-    assert reopen().create_run(run_header(SPINE)) == ended
+    assert reopen().ledger.create_run(run_header(SPINE)) == ended
     assert ended.status == "failed"
     assert all_rows(store_url) == rows
     assert len(reopen().read_run_events(RUN)) == 2
@@ -140,11 +140,11 @@ def test_the_async_facade_answers_an_exact_retry_the_same_way(store_url: str, re
     async def main() -> tuple[RunHeader, RunHeader]:
         async with AsyncRuntimeApplication(reopen()) as first_host:
             await first_host.open_session(SPINE.session_id, "/workspace")
-            first = await first_host.create_run(run_header(SPINE))
+            first = await first_host.ledger.create_run(run_header(SPINE))
         async with AsyncRuntimeApplication(reopen()) as second_host:
-            again = await second_host.create_run(run_header(SPINE))
+            again = await second_host.ledger.create_run(run_header(SPINE))
             with pytest.raises(RunAlreadyExistsError):
-                await second_host.create_run(run_header(SPINE, modelId="another-model"))
+                await second_host.ledger.create_run(run_header(SPINE, modelId="another-model"))
         return first, again
 
     first, again = asyncio.run(main())

@@ -23,12 +23,12 @@ def test_run_and_events_land_together_and_an_exact_retry_writes_nothing(
     app.open_session("s1", "/workspace")
     ledger = LedgerBuilder()
     header, user = run_header(), ledger.user(marker=True)
-    result = app.create_run_with_events(header, [user])
+    result = app.run_starts.create_run_with_events(header, [user])
     assert (result.appended, result.retried, result.high_water) == (1, 0, 1)
     assert [e.id for e in app.read_run_events("r1")] == [user["id"]]
     assert app.get_session("s1").run_ids == ("r1",)
     rows = all_rows(store_url)
-    again = app.create_run_with_events(header, [user])
+    again = app.run_starts.create_run_with_events(header, [user])
     assert (again.appended, again.retried) == (0, 1)
     assert all_rows(store_url) == rows
 
@@ -42,12 +42,12 @@ def test_a_refused_event_or_header_writes_nothing(
     rows = all_rows(store_url)
     dispatch = ledger.dispatch("c1")  # a T1 fact: only the tool journal writes it
     with pytest.raises(ReservedFactError):
-        app.create_run_with_events(run_header(), [ledger.user(marker=True), dispatch])
+        app.run_starts.create_run_with_events(run_header(), [ledger.user(marker=True), dispatch])
     assert all_rows(store_url) == rows
     assert not app.run_exists("r1")
-    app.create_run_with_events(run_header(), [ledger.user(marker=True)])
+    app.run_starts.create_run_with_events(run_header(), [ledger.user(marker=True)])
     other = {**run_header(), "cwd": "/elsewhere"}  # the same run id, another header
     rows = all_rows(store_url)
     with pytest.raises(RunAlreadyExistsError):
-        app.create_run_with_events(other, [ledger.user(marker=True)])
+        app.run_starts.create_run_with_events(other, [ledger.user(marker=True)])
     assert all_rows(store_url) == rows

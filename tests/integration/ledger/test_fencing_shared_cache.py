@@ -54,9 +54,9 @@ def hosts(store_url: str) -> Iterator[tuple[RuntimeApplication, RuntimeApplicati
 def _start(a: RuntimeApplication) -> LedgerBuilder:
     spine = Spine("s1", "i-r1", "r1", "t1")
     a.open_session("s1", "/workspace")
-    a.create_run(run_header(spine))
+    a.ledger.create_run(run_header(spine))
     ledger = LedgerBuilder(spine, prefix="r1-a")
-    a.append_events("r1", [ledger.user("hello")])
+    a.ledger.append_events("r1", [ledger.user("hello")])
     return ledger
 
 
@@ -68,8 +68,8 @@ def _read_in_another_thread(app: RuntimeApplication) -> None:
         try:
             app.read_run_events("r1")
             app.get_run_header("r1")
-            app.run_high_water("r1")
-            app.tool_operations("r1")
+            app.ledger.run_high_water("r1")
+            app.tool_journal.tool_operations("r1")
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -111,7 +111,7 @@ def _b_takes_over_and_writes(a: RuntimeApplication, b: RuntimeApplication) -> Ca
 
     def interfere() -> None:
         assert b.ownership.take_over("r1")
-        b.append_events("r1", [ledger_b.model_text("host b carries on")])
+        b.ledger.append_events("r1", [ledger_b.model_text("host b carries on")])
         _read_in_another_thread(a)
 
     return interfere
@@ -124,9 +124,11 @@ def _a_events(app: RuntimeApplication) -> list[str]:
 Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
 
 COMMANDS: dict[str, Command] = {
-    "append": lambda a, led: a.append_events("r1", [led.model_text("a's late write")]),
-    "t1": lambda a, led: a.commit_tool_prepared("r1", led.call("c1", "Read", {"path": "x"})),
-    "header": lambda a, led: a.update_run_header("r1", {"updatedAt": T0 + 5}),
+    "append": lambda a, led: a.ledger.append_events("r1", [led.model_text("a's late write")]),
+    "t1": lambda a, led: a.tool_journal.commit_tool_prepared(
+        "r1", led.call("c1", "Read", {"path": "x"})
+    ),
+    "header": lambda a, led: a.ledger.update_run_header("r1", {"updatedAt": T0 + 5}),
     "end_run": lambda a, led: a.end_run("r1", led.terminal("completed")),
 }
 
@@ -179,7 +181,7 @@ def test_a_read_after_the_sealing_check_cannot_append_past_another_hosts_termina
 
     monkeypatch.setattr(run_module, "_check_writable", checked_then_interfere)
     with pytest.raises(ConcurrentWriteError):
-        a.append_events("r1", [ledger.model_text("a's late write")])
+        a.ledger.append_events("r1", [ledger.model_text("a's late write")])
     events = b.read_run_events("r1")
     assert events[-1].is_terminal
     assert [e.id for e in events if e.id.startswith("r1-a")] == ["r1-a1"]

@@ -55,9 +55,9 @@ def host(store_url: str) -> Iterator[Host]:
 def _start_run(app: RuntimeApplication, run_id: str) -> LedgerBuilder:
     spine = Spine("s1", f"i-{run_id}", run_id, "t1")
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(spine))
+    app.ledger.create_run(run_header(spine))
     ledger = LedgerBuilder(spine, prefix=f"{run_id}-e")
-    app.append_events(run_id, [ledger.user("hello")])
+    app.ledger.append_events(run_id, [ledger.user("hello")])
     return ledger
 
 
@@ -67,11 +67,11 @@ def test_a_run_records_its_creator_as_owner_and_the_creation_renews_its_lease(
     w1, _ = host("w1")
     _start_run(w1, "r1")
     assert w1.ledger.load_run("r1").owner == RunOwner("w1", 1)
-    lease = w1.host_lease()
+    lease = w1.ownership.lease()
     assert lease is not None
     assert lease.expires_at == T0 + LEASE_MS
     w1.heartbeat()
-    renewed = w1.host_lease("w1")
+    renewed = w1.ownership.lease("w1")
     assert renewed is not None
     assert renewed.version == lease.version + 1
 
@@ -99,7 +99,7 @@ def test_another_host_cannot_write_to_a_live_run_it_does_not_own(host: Host) -> 
     w2, _ = host("w2")
     before = store_snapshot(w2).rows
     with pytest.raises(RunOwnerFencedError) as refused:
-        w2.append_events("r1", [ledger.model_text("not mine")])
+        w2.ledger.append_events("r1", [ledger.model_text("not mine")])
     assert refused.value.code == "run_owner_fenced"
     assert refused.value.detail["reason"] == "owned_by_another_host"
     assert store_snapshot(w2).rows == before
@@ -125,9 +125,9 @@ def test_an_expired_owners_run_is_taken_over_ended_once_and_the_former_owner_is_
     # w1 wakes up: every write it tries is refused, and nothing lands
     before = store_snapshot(w1).rows
     attempts: list[Callable[[], object]] = [
-        lambda: w1.append_events("r1", [ledger.model_text("late")]),
-        lambda: w1.commit_tool_prepared("r1", ledger.call("late-call")),
-        lambda: w1.update_run_header("r1", {"status": "running"}),
+        lambda: w1.ledger.append_events("r1", [ledger.model_text("late")]),
+        lambda: w1.tool_journal.commit_tool_prepared("r1", ledger.call("late-call")),
+        lambda: w1.ledger.update_run_header("r1", {"status": "running"}),
         lambda: w1.end_run("r1", ledger.terminal("completed", event_id="r1-late-end")),
     ]
     for attempt in attempts:
@@ -173,7 +173,7 @@ def test_a_restarted_host_ends_its_previous_incarnations_runs_without_waiting(
     report = new.recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "terminal_recovered")]
     with pytest.raises(RunSealedError):  # the run is over for the old incarnation
-        old.append_events("r1", [ledger.model_text("late")])
+        old.ledger.append_events("r1", [ledger.model_text("late")])
 
 
 def test_a_run_taken_over_from_this_hosts_incarnation_fences_it_by_epoch(host: Host) -> None:
@@ -183,9 +183,9 @@ def test_a_run_taken_over_from_this_hosts_incarnation_fences_it_by_epoch(host: H
     clock2.now = T0 + LEASE_MS
     assert w2.ownership.take_over("r1")  # taken over, not yet ended
     with pytest.raises(RunOwnerFencedError):
-        w1.append_events("r1", [ledger.model_text("late")])
+        w1.ledger.append_events("r1", [ledger.model_text("late")])
     text = ledger.model_text("the new owner writes")
-    w2.append_events("r1", [text])
+    w2.ledger.append_events("r1", [text])
     assert w2.read_run_events("r1")[-1].id == text["id"]
 
 
@@ -193,13 +193,13 @@ def test_a_terminal_run_of_another_host_takes_a_writer_that_never_held_it(host: 
     """Sealing, header repair and tool settlement of an ended run are not live-run writes."""
     w1, _ = host("w1")
     ledger = _start_run(w1, "r1")
-    w1.append_events(
+    w1.ledger.append_events(
         "r1", [ledger.terminal("failed", event_id="r1-end", failure_class="provider_error")]
     )
     w2, _ = host("w2")
     report = w2.recover()  # w1 is live: its lagging header is its own business
     assert [r.kind for r in report.repairs] == ["left_live_owner"]
-    w2.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    w2.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     assert w2.get_run_header("r1").status == "failed"
 
 
@@ -227,7 +227,9 @@ def test_an_owner_stalled_between_its_terminal_event_and_header_is_fenced_not_ra
     w1, _ = host("w1")
     ledger = _start_run(w1, "r1")
     end = ledger.terminal("completed", event_id="r1-end")
-    w1.append_events("r1", [end])  # end_run's first save; the process stalls before the header
+    w1.ledger.append_events(
+        "r1", [end]
+    )  # end_run's first save; the process stalls before the header
     w2, clock2 = host("w2")
     clock2.now = T0 + LEASE_MS
     report = w2.recover()
@@ -238,7 +240,7 @@ def test_an_owner_stalled_between_its_terminal_event_and_header_is_fenced_not_ra
     assert w2.get_run_header("r1").status == "completed"
     before = store_snapshot(w1).rows
     with pytest.raises(RunOwnerFencedError):
-        w1.update_run_header("r1", {"status": "completed", "updatedAt": end["ts"]})
+        w1.ledger.update_run_header("r1", {"status": "completed", "updatedAt": end["ts"]})
     assert store_snapshot(w1).rows == before
     # a run recovery does not write to is never taken over
     w3, clock3 = host("w3")
@@ -301,15 +303,17 @@ def test_a_live_host_sweeps_without_ending_its_own_runs(host: Host) -> None:
     ]
     assert lines[0][2] == {"ownerHostId": "w1", "ownerEpoch": 1}
     # the tool step finished (T2) and the owner goes on writing to its run, accepted
-    assert [r.operation_id for r in results] == [w1.tool_operations("r1")[0].operation_id]
-    assert w1.tool_operations("r1")[0].state == "outcome_committed"
+    assert [r.operation_id for r in results] == [
+        w1.tool_journal.tool_operations("r1")[0].operation_id
+    ]
+    assert w1.tool_journal.tool_operations("r1")[0].state == "outcome_committed"
     w1.end_run("r1", ledger.terminal("completed", event_id="r1-end"))
     assert w1.get_run_header("r1").status == "completed"
     assert w1.ledger.load_run("r1").owner == RunOwner("w1", 1)
     assert live.ledger.load_run("r2").terminal_event is None
     assert w1.ledger.load_run("r3").owner == RunOwner("w1", 2)
     with pytest.raises(RunSealedError):  # the previous incarnation's run is over
-        previous.append_events("rp", [LedgerBuilder(Spine("s1", "i-rp", "rp", "t1")).user()])
+        previous.ledger.append_events("rp", [LedgerBuilder(Spine("s1", "i-rp", "rp", "t1")).user()])
 
 
 def test_a_run_taken_over_by_recovery_is_no_live_turn_of_the_taker(host: Host) -> None:

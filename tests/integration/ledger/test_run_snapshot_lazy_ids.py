@@ -29,8 +29,8 @@ def _append(store: str, event_id: str, text: str, *, snapshots: bool) -> object:
     if not snapshots:
         app._store.snapshots = None
     try:
-        app.append_events("r1", [Events.wire().text(event_id, text)])
-        return app.read_run_payloads("r1")[-1]
+        app.ledger.append_events("r1", [Events.wire().text(event_id, text)])
+        return app.ledger.read_run_payloads("r1")[-1]
     except Exception as exc:  # the refusal itself is compared
         return type(exc), getattr(exc, "code", None)
     finally:
@@ -44,8 +44,10 @@ def test_a_first_append_builds_no_id_map(store_url: str) -> None:
     try:
         positions = _positions(app)
         kit = Events.wire()
-        app.append_events("r1", [kit.text("m-new", "one more")])
-        app.commit_tool_prepared("r1", kit.call("cn", "Echo", {"n": 99}, event_id="call-new"))
+        app.ledger.append_events("r1", [kit.text("m-new", "one more")])
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call("cn", "Echo", {"n": 99}, event_id="call-new")
+        )
         assert not positions.built
         assert not positions._ids.parsed
         assert app.ledger.load_run("r1").high_water == 1 + 15 * 4 + 6

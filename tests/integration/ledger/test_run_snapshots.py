@@ -36,14 +36,16 @@ def _write_run(store: str, steps: int = 15, text: str = "done") -> None:
     without its T2 (an interrupted call)."""
     app = RuntimeApplication.open(store, clock=FixedClock())
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(Spine()))
+    app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
+    app.ledger.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
     for i in range(steps):
-        app.commit_tool_prepared("r1", kit.call(f"c{i}", "Echo", {"n": i}, event_id=f"call{i}"))
-        app.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
-        app.append_events("r1", [kit.text(f"m{i}", f"{text} with c{i}")])
-    app.commit_tool_prepared("r1", kit.call("cz", "Echo", {"n": -1}, event_id="callz"))
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call(f"c{i}", "Echo", {"n": i}, event_id=f"call{i}")
+        )
+        app.tool_journal.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
+        app.ledger.append_events("r1", [kit.text(f"m{i}", f"{text} with c{i}")])
+    app.tool_journal.commit_tool_prepared("r1", kit.call("cz", "Echo", {"n": -1}, event_id="callz"))
     app.close()
 
 
@@ -65,7 +67,7 @@ def _answers(app: RuntimeApplication) -> tuple[Any, ...]:
         run.tool_operations,
         app.plan_resume("r1"),
         app.read_run_events("r1"),
-        app.read_run_payloads("r1"),
+        app.ledger.read_run_payloads("r1"),
     )
 
 

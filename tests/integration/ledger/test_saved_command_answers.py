@@ -51,9 +51,9 @@ def reads_fail_after_commit(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[st
 
 def _ended_run(app: RuntimeApplication) -> tuple[LedgerBuilder, dict[str, Any]]:
     app.open_session("s1", "/workspace")
-    app.create_run(run_header())
+    app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
-    app.append_events("r1", [ledger.user()])
+    app.ledger.append_events("r1", [ledger.user()])
     return ledger, ledger.terminal("completed")
 
 
@@ -64,7 +64,7 @@ def test_end_run_answers_the_saved_header_when_a_read_after_commit_fails(
         _, terminal = _ended_run(app)
         # armed after the terminal event's own commit: the header COMMIT is the one followed
         # by failing reads
-        app.append_events("r1", [terminal])
+        app.ledger.append_events("r1", [terminal])
         reads_fail_after_commit.append("armed")
         header = app.end_run("r1", terminal)
     assert header.status == "completed"

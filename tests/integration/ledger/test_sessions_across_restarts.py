@@ -30,7 +30,7 @@ def _disarm() -> Iterator[None]:
 def test_reopening_with_the_same_cwd_and_identity_returns_the_session(store_url: str) -> None:
     with RuntimeApplication.open(store_url, clock=lambda: 1000) as app:
         opened = app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(Spine()))
+        app.ledger.create_run(run_header(Spine()))
     with RuntimeApplication.open(store_url, clock=lambda: 9000) as app:  # restart
         before = store_snapshot(app)
         again = app.open_session("s1", "/workspace", IDENTITY)
@@ -93,14 +93,14 @@ def test_a_racing_writer_with_another_cwd_is_still_refused(store_url: str) -> No
 
 def test_every_run_is_listed_with_its_header(store_url: str) -> None:
     with RuntimeApplication.open(store_url) as app:
-        assert app.list_all_runs() == []
+        assert app.ledger.list_all_runs() == []
         app.open_session("s1", "/a")
         app.open_session("s2", "/b")
-        app.create_run(run_header(Spine("s1", "i1", "r1", "t1")))
-        app.create_run(run_header(Spine("s2", "i2", "r2", "t2"), cwd="/b"))
-        app.create_run(run_header(Spine("s1", "i3", "r3", "t3"), status="created"))
+        app.ledger.create_run(run_header(Spine("s1", "i1", "r1", "t1")))
+        app.ledger.create_run(run_header(Spine("s2", "i2", "r2", "t2"), cwd="/b"))
+        app.ledger.create_run(run_header(Spine("s1", "i3", "r3", "t3"), status="created"))
     with RuntimeApplication.open(store_url) as app:  # after a restart
-        headers = app.list_all_runs()
+        headers = app.ledger.list_all_runs()
         assert [(h.run_id, h.session_id, h.status) for h in headers] == [
             ("r1", "s1", "running"),
             ("r2", "s2", "running"),

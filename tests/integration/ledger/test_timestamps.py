@@ -87,32 +87,32 @@ def test_library_written_timestamps_are_integer_milliseconds(
     restart: Restart, app: RuntimeApplication
 ) -> None:
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger = LedgerBuilder(Spine(), prefix="r1-")
     ledger.user(marker=True)
-    app.append_events("r1", ledger.events)
-    ToolRuntime(app, [Tool("Echo", Echo, _echo)]).execute(
+    app.ledger.append_events("r1", ledger.events)
+    ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)]).execute(
         "r1", ledger.call("c1", "Echo", {"text": "hi"})
     )
-    app.append_events("r1", [ledger.terminal("failed", event_id="r1-end")])
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", [ledger.terminal("failed", event_id="r1-end")])
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     plan = app.plan_continuation("s1")
     assert plan.continuation is not None, plan.rejection_reasons
     turn = ProviderTurn(outputs=({"kind": "text", "text": "resumed"},))
     target = app.execute_continuation(plan, ScriptedProvider([turn])).target_run_id
     interrupted = Spine("s1", "i9", "r9", "t9")
-    app.create_run(run_header(interrupted))
-    app.append_events("r9", [LedgerBuilder(interrupted, prefix="r9-").user()])
+    app.ledger.create_run(run_header(interrupted))
+    app.ledger.append_events("r9", [LedgerBuilder(interrupted, prefix="r9-").user()])
     restart(app).recover()
 
-    [claim] = app.all_claims()
+    [claim] = app.claims.all_claims()
     assert type(claim.claimed_at) is int
     for run_id in ("r1", target, "r9"):
-        payloads = [json.loads(p) for p in app.read_run_payloads(run_id)]
+        payloads = [json.loads(p) for p in app.ledger.read_run_payloads(run_id)]
         wires = [app.get_run_header(run_id).to_wire(), *payloads]
         for stamp in _times(wires, TIME_KEYS):
             assert type(stamp) is int, (run_id, stamp)
-    for notification in app.recorder.select_notifications(start=1, limit=1000):
+    for notification in app._es.recorder.select_notifications(start=1, limit=1000):
         state = json.loads(bytes(notification.state))
         for stamp in _times(state, FACT_TIME_KEYS) + _times(state, TIME_KEYS):
             assert type(stamp) is int, (notification.topic, stamp)

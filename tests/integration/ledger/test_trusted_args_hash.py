@@ -28,12 +28,16 @@ def _write_run(db: Path) -> str:
     """A user turn and two finished tool steps; returns c1's dispatch args hash."""
     app = RuntimeApplication.open_sqlite(str(db), clock=FixedClock())
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(Spine()))
+    app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.append_events("r1", [kit.user("u1", "write the notes", marker=True)])
+    app.ledger.append_events("r1", [kit.user("u1", "write the notes", marker=True)])
     for call_id in ("c1", "c2"):
-        app.commit_tool_prepared("r1", kit.call(call_id, "Write", ARGS, event_id=f"{call_id}-e"))
-        app.commit_tool_outcome("r1", kit.bound_response(call_id, "Write", {"ok": True}))
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call(call_id, "Write", ARGS, event_id=f"{call_id}-e")
+        )
+        app.tool_journal.commit_tool_outcome(
+            "r1", kit.bound_response(call_id, "Write", {"ok": True})
+        )
     (dispatch,) = [e for e in app.read_run_events("r1") if e.id.endswith("_dispatch")][:1]
     app.close()
     assert dispatch.actions is not None
@@ -115,7 +119,7 @@ def test_a_changed_row_is_hashed_and_its_conflict_caught(
         assert [op.status for op in plan.operations] == ["corruption", "succeeded"]
         assert plan == build_resume_plan(app.read_run_events("r1"))
         with pytest.raises(ToolLedgerCorruptionError) as refused:
-            app.commit_tool_prepared("r1", Events.wire().call("c3", "Write", ARGS))
+            app.tool_journal.commit_tool_prepared("r1", Events.wire().call("c3", "Write", ARGS))
         assert refused.value.detail["issueCode"] == "canonical_args_hash_conflict"
         assert store_snapshot(app) == before
     finally:

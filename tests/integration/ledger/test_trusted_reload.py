@@ -25,14 +25,18 @@ def _write_run(db: Path, *, interrupted: bool) -> None:
     """A user turn, one finished tool step and (``interrupted``) a T1 without its T2."""
     app = RuntimeApplication.open_sqlite(str(db), clock=FixedClock())
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(Spine()))
+    app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
-    app.commit_tool_prepared("r1", kit.call("c1", "Echo", {"text": "a"}, event_id="call1"))
-    app.commit_tool_outcome("r1", kit.bound_response("c1", "Echo", {"text": "a"}))
-    app.append_events("r1", [kit.text("m1", "done with c1")])
+    app.ledger.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
+    app.tool_journal.commit_tool_prepared(
+        "r1", kit.call("c1", "Echo", {"text": "a"}, event_id="call1")
+    )
+    app.tool_journal.commit_tool_outcome("r1", kit.bound_response("c1", "Echo", {"text": "a"}))
+    app.ledger.append_events("r1", [kit.text("m1", "done with c1")])
     if interrupted:
-        app.commit_tool_prepared("r1", kit.call("c2", "Echo", {"n": 2.5}, event_id="call2"))
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call("c2", "Echo", {"n": 2.5}, event_id="call2")
+        )
     app.close()
 
 
@@ -53,7 +57,7 @@ def test_a_reopened_run_plans_as_a_full_fold_of_its_events(
         assert plan == build_resume_plan([e.to_wire() for e in events])  # re-parsed strictly
         assert plan.disposition == ("blocked" if interrupted else "safe_replay")
         assert app.plan_resume("r1", expected_high_water=1) == build_resume_plan(events, 1)
-        payloads = app.read_run_payloads("r1")
+        payloads = app.ledger.read_run_payloads("r1")
     finally:
         app.close()
     connection = sqlite3.connect(str(db_path))
@@ -98,7 +102,7 @@ def test_bytes_changed_in_the_file_are_refused_and_nothing_is_written(
         with pytest.raises(error):
             app.plan_resume("r1")
         with pytest.raises(error):
-            app.append_events("r1", [Events.wire().text("m9", "after the corruption")])
+            app.ledger.append_events("r1", [Events.wire().text("m9", "after the corruption")])
         assert store_snapshot(app) == before
     finally:
         app.close()

@@ -55,14 +55,14 @@ def open_app(path: str) -> RuntimeApplication:
 
 def failed_source(app: RuntimeApplication) -> None:
     app.open_session("s1", "/workspace")
-    app.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
+    app.ledger.create_run(run_header(Spine(), workspaceIdentity=WORKSPACE))
     ledger = LedgerBuilder(Spine(), prefix="r1-")
     ledger.user()
     ledger.call("c1", "Bash", {"command": "ls"})
     ledger.response("c1", "Bash")
     ledger.terminal("failed")
-    app.append_events("r1", ledger.events)
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", ledger.events)
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def test_a_created_target_that_is_not_the_claimed_one_is_left_alone(
     """The run at the claimed target id is not what the claim describes (another writer's
     run): recovery writes nothing into it."""
     claim = _claim(app, create_target=False)
-    app.create_run(run_header(Spine("s1", "ti", "tr", "tt")))  # no continuationSource
+    app.ledger.create_run(run_header(Spine("s1", "ti", "tr", "tt")))  # no continuationSource
     before = store_snapshot(app).rows
     report = StartupRecovery(app.claims).run([], [claim.claim_id])
     assert [(r.run_id, r.kind) for r in report.repairs] == [("tr", "left_claim_conflict")]
@@ -174,13 +174,13 @@ def test_a_repair_interrupted_after_its_start_converges(
         provenance="claim_repair",
     )
     if create_target:
-        app.start_claimed_run("tr", start)
+        app.claims.start_claimed_run("tr", start)
     else:
         source = app.get_run_header("r1")
         header = continuation_header(
             source, boundary, TARGET, workspace_identity=WORKSPACE, claimed_at=CLAIMED_AT
         )
-        app.create_claimed_run(header, start)
+        app.claims.create_claimed_run(header, start)
     assert len(app.read_run_events("tr")) == 1
     assert app.get_run_header("tr").status == "created"
 
@@ -192,7 +192,7 @@ def test_a_repair_interrupted_after_its_start_converges(
         failed_source(control)
         _claim(control, create_target=create_target)
         control.recover()
-        assert control.read_run_payloads("tr") == app.read_run_payloads("tr")
+        assert control.ledger.read_run_payloads("tr") == app.ledger.read_run_payloads("tr")
         assert control.get_run_header("tr") == app.get_run_header("tr")
 
 
@@ -238,6 +238,6 @@ def test_a_finished_continuation_goes_running_then_terminal(app: RuntimeApplicat
     header = app.get_run_header(outcome.target_run_id)
     assert header.status == "completed"
     stream = app._store.load_run(outcome.target_run_id).id
-    facts = [app.mapper.to_domain_event(row) for row in app.recorder.select_events(stream)]
+    facts = [app._es.mapper.to_domain_event(row) for row in app._es.recorder.select_events(stream)]
     statuses = [f.patch.get("status") for f in facts if isinstance(f, RunHeaderUpdated)]
     assert statuses == ["running", "completed"]

@@ -46,10 +46,10 @@ def _interrupted(db: str) -> str:
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
     with _open(db, tools=[send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
         ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     return spine.operation_id("c1")
@@ -65,9 +65,9 @@ def test_attest_applied_commits_the_result_and_its_provenance(store_url: str) ->
         )
         assert report.created is True
         assert report.attestation.attested_at == NOW + 5  # the application clock
-        (op,) = app.tool_operations("r1")
+        (op,) = app.tool_journal.tool_operations("r1")
         assert op.state == "outcome_committed"
-        (decision,) = app.resolve_run("r1").decisions
+        (decision,) = app.tool_journal.resolve_run("r1").decisions
         assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
         # nothing else awaited an operator: the attestation finished the run's recovery
         assert [(r.kind, r.detail) for r in report.recovery] == [
@@ -165,10 +165,10 @@ def test_only_an_indeterminate_operation_is_attestable(store_url: str) -> None:
     spine = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")
     with _open(store_url, tools=[send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
         ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
         before = store_snapshot(app)
         with pytest.raises(ToolOperationSettledError) as refused:
@@ -206,7 +206,7 @@ def test_two_concurrent_attesters_have_one_winner(store_url: str) -> None:
     operation = _interrupted(store_url)
     apps = [_open(store_url), _open(store_url)]
     for app in apps:
-        app.tool_operations("r1")  # both have read the run before either writes
+        app.tool_journal.tool_operations("r1")  # both have read the run before either writes
     barrier = threading.Barrier(2)
     outcomes: list[object] = [None, None]
 
@@ -234,10 +234,10 @@ def test_two_concurrent_attesters_have_one_winner(store_url: str) -> None:
     assert len(errors) == 1
     assert errors[0].code in {"operator_attestation_conflict", "concurrent_write"}
     with _open(store_url) as app:
-        assert len(app.operator_actions.plan_resume("r1").diagnostics) >= 1
+        assert len(app.plan_resume("r1").diagnostics) >= 1
         responses = [e for e in app.read_run_events("r1") if e.function_response is not None]
         assert len(responses) == 1
-        (attestation,) = app.tool_commands.attestations("r1")
+        (attestation,) = app.tool_journal.attestations("r1")
         winner = 0 if outcomes[0] is not errors[0] else 1
         assert attestation.actor == f"op{winner}"
 

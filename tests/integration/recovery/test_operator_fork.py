@@ -69,10 +69,10 @@ def _completed(db: str) -> str:
     """A run whose Send completed, then ended: both a fork and a continuation are possible."""
     with _open(db, tools=[send_tool(dies=False)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)
         ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     with _open(db) as app:
         app.recover()
@@ -230,10 +230,10 @@ def _interrupted(db: str, **kwargs: Any) -> str:
     """A run whose ``never_auto_retry`` Send died after T1 (its process gone); its op id."""
     with _open(db, tools=[send_tool(dies=True)], **kwargs) as app:
         app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)
         ledger.user(marker=True)
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     return SPINE.operation_id("c1")
@@ -252,7 +252,7 @@ def test_forking_a_run_that_awaits_the_operator_ends_it_first(store_url: str) ->
         assert app.fork_run("r1", before_operation=operation, actor="alice").created
         assert app.get_run_header("r1").status == "failed"
         assert app.read_run_events("r1")[-1].id == "r1-recovered-terminal"
-        assert [o.state for o in app.tool_operations("r1")] == ["prepared"]
+        assert [o.state for o in app.tool_journal.tool_operations("r1")] == ["prepared"]
         source_rows = [row for row in store_snapshot(app).rows if "r1" in repr(row)]
     with _open(store_url, LATER + 1) as app:
         assert all(r.run_id != "r1" for r in app.recover().repairs)

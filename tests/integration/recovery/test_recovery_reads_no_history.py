@@ -66,14 +66,18 @@ def _write_interrupted_run(store: str, mode: ToolRecoveryMode, steps: int = 30) 
     app = RuntimeApplication.open(store, clock=FixedClock())
     app.open_session("s1", "/workspace")
     app.recover()
-    app.create_run(run_header(Spine()))
+    app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.append_events("r1", [kit.user("u1", "count", marker=True)])
+    app.ledger.append_events("r1", [kit.user("u1", "count", marker=True)])
     for i in range(steps):
-        app.commit_tool_prepared("r1", kit.call(f"c{i}", "Echo", {"n": i}), recovery_mode=mode)
-        app.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
-        app.append_events("r1", [kit.text(f"m{i}", f"done c{i}")])
-    app.commit_tool_prepared("r1", kit.call("cz", "Echo", {"n": -1}), recovery_mode=mode)
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call(f"c{i}", "Echo", {"n": i}), recovery_mode=mode
+        )
+        app.tool_journal.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
+        app.ledger.append_events("r1", [kit.text(f"m{i}", f"done c{i}")])
+    app.tool_journal.commit_tool_prepared(
+        "r1", kit.call("cz", "Echo", {"n": -1}), recovery_mode=mode
+    )
     app.close()
     # a reader of the run leaves a snapshot covering all but its last facts (ADR 0032)
     app = RuntimeApplication.open(store, clock=FixedClock())
@@ -98,7 +102,7 @@ def _recover(
         report = app.recover()
         rows = app.recovery_status.all()
         during = len(reads) if reads is not None else 0
-        checked = (app.read_run_payloads("r1"), app.get_run_header("r1"))
+        checked = (app.ledger.read_run_payloads("r1"), app.get_run_header("r1"))
         if reads is not None:
             reads[:] = [during]
         return report, rows, runs, *checked

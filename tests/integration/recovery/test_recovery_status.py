@@ -66,10 +66,10 @@ def spine(run_id: str) -> Spine:
 
 def start_run(app: RuntimeApplication, run_id: str) -> LedgerBuilder:
     """A running run whose first event declares the tool-boundary protocol."""
-    app.create_run(run_header(spine(run_id)))
+    app.ledger.create_run(run_header(spine(run_id)))
     ledger = LedgerBuilder(spine(run_id), prefix=f"{run_id}-e")
     ledger.user(marker=True)
-    app.append_events(run_id, ledger.events)
+    app.ledger.append_events(run_id, ledger.events)
     return ledger
 
 
@@ -135,8 +135,8 @@ def test_completed_run_needs_no_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.model_text(), ledger.terminal("completed")])
-    app.update_run_header("r1", {"status": "completed", "completedAt": 1003})
+    app.ledger.append_events("r1", [ledger.model_text(), ledger.terminal("completed")])
+    app.ledger.update_run_header("r1", {"status": "completed", "completedAt": 1003})
     assert row(projector, "r1") == RunRecoveryStatus(
         run_id="r1",
         session_id="s1",
@@ -159,8 +159,8 @@ def test_failed_run_with_matching_header_needs_no_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.terminal("failed")])
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", [ledger.terminal("failed")])
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     status = row(projector, "r1")
     assert (status.header_status, status.header_matches_terminal) == ("failed", True)
     assert not status.needs_attention
@@ -170,7 +170,7 @@ def test_running_run_needs_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.model_text()])
+    app.ledger.append_events("r1", [ledger.model_text()])
     status = row(projector, "r1")
     assert status.header_status == "running"
     assert (status.terminal_event, status.header_matches_terminal) == (False, False)
@@ -183,13 +183,13 @@ def test_terminal_event_with_lagging_header_needs_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.terminal("completed")])
+    app.ledger.append_events("r1", [ledger.terminal("completed")])
     status = row(projector, "r1")
     assert status.header_status == "running"
     assert status.terminal_event
     assert not status.header_matches_terminal
     assert status.needs_attention
-    app.update_run_header("r1", {"status": "completed"})  # the repair startup recovery makes
+    app.ledger.update_run_header("r1", {"status": "completed"})  # the repair startup recovery makes
     assert not row(projector, "r1").needs_attention
 
 
@@ -198,7 +198,7 @@ def test_unsettled_t1_operation_blocks_resume(
 ) -> None:
     ledger = start_run(app, "r1")
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    commit = app.commit_tool_prepared("r1", call)
+    commit = app.tool_journal.commit_tool_prepared("r1", call)
     status = row(projector, "r1")
     assert status.unsettled_operations == 1
     assert status.resume_disposition == "blocked"
@@ -208,7 +208,7 @@ def test_unsettled_t1_operation_blocks_resume(
     response = ledger.response(
         "c1", "Echo", refs={"operationId": commit.operation_id, "toolCallId": "c1"}
     )
-    app.commit_tool_outcome("r1", response)
+    app.tool_journal.commit_tool_outcome("r1", response)
     settled = row(projector, "r1")
     assert settled.unsettled_operations == 0
     assert settled.resume_disposition == app.plan_resume("r1").disposition
@@ -218,8 +218,8 @@ def test_claim_without_target_run_is_unstarted_and_missing(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.terminal("failed")])
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", [ledger.terminal("failed")])
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     claim_id = save_claim(app, "r1", "r2")
     status = row(projector, "r2")
     assert status == RunRecoveryStatus(
@@ -251,8 +251,8 @@ def test_claimed_target_goes_unstarted_started_ended(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.append_events("r1", [ledger.terminal("failed")])
-    app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+    app.ledger.append_events("r1", [ledger.terminal("failed")])
+    app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
     boundary = boundary_of("r1", high_water=2)
     target = ContinuationTarget("i-r2", "r2", "t-r2")
     start = continuation_start_event(boundary, target, event_id="r2-start", ts=2000.0)
@@ -265,18 +265,18 @@ def test_claimed_target_goes_unstarted_started_ended(
     header = continuation_header(
         app.get_run_header("r1"), boundary, target, workspace_identity="ws", claimed_at=2000.0
     )
-    app.create_claimed_run(header, start)
+    app.claims.create_claimed_run(header, start)
     started = row(projector, "r2")
     assert (started.claim_state, started.header_status) == ("started", "created")
     assert started.claim_id == boundary.claim_id
     assert started.needs_attention  # a live start: recovery must look (and leave it alone)
 
     follow = LedgerBuilder(spine("r2"), prefix="r2-e")
-    app.append_events("r2", [follow.terminal("completed")])
+    app.ledger.append_events("r2", [follow.terminal("completed")])
     ended = row(projector, "r2")
     assert ended.claim_state == "ended"
     assert ended.needs_attention  # header still lags
-    app.update_run_header("r2", {"status": "completed"})
+    app.ledger.update_run_header("r2", {"status": "completed"})
     assert not row(projector, "r2").needs_attention
     assert projector.needing_attention() == []
 
@@ -317,7 +317,7 @@ def test_catch_up_is_idempotent(
 ) -> None:
     start_run(app, "r1")
     first = projector.catch_up()
-    assert first == app.recorder.max_notification_id()
+    assert first == app._es.recorder.max_notification_id()
     assert projector.store.position() == first
     assert projector.catch_up() == 0
     assert projector.catch_up() == 0
@@ -328,7 +328,7 @@ def test_catch_up_pages_through_the_log(app: RuntimeApplication, store_url: str)
         start_run(app, f"r{index}")
     store = open_status_store(store_url)
     paged = app.recovery_status_projector(store, page_size=3)
-    total = app.recorder.max_notification_id()
+    total = app._es.recorder.max_notification_id()
     assert paged.catch_up() == total
     fresh = app.recovery_status_projector(RecoveryStatusStore(InMemoryRecoveryStatusBackend()))
     fresh.rebuild()
@@ -346,7 +346,7 @@ def test_only_affected_runs_are_recomputed(
     assert loaded == []
 
     monkeypatch.undo()
-    app.append_events("r7", [ledgers["r7"].model_text()])
+    app.ledger.append_events("r7", [ledgers["r7"].model_text()])
     loaded = count_loads(app, monkeypatch)
     assert projector.catch_up() == 1
     assert loaded == ["r7"]
@@ -368,7 +368,7 @@ def test_rows_and_position_commit_in_one_transaction(
     with pytest.raises(RuntimeError, match="crash inside"):
         projector.catch_up()
     # Inside the transaction the rows and the position were written ...
-    assert seen_inside == [(app.recorder.max_notification_id(), ["r1"])]
+    assert seen_inside == [(app._es.recorder.max_notification_id(), ["r1"])]
     # ... and after the failure neither is there, for this connection or a new one.
     assert (store.position(), store.all()) == (0, [])
     reopened = open_status_store(store_url)
@@ -376,7 +376,7 @@ def test_rows_and_position_commit_in_one_transaction(
     assert reopened.stream_run_ids([app._store.load_run("r1").id]) == {}
 
     failpoints.disarm(INSIDE_COMMIT_FAILPOINT)
-    assert projector.catch_up() == app.recorder.max_notification_id()
+    assert projector.catch_up() == app._es.recorder.max_notification_id()
     assert [s.run_id for s in reopened.all()] == ["r1"]
     reopened.close()
 
@@ -415,7 +415,7 @@ def test_reopen_continues_from_the_persisted_position(
     try:
         store = open_status_store(store_url)
         assert (store.position(), store.all()) == (position, rows)
-        app.append_events("r2", [ledgers["r2"].terminal("completed")])
+        app.ledger.append_events("r2", [ledgers["r2"].terminal("completed")])
         projector = app.recovery_status_projector(store)
         loaded = count_loads(app, monkeypatch)
         assert projector.catch_up() == 1
@@ -470,7 +470,7 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
     projector = app.recovery_status_projector(racing)
     assert projector.catch_up() == 0  # the rival committed this page first
     assert racing.conflicts == 1
-    app.append_events("r1", [ledger.terminal("completed")])
+    app.ledger.append_events("r1", [ledger.terminal("completed")])
     assert projector.catch_up() == 1
     assert row(rival, "r1").terminal_event
     rival_store.close()
@@ -484,15 +484,15 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
 def test_store_factory_follows_the_application(
     app: RuntimeApplication, store_url: str, memory_app: RuntimeApplication
 ) -> None:
-    store = recovery_status_store_for(app.recorder).backend
+    store = recovery_status_store_for(app._es.recorder).backend
     assert isinstance(store, SqliteRecoveryStatusBackend)
     assert store.db_path == store_url
     store.close()
-    memory_store = recovery_status_store_for(memory_app.recorder)
+    memory_store = recovery_status_store_for(memory_app._es.recorder)
     assert isinstance(memory_store.backend, InMemoryRecoveryStatusBackend)
     read_only = RuntimeApplication.open(store_url, read_only=True)
     try:
-        ro_store = recovery_status_store_for(read_only.recorder).backend
+        ro_store = recovery_status_store_for(read_only._es.recorder).backend
         assert isinstance(ro_store, SqliteRecoveryStatusBackend)
         assert ro_store.db_path == store_url
         ro_store.close()
@@ -566,27 +566,31 @@ class _Scenario:
             if op == "create":
                 start_run_with(app, run_id, ledger)
             elif op == "model":
-                app.append_events(run_id, [ledger.model_text(f"step {n}")])
+                app.ledger.append_events(run_id, [ledger.model_text(f"step {n}")])
             elif op == "terminal_completed":
-                app.append_events(run_id, [ledger.terminal("completed")])
+                app.ledger.append_events(run_id, [ledger.terminal("completed")])
             elif op == "terminal_failed":
-                app.append_events(run_id, [ledger.terminal("failed")])
+                app.ledger.append_events(run_id, [ledger.terminal("failed")])
             elif op == "header_completed":
-                app.update_run_header(run_id, {"status": "completed"})
+                app.ledger.update_run_header(run_id, {"status": "completed"})
             elif op == "header_failed":
-                app.update_run_header(
+                app.ledger.update_run_header(
                     run_id, {"status": "failed", "failureClass": "provider_error"}
                 )
             elif op == "header_waiting":
-                app.update_run_header(run_id, {"status": "waiting_for_user", "updatedAt": n})
+                app.ledger.update_run_header(run_id, {"status": "waiting_for_user", "updatedAt": n})
             elif op == "tool_call":
                 call_id = f"c{n}"
-                commit = app.commit_tool_prepared(run_id, ledger.call(call_id, "Echo", {"n": n}))
+                commit = app.tool_journal.commit_tool_prepared(
+                    run_id, ledger.call(call_id, "Echo", {"n": n})
+                )
                 self.pending[run_id] = (commit.operation_id, call_id)
             elif op == "tool_outcome" and run_id in self.pending:
                 operation_id, call_id = self.pending.pop(run_id)
                 refs = {"operationId": operation_id, "toolCallId": call_id}
-                app.commit_tool_outcome(run_id, ledger.response(call_id, "Echo", refs=refs))
+                app.tool_journal.commit_tool_outcome(
+                    run_id, ledger.response(call_id, "Echo", refs=refs)
+                )
             elif op == "claim":
                 source = RUNS[(RUNS.index(run_id) + 1) % len(RUNS)]
                 save_claim(app, source, run_id, high_water=n)
@@ -603,8 +607,8 @@ class _Scenario:
 
 
 def start_run_with(app: RuntimeApplication, run_id: str, ledger: LedgerBuilder) -> None:
-    app.create_run(run_header(spine(run_id)))
-    app.append_events(run_id, [ledger.user(marker=True)])
+    app.ledger.create_run(run_header(spine(run_id)))
+    app.ledger.append_events(run_id, [ledger.user(marker=True)])
 
 
 @given(
@@ -652,13 +656,13 @@ def test_incremental_maintenance_equals_rebuild(
 
             # And the rows agree with the application itself.
             rows = {status.run_id: status for status in incremental}
-            for run_id in app.all_run_ids():
+            for run_id in app.ledger.all_run_ids():
                 header = app.get_run_header(run_id)
                 assert rows[run_id].header_status == header.status
-                assert rows[run_id].high_water == app.run_high_water(run_id)
+                assert rows[run_id].high_water == app.ledger.run_high_water(run_id)
                 assert rows[run_id].needs_attention or header.is_terminal
             missing = {r for r, s in rows.items() if s.header_status == "missing"}
-            targets = {claim.target_run_id for claim in app.all_claims()}
+            targets = {claim.target_run_id for claim in app.claims.all_claims()}
             assert missing == {t for t in targets if not app.run_exists(t)}
         finally:
             store.close()

@@ -32,7 +32,7 @@ def test_each_store_gets_its_matching_backend_where_its_facts_are(
     store_app: RuntimeApplication, store_url: str
 ) -> None:
     store_app.open_session("s1", "/workspace")
-    store_app.create_run(
+    store_app.ledger.create_run(
         run_header(Spine(session_id="s1", invocation_id="i1", run_id="r1", turn_id="t1"))
     )
     store_app.recovery_status.catch_up()
@@ -42,10 +42,10 @@ def test_each_store_gets_its_matching_backend_where_its_facts_are(
     else:
         assert type(backend) is SqliteRecoveryStatusBackend
         assert backend.db_path == store_url
-    again = recovery_status_store_for(store_app.recorder)
+    again = recovery_status_store_for(store_app._es.recorder)
     try:
         assert type(again.backend) is type(backend)
-        written = store_app.recorder.max_notification_id()
+        written = store_app._es.recorder.max_notification_id()
         assert written
         assert again.position() == written
         assert [row.run_id for row in again.all()] == ["r1"]
@@ -54,7 +54,7 @@ def test_each_store_gets_its_matching_backend_where_its_facts_are(
 
 
 def test_the_in_memory_store_gets_the_in_memory_backend(memory_app: RuntimeApplication) -> None:
-    store = recovery_status_store_for(memory_app.recorder)
+    store = recovery_status_store_for(memory_app._es.recorder)
     assert type(store.backend) is InMemoryRecoveryStatusBackend
 
 

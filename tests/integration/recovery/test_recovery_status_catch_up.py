@@ -27,9 +27,9 @@ def spine(run_id: str) -> Spine:
 
 
 def start_run(app: RuntimeApplication, run_id: str) -> LedgerBuilder:
-    app.create_run(run_header(spine(run_id)))
+    app.ledger.create_run(run_header(spine(run_id)))
     ledger = LedgerBuilder(spine(run_id), prefix=f"{run_id}-e")
-    app.append_events(run_id, [ledger.user(marker=True)])
+    app.ledger.append_events(run_id, [ledger.user(marker=True)])
     return ledger
 
 
@@ -65,10 +65,10 @@ def test_a_catch_up_loads_each_touched_run_once(
     projector.catch_up()
     # Many pages of new facts for two runs, interleaved, then a new run and a header.
     for n in range(10):
-        app.append_events("r1", [ledgers["r1"].model_text(f"a{n}")])
-        app.append_events("r2", [ledgers["r2"].model_text(f"b{n}")])
-    app.append_events("r2", [ledgers["r2"].terminal("completed")])
-    app.update_run_header("r2", {"status": "completed"})
+        app.ledger.append_events("r1", [ledgers["r1"].model_text(f"a{n}")])
+        app.ledger.append_events("r2", [ledgers["r2"].model_text(f"b{n}")])
+    app.ledger.append_events("r2", [ledgers["r2"].terminal("completed")])
+    app.ledger.update_run_header("r2", {"status": "completed"})
     start_run(app, "r3")
     new = last_id(app) - store.position()
     assert new > 20
@@ -91,7 +91,7 @@ def test_a_rebuild_loads_each_run_once(
     """The never-current case: a long run written over many appends is loaded once."""
     ledger = start_run(app, "long")
     for n in range(30):
-        app.append_events("long", [ledger.model_text(f"step {n}")])
+        app.ledger.append_events("long", [ledger.model_text(f"step {n}")])
     start_run(app, "short")
     store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db_path)))
     projector = app.recovery_status_projector(store, page_size=2)
@@ -116,7 +116,7 @@ def test_facts_written_during_a_batch_wait_for_the_next_batch(
 
     def select(start: int, limit: int) -> Sequence[Notification]:
         if not written:  # another writer commits while the first page is read
-            app.append_events("r1", [ledgers["r1"].terminal("completed")])
+            app.ledger.append_events("r1", [ledgers["r1"].terminal("completed")])
             written.append(last_id(app))
         return original_select(start, limit)
 

@@ -147,11 +147,11 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
     reason: str,
     last_type: str | None,
 ) -> None:
-    app.create_run(run_header(SPINE, status=status))
+    app.ledger.create_run(run_header(SPINE, status=status))
     ledger = LedgerBuilder(SPINE)
     build(ledger)
     if ledger.events:
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
 
     report = restart(app).recover()
 
@@ -245,19 +245,19 @@ def test_failed_terminal_without_failure_class_gives_the_header_app_restarted(
     restart: Restart,
     app: RuntimeApplication,
 ) -> None:
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     ledger.user()
     ledger.terminal("failed", error_code=None)
-    app.append_events("r1", ledger.events)
-    events_before = app.read_run_payloads("r1")
+    app.ledger.append_events("r1", ledger.events)
+    events_before = app.ledger.read_run_payloads("r1")
 
     report = restart(app).recover()
 
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "header_repaired")]
     header = app.get_run_header("r1")
     assert (header.status, header.failure_class) == ("failed", "app_restarted")
-    assert app.read_run_payloads("r1") == events_before  # no new event
+    assert app.ledger.read_run_payloads("r1") == events_before  # no new event
     assert app.recovery_status.status("r1").header_matches_terminal  # type: ignore[union-attr]
     assert restart(app).recover().repairs == ()
 
@@ -265,11 +265,11 @@ def test_failed_terminal_without_failure_class_gives_the_header_app_restarted(
 def test_aborted_terminal_without_abort_source_gives_unknown(
     restart: Restart, app: RuntimeApplication
 ) -> None:
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     ledger.user()
     ledger.terminal("aborted")
-    app.append_events("r1", ledger.events)
+    app.ledger.append_events("r1", ledger.events)
     restart(app).recover()
     header = app.get_run_header("r1")
     assert (header.status, header.abort_source) == ("cancelled", "unknown")
@@ -306,11 +306,11 @@ def _force_terminal_header(app: RuntimeApplication, run_id: str, patch: dict[str
 def test_terminal_header_without_terminal_event_gets_missing_terminal_event(
     restart: Restart, app: RuntimeApplication, build: Build, patch: dict[str, Any]
 ) -> None:
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     ledger = LedgerBuilder(SPINE)
     build(ledger)
     if ledger.events:
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
     _force_terminal_header(app, "r1", patch)
     assert app.recovery_status.status("r1").needs_attention  # type: ignore[union-attr]
 
@@ -352,22 +352,22 @@ def test_missing_terminal_repair_interrupted_before_the_header_converges(
 ) -> None:
     """The recovered terminal is durable, the header still says completed (a crash between
     the two): the next pass repairs the header from the event and writes nothing else."""
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     _force_terminal_header(app, "r1", {"status": "completed", "updatedAt": 1500})
     restart(app).recover()
-    expected_events = app.read_run_payloads("r1")
+    expected_events = app.ledger.read_run_payloads("r1")
     expected_header = app.get_run_header("r1").to_wire()
 
     other = RuntimeApplication.open(str(tmp_path / "other.sqlite"), clock=lambda: NOW)
     try:
         other.open_session("s1", "/workspace")
-        other.create_run(run_header(SPINE))
+        other.ledger.create_run(run_header(SPINE))
         _force_terminal_header(other, "r1", {"status": "completed", "updatedAt": 1500})
-        other.append_events("r1", app.read_run_events("r1"))  # the event, not the header
+        other.ledger.append_events("r1", app.read_run_events("r1"))  # the event, not the header
         assert other.get_run_header("r1").status == "completed"
         report = restart(other).recover()
         assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "header_repaired")]
-        assert other.read_run_payloads("r1") == expected_events
+        assert other.ledger.read_run_payloads("r1") == expected_events
         assert other.get_run_header("r1").to_wire() == expected_header
     finally:
         other.close()
@@ -377,18 +377,18 @@ def test_a_terminal_header_changes_only_to_follow_a_durable_fact(
     restart: Restart,
     app: RuntimeApplication,
 ) -> None:
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     _force_terminal_header(app, "r1", {"status": "completed", "updatedAt": 1500})
     before = store_snapshot(app).rows
     with pytest.raises(TerminalConflictError):  # no terminal event to follow
-        app.update_run_header("r1", {"status": "failed", "failureClass": "x"})
+        app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "x"})
     with pytest.raises(HeaderUpdateRefusedError):  # never back to non-terminal
-        app.update_run_header("r1", {"status": "running"})
+        app.ledger.update_run_header("r1", {"status": "running"})
     assert store_snapshot(app).rows == before
     restart(app).recover()
     backed = store_snapshot(app).rows
     with pytest.raises(HeaderUpdateRefusedError):  # a backed terminal header is final
-        app.update_run_header("r1", {"failureClass": "other"})
+        app.ledger.update_run_header("r1", {"failureClass": "other"})
     assert store_snapshot(app).rows == backed
 
 
@@ -398,7 +398,7 @@ def test_a_read_model_written_before_the_rule_change_is_rebuilt(
 ) -> None:
     """A read model of schema 1 said a terminal header without its event needs nothing; on
     open it is dropped and rebuilt, so recovery finds the run."""
-    app.create_run(run_header(SPINE))
+    app.ledger.create_run(run_header(SPINE))
     _force_terminal_header(app, "r1", {"status": "completed", "updatedAt": 1500})
     app.recovery_status.catch_up()
     app.close()

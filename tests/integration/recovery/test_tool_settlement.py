@@ -73,10 +73,10 @@ def _interrupted_run(db: str, tool: Tool[Any], args: dict[str, Any], run: str = 
     spine = Spine(run_id=run, invocation_id=f"i-{run}", turn_id=f"t-{run}")
     with _open(db, [dying(tool)]) as app:
         app.open_session("s1", "/workspace")  # repeated for a second run: returns it
-        app.create_run(run_header(spine, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(spine, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(spine)
         ledger.user(marker=True)
-        app.append_events(run, ledger.events)
+        app.ledger.append_events(run, ledger.events)
         call = ledger.call("c1", tool.name, args)
         with pytest.raises(Killed):
             app.tool_runtime.execute(run, call)
@@ -103,7 +103,7 @@ def test_an_idempotent_operation_is_reexecuted_before_the_run_ends(store_url: st
                 }
             ]
         }
-        assert [op.state for op in app.tool_operations("r1")] == ["outcome_committed"]
+        assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["outcome_committed"]
         assert app.get_run_header("r1").status == "failed"
     assert counter == [operation, operation]  # same idempotency key both times
 
@@ -151,7 +151,7 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_awaits_the_operator(
         }
         assert report.changed_anything is False
         assert app.get_run_header("r1").status == "running"
-        assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
+        assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["prepared"]
         assert app.plan_resume("r1").disposition == "blocked"
         before = store_snapshot(app)
         assert app.recover().repairs == report.repairs  # again at every start, nothing written
@@ -212,7 +212,7 @@ def test_a_failing_reconciler_holds_its_run_and_the_others_still_recover(
     operation = _interrupted_run(store_url, tool, {"path": "a.txt", "content": "x"})
     with _open(store_url) as app:
         spine = Spine(run_id="r2", invocation_id="i2", turn_id="t2")
-        app.create_run(run_header(spine))
+        app.ledger.create_run(run_header(spine))
     with _open(store_url, [tool]) as app:
         report = app.recover()
         assert _kinds(report) == [("r1", "left_unreconciled"), ("r2", "terminal_recovered")]
@@ -227,7 +227,7 @@ def test_a_failing_reconciler_holds_its_run_and_the_others_still_recover(
             ],
             "errorClass": "RuntimeError",
         }
-        assert [op.state for op in app.tool_operations("r1")] == ["prepared"]
+        assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["prepared"]
 
 
 def test_recover_with_an_explicit_tool_runtime_still_settles_first(
@@ -237,9 +237,9 @@ def test_recover_with_an_explicit_tool_runtime_still_settles_first(
     root = tmp_path / "ws"
     _interrupted_run(store_url, file_write_tool(root), {"path": "a.txt", "content": "x"})
     with _open(store_url) as app:
-        report = app.recover(tool_runtime=ToolRuntime(app, [file_write_tool(root)]))
+        report = app.recover(tool_runtime=ToolRuntime(app.tool_journal, [file_write_tool(root)]))
         assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
-        assert [op.state for op in app.tool_operations("r1")] == ["recovery_completed"]
+        assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["recovery_completed"]
     assert (root / "a.txt").read_text() == "x"
 
 
@@ -252,7 +252,7 @@ def test_a_store_fault_while_settling_is_raised_before_anything_is_sealed(
     root = tmp_path / "ws"
     _interrupted_run(store_url, file_write_tool(root), {"path": "a.txt", "content": "x"})
     with _open(store_url) as app:
-        app.create_run(run_header(Spine(run_id="r2", invocation_id="i2", turn_id="t2")))
+        app.ledger.create_run(run_header(Spine(run_id="r2", invocation_id="i2", turn_id="t2")))
         app.recovery_status.catch_up()
         before = store_snapshot(app)
     with (
@@ -264,7 +264,7 @@ def test_a_store_fault_while_settling_is_raised_before_anything_is_sealed(
     assert "settle_run_tools" in [entry.name for entry in info.traceback]
     with _open(store_url, [file_write_tool(root)]) as app:
         assert store_snapshot(app).rows == before.rows
-        assert [h.status for h in app.list_all_runs()] == ["running", "running"]
+        assert [h.status for h in app.ledger.list_all_runs()] == ["running", "running"]
         report = app.recover()
         assert _kinds(report) == [
             ("r1", "tools_recovered"),

@@ -68,11 +68,11 @@ class Store:
 def _crash(db: Path) -> str:
     with open_app(db, NOW, tools=[send_tool(dies=True)]) as app:
         app.open_session("s1", "/workspace", IDENTITY)
-        app.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
+        app.ledger.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)
         ledger.user(HOSTILE, marker=True)
         ledger.model_text("sending the report to ops")
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))
     with open_app(db, NOW + 1) as app:

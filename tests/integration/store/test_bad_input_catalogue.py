@@ -26,7 +26,7 @@ _DROP: Any = object()
 
 
 def _append(**changes: Any) -> Command:
-    return lambda app, ledger: app.append_event("r1", _event(ledger, **changes))
+    return lambda app, ledger: app.ledger.append_event("r1", _event(ledger, **changes))
 
 
 CATALOGUE: list[tuple[str, Command, str]] = [
@@ -123,22 +123,22 @@ CATALOGUE: list[tuple[str, Command, str]] = [
     ("partial event", _append(partial=True), "partial_event_refused"),
     (
         "same id, other content",
-        lambda app, ledger: app.append_event("r1", {**ledger.events[0], "ts": 1}),
+        lambda app, ledger: app.ledger.append_event("r1", {**ledger.events[0], "ts": 1}),
         "event_id_conflict",
     ),
     (
         "stale expected high-water",
-        lambda app, ledger: app.append_event("r1", _event(ledger), expected_high_water=5),
+        lambda app, ledger: app.ledger.append_event("r1", _event(ledger), expected_high_water=5),
         "runtime_offset_mismatch",
     ),
     (
         "append to a missing run",
-        lambda app, ledger: app.append_event("nope", _event(ledger)),
+        lambda app, ledger: app.ledger.append_event("nope", _event(ledger)),
         "run_not_found",
     ),
     (
         "create run in a missing session",
-        lambda app, ledger: app.create_run(
+        lambda app, ledger: app.ledger.create_run(
             run_header(sessionId="nope", runId="r9", invocationId="i9")
         ),
         "session_not_found",
@@ -146,29 +146,31 @@ CATALOGUE: list[tuple[str, Command, str]] = [
     (
         # the same header again is an exact retry, answered (test_create_run_retry.py)
         "create an existing run with another header",
-        lambda app, ledger: app.create_run(run_header(modelId="another-model")),
+        lambda app, ledger: app.ledger.create_run(run_header(modelId="another-model")),
         "run_already_exists",
     ),
     (
         "reuse an invocation",
-        lambda app, ledger: app.create_run(run_header(runId="r9")),
+        lambda app, ledger: app.ledger.create_run(run_header(runId="r9")),
         "invocation_spine_conflict",
     ),
     (
         "create a terminal run",
-        lambda app, ledger: app.create_run(
+        lambda app, ledger: app.ledger.create_run(
             run_header(runId="r9", invocationId="i9", status="completed")
         ),
         "invalid_run_header",
     ),
     (
         "header with unknown key",
-        lambda app, ledger: app.create_run(run_header(runId="r9", invocationId="i9", colour="red")),
+        lambda app, ledger: app.ledger.create_run(
+            run_header(runId="r9", invocationId="i9", colour="red")
+        ),
         "invalid_run_header",
     ),
     (
         "header without invocation",
-        lambda app, ledger: app.create_run(
+        lambda app, ledger: app.ledger.create_run(
             {k: v for k, v in run_header(runId="r9").items() if k != "invocationId"}
         ),
         "invalid_run_header",
@@ -187,17 +189,17 @@ CATALOGUE: list[tuple[str, Command, str]] = [
     ),
     (
         "patch an immutable header field",
-        lambda app, ledger: app.update_run_header("r1", {"cwd": "/elsewhere"}),
+        lambda app, ledger: app.ledger.update_run_header("r1", {"cwd": "/elsewhere"}),
         "header_update_refused",
     ),
     (
         "terminal header before the terminal event",
-        lambda app, ledger: app.update_run_header("r1", {"status": "completed"}),
+        lambda app, ledger: app.ledger.update_run_header("r1", {"status": "completed"}),
         "terminal_conflict",
     ),
     (
         "header patch with a bad status",
-        lambda app, ledger: app.update_run_header("r1", {"status": "exploded"}),
+        lambda app, ledger: app.ledger.update_run_header("r1", {"status": "exploded"}),
         "invalid_run_header",
     ),
 ]
@@ -208,10 +210,10 @@ def test_bad_input_is_refused_and_nothing_is_written(
     store_app: RuntimeApplication, case: str, command: Command, code: str
 ) -> None:
     store_app.open_session("s1", "/workspace")
-    store_app.create_run(run_header())
+    store_app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    store_app.append_events("r1", ledger.events)
+    store_app.ledger.append_events("r1", ledger.events)
     before = store_snapshot(store_app)
     with pytest.raises(MakaError) as info:
         command(store_app, ledger)

@@ -59,7 +59,7 @@ def stored_state(**boundary_changes: object) -> bytes:
 def insert_claim_row(store: str, state: bytes) -> None:
     app = RuntimeApplication.open(store)
     try:
-        app.recorder.insert_events(
+        app._es.recorder.insert_events(
             [
                 StoredEvent(
                     originator_id=claim_stream_id(BOUNDARY.claim_id),
@@ -77,7 +77,7 @@ def test_a_claim_row_in_the_previous_shape_loads_as_the_typed_boundary(store_url
     insert_claim_row(store_url, stored_state())
     app = RuntimeApplication.open(store_url)
     try:
-        claim = app.get_claim(BOUNDARY.claim_id)
+        claim = app.claims.get_claim(BOUNDARY.claim_id)
     finally:
         app.close()
     assert claim is not None
@@ -109,7 +109,7 @@ def test_a_malformed_stored_boundary_is_a_typed_corruption_and_nothing_is_writte
     try:
         before = store_snapshot(app)
         with pytest.raises(StoreCorruptionError):
-            app.get_claim(BOUNDARY.claim_id)
+            app.claims.get_claim(BOUNDARY.claim_id)
         assert store_snapshot(app) == before
     finally:
         app.close()

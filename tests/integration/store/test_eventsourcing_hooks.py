@@ -107,12 +107,12 @@ def test_the_project_overrides_are_the_ones_in_use(tmp_path: Path) -> None:
     """Through a real application: the durable pool, the failpoint recorder, FULL sync, and a
     raw connection reachable where ``_create_connection`` expects it."""
     with RuntimeApplication.open_sqlite(str(tmp_path / "hooks.sqlite")) as app:
-        factory = app.factory
+        factory = app._es.factory
         assert isinstance(factory, adapter.Factory)
         datastore = factory.datastore
         assert isinstance(datastore, adapter.DurableSQLiteDatastore)
         assert isinstance(datastore.pool, adapter.DurableSQLiteConnectionPool)
-        assert isinstance(app.recorder, adapter.FailpointSQLiteApplicationRecorder)
+        assert isinstance(app._es.recorder, adapter.FailpointSQLiteApplicationRecorder)
         with datastore.transaction(commit=False) as cursor:
             cursor.execute("PRAGMA synchronous")
             assert cursor.fetchone()[0] == adapter.SYNCHRONOUS_FULL
@@ -121,7 +121,7 @@ def test_the_project_overrides_are_the_ones_in_use(tmp_path: Path) -> None:
             assert isinstance(connection._sqlite_conn, sqlite3.Connection)
         finally:
             datastore.pool.put_connection(connection)
-        cache = app._repository.cache
+        cache = app._es._repository.cache
         assert cache is not None
         assert "evict" in inspect.signature(cache.get).parameters
 
@@ -131,12 +131,12 @@ def test_the_postgres_overrides_are_the_ones_in_use(pg_store_url: str) -> None:
     recorder, ``synchronous_commit`` on, and the schema statements and pool keywords the
     factory and ``create_table`` read."""
     with RuntimeApplication.open(pg_store_url) as app:
-        factory = app.factory
+        factory = app._es.factory
         assert isinstance(factory, pg_adapter.Factory)
         datastore = factory.datastore
         assert isinstance(datastore, pg_adapter.DurablePostgresDatastore)
-        assert isinstance(app.recorder, pg_adapter.FailpointPostgresApplicationRecorder)
-        assert app.recorder.sql_create_statements
+        assert isinstance(app._es.recorder, pg_adapter.FailpointPostgresApplicationRecorder)
+        assert app._es.recorder.sql_create_statements
         pool_kwargs = datastore.pool.kwargs
         assert isinstance(pool_kwargs, dict)
         assert {"dbname", "host", "port", "user"} <= set(pool_kwargs)

@@ -30,11 +30,11 @@ def test_host_subclass_hooks_clock_and_ids(store_url: str) -> None:
     with HostApplication(env) as app:
         assert app.id_factory() == "host-0"
         app.open_session("s1", "/workspace")
-        app.create_run(run_header())
+        app.ledger.create_run(run_header())
         ledger = LedgerBuilder()
         ledger.user()
-        app.append_events("r1", ledger.events)
-        app.append_events("r1", ledger.events)  # exact retry: no commit, no callback
+        app.ledger.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)  # exact retry: no commit, no callback
         assert app.seen == [("r1", ["e1"])]
         assert app.get_session("s1").opened_at == 42.0
     if not pg:

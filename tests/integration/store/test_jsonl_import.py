@@ -41,10 +41,10 @@ def _legacy(root: Path) -> tuple[JsonlLedger, LedgerBuilder]:
 def test_import_is_idempotent_and_keeps_terminal_headers(tmp_path: Path, store_url: str) -> None:
     ledger, builder = _legacy(tmp_path / "legacy")
     with RuntimeApplication.open(store_url) as app:
-        first = import_jsonl_ledgers(app, ledger)
+        first = import_jsonl_ledgers(app.ledger, ledger)
         assert (first.runs, first.appended, first.retried) == (2, 5, 0)
         before = store_snapshot(app)
-        again = import_jsonl_ledgers(app, ledger)
+        again = import_jsonl_ledgers(app.ledger, ledger)
         assert (again.runs, again.appended, again.retried) == (2, 0, 5)
         assert store_snapshot(app) == before
         assert [e.to_wire() for e in app.read_run_events("r1")] == builder.events
@@ -58,10 +58,10 @@ def test_export_round_trips_byte_identically(tmp_path: Path, store_url: str) -> 
     ledger, _ = _legacy(tmp_path / "legacy")
     out = JsonlLedger(tmp_path / "export")
     with RuntimeApplication.open(store_url) as app:
-        import_jsonl_ledgers(app, ledger)
-        export_jsonl_run(app, out, "r1")
+        import_jsonl_ledgers(app.ledger, ledger)
+        export_jsonl_run(app.ledger, out, "r1")
         rows = (tmp_path / "export/sessions/s1/runs/r1/runtime-events.jsonl").read_text()
-        assert rows == "".join(payload + "\n" for payload in app.read_run_payloads("r1"))
+        assert rows == "".join(payload + "\n" for payload in app.ledger.read_run_payloads("r1"))
         assert out.read_events("s1", "r1") == app.read_run_events("r1")
 
 
@@ -78,7 +78,7 @@ def test_a_run_whose_header_contradicts_its_terminal_is_refused_whole(
     with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(MakaError) as info:
-            import_jsonl_ledgers(app, ledger)
+            import_jsonl_ledgers(app.ledger, ledger)
         assert info.value.code == "terminal_conflict"
         assert store_snapshot(app) == before
 
@@ -109,7 +109,7 @@ def test_import_refuses_a_symlinked_session_before_importing_anything(
     with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:
-            import_jsonl_ledgers(app, ledger)
+            import_jsonl_ledgers(app.ledger, ledger)
         assert (info.value.code, info.value.detail) == (
             "ledger_symlink_refused",
             {"path": "sessions/s2"},
@@ -134,7 +134,7 @@ def test_import_refuses_a_symlinked_ledger_file_before_importing_anything(
     with RuntimeApplication.open(store_url) as app:
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:
-            import_jsonl_ledgers(app, ledger)
+            import_jsonl_ledgers(app.ledger, ledger)
         assert (info.value.code, info.value.detail) == (
             "ledger_symlink_refused",
             {"path": f"sessions/s1/runs/r2/{name}"},
@@ -155,10 +155,10 @@ def test_export_refuses_a_symlink_under_its_root(
     (out.root / component).symlink_to(outside.path / component)
     before_outside, links = outside.snapshot(), symlinks_under(out.root)
     with RuntimeApplication.open(store_url) as app:
-        import_jsonl_ledgers(app, ledger)
+        import_jsonl_ledgers(app.ledger, ledger)
         before = store_snapshot(app)
         with pytest.raises(JsonlLedgerError) as info:
-            export_jsonl_run(app, out, "r1")
+            export_jsonl_run(app.ledger, out, "r1")
         assert (info.value.code, info.value.detail) == (
             "ledger_symlink_refused",
             {"path": component},

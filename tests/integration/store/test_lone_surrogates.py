@@ -97,10 +97,10 @@ EVENTS: list[tuple[str, dict[str, Any], str]] = [
 @pytest.fixture
 def app(store_app: RuntimeApplication) -> RuntimeApplication:
     store_app.open_session("s1", "/workspace")
-    store_app.create_run(run_header())
+    store_app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    store_app.append_events("r1", ledger.events)
+    store_app.ledger.append_events("r1", ledger.events)
     return store_app
 
 
@@ -121,7 +121,7 @@ def test_append_refuses_lone_surrogates_in_free_form_json(
     app: RuntimeApplication, changes: dict[str, Any], field: str
 ) -> None:
     event = _event(LedgerBuilder(), **changes)
-    error = _refused(app, lambda: app.append_event("r1", event), InvalidRuntimeEventError)
+    error = _refused(app, lambda: app.ledger.append_event("r1", event), InvalidRuntimeEventError)
     assert error.code == "invalid_runtime_event"
     assert isinstance(error, InvalidRuntimeEventError)
     assert error.field == field
@@ -139,7 +139,9 @@ def test_json_text_with_escaped_lone_surrogate_keys_is_refused() -> None:
 
 def test_tool_t1_refuses_a_call_with_lone_surrogate_keys(app: RuntimeApplication) -> None:
     call = LedgerBuilder().call("c1", "Bash", {"env": COLLIDING})
-    error = _refused(app, lambda: app.commit_tool_prepared("r1", call), InvalidRuntimeEventError)
+    error = _refused(
+        app, lambda: app.tool_journal.commit_tool_prepared("r1", call), InvalidRuntimeEventError
+    )
     assert error.code == "invalid_runtime_event"
 
 
@@ -147,21 +149,21 @@ def test_tool_metadata_with_lone_surrogate_keys_is_refused(app: RuntimeApplicati
     call = LedgerBuilder().call("c1", "Bash", {"command": "ls"})
     error = _refused(
         app,
-        lambda: app.commit_tool_prepared("r1", call, metadata={"digests": COLLIDING}),
+        lambda: app.tool_journal.commit_tool_prepared("r1", call, metadata={"digests": COLLIDING}),
         NonStrictJsonError,
     )
     assert error.code == "non_strict_json"
-    assert app.tool_operations("r1") == ()
+    assert app.tool_journal.tool_operations("r1") == ()
 
 
 def test_run_header_free_form_fields_refuse_lone_surrogates(app: RuntimeApplication) -> None:
     header = run_header(Spine(run_id="r2", invocation_id="i2"), collaborationMode=COLLIDING)
-    error = _refused(app, lambda: app.create_run(header), InvalidRunHeaderError)
+    error = _refused(app, lambda: app.ledger.create_run(header), InvalidRunHeaderError)
     assert error.code == "invalid_run_header"
     assert isinstance(error, InvalidRunHeaderError)
     assert error.field == "collaborationMode"
     patch = {"runComposition": {"nested": {"\udfff": 1}}}
-    error = _refused(app, lambda: app.update_run_header("r1", patch), InvalidRunHeaderError)
+    error = _refused(app, lambda: app.ledger.update_run_header("r1", patch), InvalidRunHeaderError)
     assert isinstance(error, InvalidRunHeaderError)
     assert error.field == "runComposition"
 
@@ -175,7 +177,7 @@ def test_a_fact_the_transcoder_cannot_encode_is_a_typed_refusal(app: RuntimeAppl
 
 def test_well_formed_astral_keys_are_kept_exactly(app: RuntimeApplication) -> None:
     args = {"\U0001f600": 1, "\ufffd": 2, "a": {"\U0001f600\U0001f601": [3]}}
-    app.append_event("r1", LedgerBuilder(prefix="ok-").call("c1", "Bash", args))
+    app.ledger.append_event("r1", LedgerBuilder(prefix="ok-").call("c1", "Bash", args))
     content = app.read_run_events("r1")[-1].function_call
     assert content is not None
     assert content.args == args
@@ -191,9 +193,9 @@ def test_appended_args_are_stored_exactly_or_refused(args: dict[str, int]) -> No
     the append is refused and nothing is stored."""
     with RuntimeApplication.in_memory() as memory:
         memory.open_session("s1", "/workspace")
-        memory.create_run(run_header())
+        memory.ledger.create_run(run_header())
         try:
-            memory.append_event("r1", LedgerBuilder().call("c1", "Bash", args))
+            memory.ledger.append_event("r1", LedgerBuilder().call("c1", "Bash", args))
         except InvalidRuntimeEventError:
             assert memory.read_run_events("r1") == []
             return

@@ -22,8 +22,8 @@ def _seed(db: Path | str) -> LedgerBuilder:
     ledger.call()
     with RuntimeApplication.open(str(db)) as app:
         app.open_session("s1", "/workspace")
-        app.create_run(run_header())
-        app.append_events("r1", ledger.events)
+        app.ledger.create_run(run_header())
+        app.ledger.append_events("r1", ledger.events)
     return ledger
 
 
@@ -37,7 +37,7 @@ def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
         assert list(plan.rejection_reasons) == ["dangling_tool_state"]
         assert reader.plan_resume("r1", expected_high_water=2) == plan
         with pytest.raises(StoreUnavailableError, match="readonly") as info:
-            reader.append_event("r1", ledger.model_text())
+            reader.ledger.append_event("r1", ledger.model_text())
         assert info.value.code == "store_unavailable"
         assert store_snapshot(reader) == before
 
@@ -53,7 +53,7 @@ def test_read_only_open_on_each_store_plans_and_refuses_every_write(store_url: s
         plan = reader.plan_resume("r1")
         assert list(plan.rejection_reasons) == ["dangling_tool_state"]
         with pytest.raises(StoreUnavailableError) as info:
-            reader.append_event("r1", ledger.model_text())
+            reader.ledger.append_event("r1", ledger.model_text())
         assert info.value.code == "store_unavailable"
         with pytest.raises(StoreUnavailableError):
             reader.open_session("s2", "/workspace")

@@ -50,8 +50,8 @@ def test_hosts_opening_at_once_all_succeed(pg_store_url: str, schema_exists: boo
         # the schema is whole: one host writes, another reads it
         spine = Spine()
         opened[0].open_session(spine.session_id, "/workspace")
-        opened[0].create_run(run_header(spine))
-        assert opened[-1].all_run_ids() == [spine.run_id]
+        opened[0].ledger.create_run(run_header(spine))
+        assert opened[-1].ledger.all_run_ids() == [spine.run_id]
     finally:
         for app in opened:
             app.close()

@@ -47,12 +47,12 @@ def lock_store(pg_store_url: str) -> LockStore:
     url = f"{pg_store_url}&lock_timeout=1"
     with RuntimeApplication.open(url) as app:
         app.open_session("s1", "/workspace")
-        app.create_run(run_header())
+        app.ledger.create_run(run_header())
         ledger = LedgerBuilder()
         ledger.user()
         for index in range(EVERY + 1):
             ledger.model_text(f"step {index}", event_id=f"m{index}")
-        app.append_events("r1", ledger.events)
+        app.ledger.append_events("r1", ledger.events)
         app.recover()
     with RuntimeApplication.open(url) as app:
         stored = app.read_run_events("r1")  # a cold load: folds past EVERY, writes the snapshot
@@ -113,7 +113,7 @@ def _append(app: RuntimeApplication) -> object:
     ledger = LedgerBuilder(events=[e.to_wire() for e in app.read_run_events("r1")])
     ledger.model_text("one more", event_id="more")
     with _locked(app, _server_of(app), "maka_es_events"):
-        outcome, _ = _bounded(lambda: app.append_events("r1", ledger.events[-1:]))
+        outcome, _ = _bounded(lambda: app.ledger.append_events("r1", ledger.events[-1:]))
     return outcome
 
 
@@ -130,8 +130,8 @@ EVENT_READS: dict[str, Callable[[RuntimeApplication], object]] = {
     "read_run_events": lambda app: app.read_run_events("r1"),
     "get_run_header": lambda app: app.get_run_header("r1"),
     "get_session": lambda app: app.get_session("s1"),
-    "get_claim": lambda app: app.get_claim("no-such-claim"),
-    "all_run_ids": lambda app: app.all_run_ids(),
+    "get_claim": lambda app: app.claims.get_claim("no-such-claim"),
+    "all_run_ids": lambda app: app.ledger.all_run_ids(),
     "recover": lambda app: app.recover(),
 }
 
@@ -147,7 +147,9 @@ def test_a_read_behind_a_locked_events_table_is_typed_within_the_lock_timeout(
         _assert_locked(outcome)
         assert elapsed < BOUND_S
         assert store_snapshot(app) == before  # nothing written
-        assert app.run_high_water("r1") == lock_store.high_water  # and the store serves again
+        assert (
+            app.ledger.run_high_water("r1") == lock_store.high_water
+        )  # and the store serves again
 
 
 def test_an_append_behind_a_locked_events_table_is_typed_and_writes_nothing(

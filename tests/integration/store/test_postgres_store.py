@@ -39,10 +39,10 @@ def _disarm() -> Iterator[None]:
 
 def _started(app: RuntimeApplication) -> LedgerBuilder:
     app.open_session("s1", "/workspace")
-    app.create_run(run_header())
+    app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    app.append_events("r1", ledger.events)
+    app.ledger.append_events("r1", ledger.events)
     return ledger
 
 
@@ -53,7 +53,7 @@ def test_synchronous_commit_is_on_for_the_applications_connection(
         admin.execute("ALTER ROLE CURRENT_USER SET synchronous_commit = off")
     try:
         with RuntimeApplication.open(pg_app_url(pg_app)) as app:
-            with app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+            with app._es.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
                 row = conn.execute("SHOW synchronous_commit").fetchone()
             assert row["synchronous_commit"] == "on"
     finally:
@@ -71,7 +71,7 @@ def pg_app_url(app: RuntimeApplication) -> str:
 
 def test_tables_are_named_after_the_application_name(pg_app: RuntimeApplication) -> None:
     schema = pg_app.env["POSTGRES_SCHEMA"]
-    with pg_app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+    with pg_app._es.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
         rows = conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (schema,),
@@ -131,7 +131,7 @@ def test_server_going_away_mid_transaction_is_typed_and_nothing_is_lost(
 
     def append() -> None:
         try:
-            pg_app.append_events("r1", ledger.events[-1:])
+            pg_app.ledger.append_events("r1", ledger.events[-1:])
         except BaseException as exc:
             outcome.append(exc)
 
@@ -151,7 +151,7 @@ def test_server_going_away_mid_transaction_is_typed_and_nothing_is_lost(
     assert not isinstance(outcome[0], StoreOutcomeUnknownError)
     assert outcome[0].detail["reason"] == "server_shutdown"
     assert store_snapshot(pg_app) == before  # the acknowledged run is intact, nothing more
-    assert pg_app.append_events("r1", ledger.events[-1:]).appended == 1  # a fresh connection
+    assert pg_app.ledger.append_events("r1", ledger.events[-1:]).appended == 1  # a fresh connection
 
 
 def test_an_error_in_reply_to_commit_is_never_reported_as_a_plain_failure(
@@ -166,7 +166,7 @@ def test_an_error_in_reply_to_commit_is_never_reported_as_a_plain_failure(
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, terminate)
     ledger.call()
     with pytest.raises(StoreOutcomeUnknownError):
-        pg_app.append_events("r1", ledger.events[-1:])
+        pg_app.ledger.append_events("r1", ledger.events[-1:])
     failpoints.disarm()
     assert store_snapshot(pg_app) == before  # here the server had rolled it back
 
@@ -177,7 +177,7 @@ def test_statement_timeout_is_store_unavailable(pg_store_url: str, pg_server_url
         before = store_snapshot(app)
         ledger.call()
         with _events_table_locked(app, pg_server_url), pytest.raises(StoreUnavailableError) as info:
-            app.append_events("r1", ledger.events[-1:])
+            app.ledger.append_events("r1", ledger.events[-1:])
         assert info.value.detail["reason"] == "timeout"
         assert store_snapshot(app) == before
 
@@ -239,12 +239,12 @@ def test_a_connection_dropped_during_commit_is_outcome_unknown(pg_store_url: str
             ledger.call()
             armed.set()
             with pytest.raises(StoreOutcomeUnknownError) as info:
-                app.append_events("r1", ledger.events[-1:])
+                app.ledger.append_events("r1", ledger.events[-1:])
             assert info.value.code == "store_outcome_unknown"
             assert not isinstance(info.value, StoreUnavailableError)
     with RuntimeApplication.open(pg_store_url) as reader:
         # Here the server did commit: reporting a plain failure would have been a lie.
-        assert reader.run_high_water("r1") == 2
+        assert reader.ledger.run_high_water("r1") == 2
 
 
 def test_two_instances_at_the_same_expected_version_one_wins(pg_store_url: str) -> None:
@@ -260,7 +260,7 @@ def test_two_instances_at_the_same_expected_version_one_wins(pg_store_url: str) 
     def append(index: int) -> None:
         barrier.wait()
         try:
-            outcomes[index] = apps[index].append_events(
+            outcomes[index] = apps[index].ledger.append_events(
                 "r1", branches[index].events[-1:], expected_high_water=1
             )
         except MakaError as exc:

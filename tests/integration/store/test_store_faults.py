@@ -35,7 +35,6 @@ import pytest
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import HostConfig, RuntimeApplication
-from maka_es.app_api import RuntimeApi
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.plan import ContinuationPlan
@@ -48,6 +47,7 @@ from maka_es.errors import (
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
+from tests.support.host_surface import host_public_names, plumbing_names
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 
@@ -58,11 +58,11 @@ def _digest(path: Path) -> str:
 
 def _interrupted_run(app: RuntimeApplication, spine: Spine) -> None:
     """A run that died after its call: startup recovery has work to do."""
-    app.create_run(run_header(spine))
+    app.ledger.create_run(run_header(spine))
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
     ledger.user()
     ledger.call()
-    app.append_events(spine.run_id, ledger.events)
+    app.ledger.append_events(spine.run_id, ledger.events)
 
 
 def _seed_interrupted(db: Path, runs: int = 1, *, id_padding: int = 0) -> None:
@@ -113,7 +113,7 @@ def test_recover_under_a_held_lock_catching_up_the_read_model(db_path: Path) -> 
     with app:
         app.recovery_status.catch_up()
         position = app.recovery_status.store.position()
-        app.append_event("r1", LedgerBuilder(prefix="late-").model_text())  # the model lags
+        app.ledger.append_event("r1", LedgerBuilder(prefix="late-").model_text())  # the model lags
         before = store_snapshot(app)
         with _write_lock_held(db_path), pytest.raises(StoreUnavailableError) as info:
             app.recover()
@@ -143,7 +143,7 @@ def test_recover_on_a_full_disk(db_path: Path) -> None:
         assert store.all() == []
         connection.execute(f"PRAGMA max_page_count={pages * 100}")
         assert len(app.recover().repairs) == 8
-        assert store.position() == app.recorder.max_notification_id()
+        assert store.position() == app._es.recorder.max_notification_id()
 
 
 @contextmanager
@@ -216,14 +216,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
         host_inspector=_Inspector(),
     ) as app:
         app.open_session("s1", "/workspace")
-        app.create_run(run_header(workspaceIdentity=WORKSPACE))
+        app.ledger.create_run(run_header(workspaceIdentity=WORKSPACE))
         ledger = LedgerBuilder()
         ledger.user()
         ledger.call("c1", "Bash", {"command": "ls"})
         ledger.response("c1", "Bash")
         ledger.terminal("failed")
-        app.append_events("r1", ledger.events)
-        app.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
+        app.ledger.append_events("r1", ledger.events)
+        app.ledger.update_run_header("r1", {"status": "failed", "failureClass": "provider_error"})
         plan = app.plan_continuation("s1")
         assert plan.continuation is not None
         turn = ProviderTurn(outputs=({"kind": "text", "text": "resumed"},))
@@ -241,7 +241,9 @@ _EVENT = _LEDGER.model_text()
 _CALL = _LEDGER.call("c9")
 _RESPONSE = _LEDGER.response("c9")
 
-#: Every public method of RuntimeApplication that reaches the store, with valid arguments.
+#: Every public method of RuntimeApplication and every plumbing entry of its service attributes
+#: (``service.method``, tests/support/host_surface.py) that reaches the store, with valid
+#: arguments.
 HOST_CONFIG = HostConfig(
     backend_kind="fake", llm_connection_slug="c", model_id="m", permission_mode="ask"
 )
@@ -253,31 +255,40 @@ ENTRY_POINTS: dict[str, Call] = {
     "start_run": lambda app, t: app.start_run(
         "s1", run_id="r9", invocation_id="i9", turn_id="t9", config=HOST_CONFIG
     ),
-    "create_run": lambda app, t: app.create_run(run_header(Spine(run_id="r9", invocation_id="i9"))),
-    "import_run": lambda app, t: app.import_run(
+    "ledger.create_run": lambda app, t: app.ledger.create_run(
+        run_header(Spine(run_id="r9", invocation_id="i9"))
+    ),
+    "ledger.import_run": lambda app, t: app.ledger.import_run(
         run_header(Spine(run_id="r8", invocation_id="i8")), []
     ),
     "get_run_header": lambda app, t: app.get_run_header("r1"),
     "list_runs": lambda app, t: app.list_runs("s1"),
-    "append_events": lambda app, t: app.append_events("r1", [_EVENT]),
-    "append_event": lambda app, t: app.append_event("r1", _EVENT),
-    "update_run_header": lambda app, t: app.update_run_header("r1", {"updatedAt": 5.0}),
-    "commit_tool_prepared": lambda app, t: app.commit_tool_prepared("r1", _CALL),
-    "commit_tool_outcome": lambda app, t: app.commit_tool_outcome("r1", _RESPONSE),
-    "commit_tool_recovery_bundle": lambda app, t: app.commit_tool_recovery_bundle(
-        "r1", "op", reconcile=_EVENT, decision=_EVENT
+    "ledger.append_events": lambda app, t: app.ledger.append_events("r1", [_EVENT]),
+    "ledger.append_event": lambda app, t: app.ledger.append_event("r1", _EVENT),
+    "ledger.update_run_header": lambda app, t: app.ledger.update_run_header(
+        "r1", {"updatedAt": 5.0}
     ),
-    "tool_operations": lambda app, t: app.tool_operations("r1"),
-    "resolve_run": lambda app, t: app.resolve_run("r1"),
+    "tool_journal.commit_tool_prepared": lambda app, t: app.tool_journal.commit_tool_prepared(
+        "r1", _CALL
+    ),
+    "tool_journal.commit_tool_outcome": lambda app, t: app.tool_journal.commit_tool_outcome(
+        "r1", _RESPONSE
+    ),
+    "tool_journal.commit_tool_recovery_bundle": lambda app, t: (
+        app.tool_journal.commit_tool_recovery_bundle("r1", "op", reconcile=_EVENT, decision=_EVENT)
+    ),
+    "tool_journal.tool_operations": lambda app, t: app.tool_journal.tool_operations("r1"),
+    "tool_journal.attestations": lambda app, t: app.tool_journal.attestations("r1"),
+    "tool_journal.resolve_run": lambda app, t: app.tool_journal.resolve_run("r1"),
     "end_run": lambda app, t: app.end_run("r1", _LEDGER.terminal("failed")),
     "read_run_events": lambda app, t: app.read_run_events("r1"),
-    "run_high_water": lambda app, t: app.run_high_water("r1"),
-    "read_run_payloads": lambda app, t: app.read_run_payloads("r1"),
+    "ledger.run_high_water": lambda app, t: app.ledger.run_high_water("r1"),
+    "ledger.read_run_payloads": lambda app, t: app.ledger.read_run_payloads("r1"),
     "plan_resume": lambda app, t: app.plan_resume("r1"),
     "end_start_only_run": lambda app, t: app.end_start_only_run(t.target_header.run_id),
     "run_turn": lambda app, t: app.run_turn("s1", "hello", ScriptedProvider([]), run_id="r9"),
     "resume": lambda app, t: app.resume("s1", ScriptedProvider([])),
-    "create_run_with_events": lambda app, t: app.create_run_with_events(
+    "run_starts.create_run_with_events": lambda app, t: app.run_starts.create_run_with_events(
         t.target_header, [t.target_start]
     ),
     "attest_operation": lambda app, t: app.attest_operation(
@@ -289,52 +300,41 @@ ENTRY_POINTS: dict[str, Call] = {
     "execute_fork": lambda app, t: app.execute_fork("r1", ScriptedProvider([])),
     "plan_continuation": lambda app, t: app.plan_continuation("s1"),
     "execute_continuation": lambda app, t: app.execute_continuation(t.plan, ScriptedProvider([])),
-    "claim_exists": lambda app, t: app.claim_exists("claim"),
-    "get_claim": lambda app, t: app.get_claim("claim"),
+    "claims.claim_exists": lambda app, t: app.claims.claim_exists("claim"),
+    "claims.get_claim": lambda app, t: app.claims.get_claim("claim"),
     "run_exists": lambda app, t: app.run_exists("r1"),
-    "all_run_ids": lambda app, t: app.all_run_ids(),
-    "list_all_runs": lambda app, t: app.list_all_runs(),
-    "all_claims": lambda app, t: app.all_claims(),
-    "create_claimed_run": lambda app, t: app.create_claimed_run(t.target_header, t.target_start),
-    "start_claimed_run": lambda app, t: app.start_claimed_run("r1", t.target_start),
-    "continuation_start_record": lambda app, t: app.continuation_start_record(
+    "ledger.all_run_ids": lambda app, t: app.ledger.all_run_ids(),
+    "ledger.list_all_runs": lambda app, t: app.ledger.list_all_runs(),
+    "claims.all_claims": lambda app, t: app.claims.all_claims(),
+    "claims.create_claimed_run": lambda app, t: app.claims.create_claimed_run(
+        t.target_header, t.target_start
+    ),
+    "claims.start_claimed_run": lambda app, t: app.claims.start_claimed_run("r1", t.target_start),
+    "claims.continuation_start_record": lambda app, t: app.claims.continuation_start_record(
         "claim", t.target_start, start_kind="claim_repair"
     ),
     "recovery_status": lambda app, t: app.recovery_status.all(),
     "recovery_status_projector": lambda app, t: app.recovery_status_projector().catch_up(),
     "recover": lambda app, t: app.recover(),
     "heartbeat": lambda app, t: app.heartbeat(),
-    "host_lease": lambda app, t: app.host_lease("w2"),
+    "ownership.lease": lambda app, t: app.ownership.lease("w2"),
 }
 
 #: Public names that never touch the store, and why.
 NO_STORE_ACCESS: dict[str, str] = {
-    "name": "class attribute",
-    "env": "class attribute (defaults)",
+    "env": "the store settings (read once at construction)",
     "open_sqlite": "constructor: see test_open_sqlite_* below",
     "in_memory": "constructor of the in-memory store (no file)",
     "open": "constructor: a SQLite path is open_sqlite; PostgreSQL: test_postgres_store",
-    "construct_factory": "eventsourcing construction hook (takes eventsourcing.postgres as ours)",
-    "construct_transcoder": "eventsourcing construction hook",
-    "construct_mapper": "eventsourcing construction hook",
     "on_events_committed": "host hook, a no-op by default",
     "safe_boundary_resume_enabled": "reads the environment only",
     "now_ms": "reads the injected clock only",
     "close": "releases connections",
-    "save": "refused (write_path_refused) before any store access",
-    "take_snapshot": "refused (write_path_refused) before any store access",
-    "notify": "refused (write_path_refused) before any store access",
-    "repository": "refused (write_path_refused) before any store access",
 }
 
 
 def test_the_entry_point_table_names_every_public_method() -> None:
-    public = {
-        name
-        for cls in (RuntimeApplication, RuntimeApi)
-        for name in vars(cls)
-        if not name.startswith("_")
-    }
+    public = host_public_names() | plumbing_names()
     assert public == set(ENTRY_POINTS) | set(NO_STORE_ACCESS)
     assert not set(ENTRY_POINTS) & set(NO_STORE_ACCESS)
 

@@ -46,10 +46,10 @@ def _digest(path: Path) -> str:
 def _seeded(db: Path) -> tuple[RuntimeApplication, LedgerBuilder]:
     app = RuntimeApplication.open_sqlite(str(db))
     app.open_session("s1", "/workspace")
-    app.create_run(run_header())
+    app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user()
-    app.append_events("r1", ledger.events)
+    app.ledger.append_events("r1", ledger.events)
     return app, ledger
 
 
@@ -57,10 +57,10 @@ def _other_store(path: Path) -> Path:
     """A valid store of its own (one run, one event) to move into the live store's path."""
     with RuntimeApplication.open_sqlite(str(path)) as other:
         other.open_session("s1", "/workspace")
-        other.create_run(run_header())
+        other.ledger.create_run(run_header())
         ledger = LedgerBuilder(prefix="other-")
         ledger.user("from the other store")
-        other.append_events("r1", ledger.events)
+        other.ledger.append_events("r1", ledger.events)
     assert not Path(f"{path}-wal").exists()  # closed cleanly: one self-contained file
     return path
 
@@ -76,16 +76,20 @@ Write = Callable[[RuntimeApplication, LedgerBuilder, Path], object]
 
 
 def _append(app: RuntimeApplication, ledger: LedgerBuilder, root: Path) -> object:
-    return app.append_event("r1", ledger.model_text("lost?"))
+    return app.ledger.append_event("r1", ledger.model_text("lost?"))
 
 
 def _tool_t1(app: RuntimeApplication, ledger: LedgerBuilder, root: Path) -> object:
     tool = append_line_tool(root)
-    return ToolRuntime(app, [tool]).execute("r1", ledger.call("c1", tool.name, {"line": "x"}))
+    return ToolRuntime(app.tool_journal, [tool]).execute(
+        "r1", ledger.call("c1", tool.name, {"line": "x"})
+    )
 
 
 def _commit_t1(app: RuntimeApplication, ledger: LedgerBuilder, root: Path) -> object:
-    return app.commit_tool_prepared("r1", ledger.call("c2", "Bash", {"command": "rm -rf x"}))
+    return app.tool_journal.commit_tool_prepared(
+        "r1", ledger.call("c2", "Bash", {"command": "rm -rf x"})
+    )
 
 
 WRITES: dict[str, Write] = {
@@ -147,7 +151,7 @@ def test_a_delete_inside_the_write_transaction_is_caught_before_commit(
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, lambda _: _unlink_store(db_path))
     try:
         with pytest.raises(StoreUnavailableError) as info:
-            app.append_event("r1", ledger.model_text())
+            app.ledger.append_event("r1", ledger.model_text())
     finally:
         failpoints.disarm()
     assert info.value.detail["reason"] == "store_file_deleted"
@@ -160,8 +164,8 @@ def test_writes_to_a_store_left_in_place_are_acknowledged(
     and a reopened application pins the file it opened."""
     app, ledger = live
     shutil.copy(db_path, tmp_path / "backup.sqlite")
-    assert app.append_event("r1", ledger.model_text()).appended == 1
+    assert app.ledger.append_event("r1", ledger.model_text()).appended == 1
     app.close()
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
-        assert reopened.append_event("r1", ledger.model_text("again")).appended == 1
-        assert reopened.run_high_water("r1") == 3
+        assert reopened.ledger.append_event("r1", ledger.model_text("again")).appended == 1
+        assert reopened.ledger.run_high_water("r1") == 3

@@ -97,14 +97,14 @@ def test_a_sqlite_url_opens_the_file_it_names(
     monkeypatch.chdir(tmp_path)
     with RuntimeApplication.open("sqlite:///relative.sqlite") as app:
         app.open_session("s1", "/w")
-        app.create_run(run_header(Spine()))
+        app.ledger.create_run(run_header(Spine()))
     with RuntimeApplication.open(f"sqlite:///{tmp_path}/absolute.sqlite") as app:
         app.open_session("s1", "/w")
-        app.create_run(run_header(Spine(run_id="r2", invocation_id="i2")))
+        app.ledger.create_run(run_header(Spine(run_id="r2", invocation_id="i2")))
 
     with RuntimeApplication.open_sqlite(str(tmp_path / "relative.sqlite")) as app:
-        assert app.all_run_ids() == ["r1"]
+        assert app.ledger.all_run_ids() == ["r1"]
     with RuntimeApplication.open("SQLite:///relative.sqlite") as app:
-        assert app.all_run_ids() == ["r1"]  # the scheme is case-insensitive
+        assert app.ledger.all_run_ids() == ["r1"]  # the scheme is case-insensitive
     with RuntimeApplication.open(str(tmp_path / "absolute.sqlite"), read_only=True) as app:
-        assert app.all_run_ids() == ["r2"]
+        assert app.ledger.all_run_ids() == ["r2"]

@@ -57,7 +57,7 @@ def test_a_write_after_the_wal_was_deleted_is_refused_and_nothing_acknowledged_i
 ) -> None:
     app, ledger = _seeded(db_path)
     try:
-        app.append_event("r1", ledger.model_text("acknowledged"))
+        app.ledger.append_event("r1", ledger.model_text("acknowledged"))
         acknowledged = _ids(app)
         _wal(db_path).unlink()
         root = tmp_path / "side-effects"
@@ -82,7 +82,9 @@ def test_a_write_after_the_wal_was_deleted_is_refused_and_nothing_acknowledged_i
         app.close()
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
         assert _ids(reopened) == acknowledged
-        reopened.append_event("r1", LedgerBuilder(prefix="later-").model_text())  # usable again
+        reopened.ledger.append_event(
+            "r1", LedgerBuilder(prefix="later-").model_text()
+        )  # usable again
 
 
 def test_a_wal_replaced_by_another_file_is_refused(db_path: Path, tmp_path: Path) -> None:
@@ -94,7 +96,7 @@ def test_a_wal_replaced_by_another_file_is_refused(db_path: Path, tmp_path: Path
         os.replace(stranger, _wal(db_path))
 
         with pytest.raises(StoreUnavailableError) as info:
-            app.append_event("r1", ledger.model_text("refused"))
+            app.ledger.append_event("r1", ledger.model_text("refused"))
 
         assert info.value.detail["reason"] == "store_wal_replaced"
         assert info.value.detail["checkpointed"] is True
@@ -111,15 +113,15 @@ from maka_es.errors import StoreUnavailableError
 
 app = RuntimeApplication.open_sqlite(sys.argv[1])
 app.open_session("s1", "/workspace")
-app.create_run(run_header())
+app.ledger.create_run(run_header())
 ledger = LedgerBuilder()
 for n in range(3):
-    app.append_event("r1", ledger.model_text(f"acknowledged {n}"))
+    app.ledger.append_event("r1", ledger.model_text(f"acknowledged {n}"))
     print("acknowledged", ledger.events[-1]["id"], flush=True)
 print("ready", flush=True)
 sys.stdin.readline()  # the parent deletes the WAL now
 try:
-    app.append_event("r1", ledger.model_text("after the delete"))
+    app.ledger.append_event("r1", ledger.model_text("after the delete"))
     print("acknowledged", ledger.events[-1]["id"], flush=True)
 except StoreUnavailableError as exc:
     print("refused", exc.detail["reason"], exc.detail["checkpointed"], flush=True)
@@ -171,7 +173,7 @@ def test_close_and_reopen_cycles_recreate_the_wal_without_a_refusal(db_path: Pat
     for cycle in range(3):
         assert not _wal(db_path).exists()  # the last close checkpointed and deleted it
         with RuntimeApplication.open_sqlite(str(db_path)) as app:
-            assert app.append_event("r1", ledger.model_text(f"cycle {cycle}")).appended == 1
+            assert app.ledger.append_event("r1", ledger.model_text(f"cycle {cycle}")).appended == 1
     with RuntimeApplication.open_sqlite(str(db_path)) as app:
         assert len(_ids(app)) == 4
 
@@ -185,19 +187,19 @@ def test_other_applications_and_processes_beside_a_live_one_do_not_trip_it(
         "from maka_es.app import RuntimeApplication\n"
         "from maka_es.builders import LedgerBuilder\n"
         "with RuntimeApplication.open_sqlite(sys.argv[1]) as other:\n"
-        "    other.append_event('r1', LedgerBuilder(prefix=sys.argv[2]).model_text())\n"
+        "    other.ledger.append_event('r1', LedgerBuilder(prefix=sys.argv[2]).model_text())\n"
     )
     try:
         for n in range(2):
             with RuntimeApplication.open_sqlite(str(db_path)) as other:  # same process
-                other.append_event("r1", LedgerBuilder(prefix=f"app{n}-").model_text())
+                other.ledger.append_event("r1", LedgerBuilder(prefix=f"app{n}-").model_text())
             subprocess.run(
                 [sys.executable, "-c", script, str(db_path), f"proc{n}-"], check=True, timeout=60
             )
             raw = sqlite3.connect(db_path)  # a checkpoint that empties the WAL in place
             raw.execute("PRAGMA wal_checkpoint(TRUNCATE);").fetchall()
             raw.close()
-            assert app.append_event("r1", ledger.model_text(f"live {n}")).appended == 1
+            assert app.ledger.append_event("r1", ledger.model_text(f"live {n}")).appended == 1
         assert len(_ids(app)) == 7
     finally:
         app.close()
@@ -208,7 +210,7 @@ def test_a_live_application_outlives_the_one_that_opened_the_wal(db_path: Path) 
     second = RuntimeApplication.open_sqlite(str(db_path))
     try:
         first.close()  # not the last connection: SQLite keeps the WAL
-        assert second.append_event("r1", ledger.model_text("second")).appended == 1
+        assert second.ledger.append_event("r1", ledger.model_text("second")).appended == 1
     finally:
         second.close()
 

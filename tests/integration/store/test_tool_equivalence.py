@@ -11,7 +11,7 @@ the test's PostgreSQL schema emptied per example (fewer examples there). After e
 command, and again from a freshly opened application at the end, the journal state of every
 operation must agree four ways:
 
-* ``app.tool_operations(run)`` (the online fold kept by the cached Run aggregate),
+* ``app.tool_journal.tool_operations(run)`` (the online fold kept by the cached Run aggregate),
 * the same after reopening the file with a new application,
 * ``ToolJournal.rebuild(events, metadata)`` from the committed events,
 * ``expected_journal_state(decision)`` of the RecoveryResolver's decision for the operation,
@@ -58,8 +58,8 @@ PARKED_REASON = {
 def open_run(app: RuntimeApplication, *, marker: str | None = T1_PROTOCOL) -> None:
     """Session s1, run r1 and its first (user) event, declaring the T1 protocol by default."""
     app.open_session(SPINE.session_id, "/workspace")
-    app.create_run(run_header(SPINE))
-    app.append_event(RUN, EV.user(marker=marker))
+    app.ledger.create_run(run_header(SPINE))
+    app.ledger.append_event(RUN, EV.user(marker=marker))
 
 
 MODES = ("never_auto_retry", "reconcile", "idempotent", "replay_safe")
@@ -116,7 +116,7 @@ def _tool(app: RuntimeApplication, model: Model, command: Callable[[], ToolCommi
 
 
 def _append(app: RuntimeApplication, model: Model, events: list[dict[str, Any]]) -> None:
-    result = app.append_events(RUN, events)
+    result = app.ledger.append_events(RUN, events)
     assert (result.appended, result.retried) == (len(events), 0)
     model.appends.append(events)
 
@@ -127,7 +127,9 @@ def _t1(app: RuntimeApplication, model: Model, call_id: str, mode: str, with_met
     _tool(
         app,
         model,
-        lambda: app.commit_tool_prepared(RUN, call, recovery_mode=mode, metadata=metadata),
+        lambda: app.tool_journal.commit_tool_prepared(
+            RUN, call, recovery_mode=mode, metadata=metadata
+        ),
     )
     model.states[call_id] = "prepared"
     model.modes[call_id] = mode
@@ -158,7 +160,9 @@ def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, fla
         call_id = model.pending_calls.pop(choice % len(model.pending_calls))
         call = EV.call(call_id, "Write", {"path": f"{call_id}.txt"})
         mode = MODES[choice % len(MODES)]
-        _tool(app, model, lambda: app.commit_tool_prepared(RUN, call, recovery_mode=mode))
+        _tool(
+            app, model, lambda: app.tool_journal.commit_tool_prepared(RUN, call, recovery_mode=mode)
+        )
         model.states[call_id] = "prepared"
         model.modes[call_id] = mode
     elif kind == "t2" and model.prepared():
@@ -167,7 +171,7 @@ def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, fla
         response = EV.bound_response(
             call_id, "Write", "failed" if flag else "ok", is_error=flag or None
         )
-        _tool(app, model, lambda: app.commit_tool_outcome(RUN, response))
+        _tool(app, model, lambda: app.tool_journal.commit_tool_outcome(RUN, response))
         model.states[call_id] = "outcome_committed"
     elif kind == "completed_bundle":
         call_id = _reconcile_operation(app, model, choice, flag)
@@ -175,7 +179,9 @@ def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, fla
         _tool(
             app,
             model,
-            lambda: app.commit_tool_recovery_bundle(RUN, SPINE.operation_id(call_id), **parts),
+            lambda: app.tool_journal.commit_tool_recovery_bundle(
+                RUN, SPINE.operation_id(call_id), **parts
+            ),
         )
         model.states[call_id] = "recovery_completed"
     elif kind == "parked_bundle":
@@ -185,7 +191,9 @@ def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, fla
         _tool(
             app,
             model,
-            lambda: app.commit_tool_recovery_bundle(RUN, SPINE.operation_id(call_id), **parts),
+            lambda: app.tool_journal.commit_tool_recovery_bundle(
+                RUN, SPINE.operation_id(call_id), **parts
+            ),
         )
         model.states[call_id] = "recovery_parked"
     elif kind == "pre_t1":
@@ -212,7 +220,7 @@ def _retry(app: RuntimeApplication, model: Model, choice: int, prefer_tool: bool
         assert commit.created is False
     else:
         events = model.appends[choice % len(model.appends)]
-        result = app.append_events(RUN, events)
+        result = app.ledger.append_events(RUN, events)
         assert (result.appended, result.retried) == (0, len(events))
     assert store_snapshot(app) == before
 
@@ -222,12 +230,12 @@ def _by_operation(operations: tuple[ToolOperationState, ...]) -> dict[str, ToolO
 
 
 def _check_equivalence(app: RuntimeApplication, model: Model) -> None:
-    online = app.tool_operations(RUN)
+    online = app.tool_journal.tool_operations(RUN)
     events = app.read_run_events(RUN)
     rebuilt = ToolJournal.rebuild(events, model.metadata).operations
     assert rebuilt == online
 
-    resolution = app.resolve_run(RUN)
+    resolution = app.tool_journal.resolve_run(RUN)
     assert resolution == resolve_tool_operations(events)
     assert resolution.issues == ()
     assert resolution.has_corruption is False
@@ -273,17 +281,17 @@ def _one_sequence(
             _run_step(app, model, kind, choice, flag)
             _check_equivalence(app, model)
         if end_with_terminal:
-            app.append_event(RUN, EV.terminal(status="failed"))
+            app.ledger.append_event(RUN, EV.terminal(status="failed"))
             _check_equivalence(app, model)
-        online = app.tool_operations(RUN)
-        resolution = app.resolve_run(RUN)
+        online = app.tool_journal.tool_operations(RUN)
+        resolution = app.tool_journal.resolve_run(RUN)
         snapshot = store_snapshot(app)
 
     with RuntimeApplication.open(store) as reopened:
-        assert reopened.tool_operations(RUN) == online
-        assert reopened.resolve_run(RUN) == resolution
+        assert reopened.tool_journal.tool_operations(RUN) == online
+        assert reopened.tool_journal.resolve_run(RUN) == resolution
         _check_equivalence(reopened, model)
-        assert _by_operation(reopened.tool_operations(RUN)).keys() == {
+        assert _by_operation(reopened.tool_journal.tool_operations(RUN)).keys() == {
             SPINE.operation_id(call_id) for call_id in model.states
         }
         assert store_snapshot(reopened).rows == snapshot.rows

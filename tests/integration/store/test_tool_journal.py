@@ -55,8 +55,8 @@ WRITE_ARGS_HASH = "sha256:763712445cbfb7feebe3bd4ba14e29425f05e40b8cd14aef089685
 def open_run(app: RuntimeApplication, *, marker: str | None = T1_PROTOCOL) -> None:
     """Session s1, run r1 and its first (user) event, declaring the T1 protocol by default."""
     app.open_session(SPINE.session_id, "/workspace")
-    app.create_run(run_header(SPINE))
-    app.append_event(RUN, EV.user(marker=marker))
+    app.ledger.create_run(run_header(SPINE))
+    app.ledger.append_event(RUN, EV.user(marker=marker))
 
 
 def save_unvalidated(app: RuntimeApplication, event: dict[str, Any]) -> None:
@@ -124,7 +124,10 @@ def test_operation_id_follows_the_frozen_vector(any_app: RuntimeApplication) -> 
     open_run(any_app)
     assert SPINE.operation_id("c1") == OP_C1
     assert (
-        any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).operation_id == OP_C1
+        any_app.tool_journal.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS)
+        ).operation_id
+        == OP_C1
     )
 
 
@@ -138,7 +141,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(store_app: RuntimeApplication)
     call = EV.call("c1", "Write", {"path": "notes.txt", "content": "after"})
     before = store_snapshot(store_app)
 
-    commit = store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile")
+    commit = store_app.tool_journal.commit_tool_prepared(RUN, call, recovery_mode="reconcile")
 
     assert (commit.operation_id, commit.created) == (OP_C1, True)
     rows = new_rows(before, store_snapshot(store_app))
@@ -165,7 +168,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(store_app: RuntimeApplication)
     assert stored_call is not None
     assert canonical_args_hash(stored_call.name, stored_call.args) == WRITE_ARGS_HASH
 
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert (operation.operation_id, operation.state, operation.version) == (OP_C1, "prepared", 1)
     assert (operation.tool_call_id, operation.tool_name) == ("c1", "Write")
     assert (operation.call_event_id, operation.dispatch_event_id) == (
@@ -178,7 +181,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(store_app: RuntimeApplication)
     )
     assert operation.result_event_id is None
     assert operation.is_unsettled
-    (decision,) = store_app.resolve_run(RUN).decisions
+    (decision,) = store_app.tool_journal.resolve_run(RUN).decisions
     assert (decision.status, decision.reason) == ("indeterminate", "dispatch_without_response")
     assert expected_journal_state(decision) == "prepared"
 
@@ -191,12 +194,17 @@ def test_t1_rolls_back_as_a_whole_when_its_save_fails(store_app: RuntimeApplicat
     before = store_snapshot(store_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), metadata={"k": "v"})
+        store_app.tool_journal.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS), metadata={"k": "v"}
+        )
     failpoints.disarm()
     assert store_snapshot(store_app) == before
-    assert store_app.tool_operations(RUN) == ()
+    assert store_app.tool_journal.tool_operations(RUN) == ()
     assert ids(store_app) == ["user-1"]
-    assert store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).created is True
+    assert (
+        store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)).created
+        is True
+    )
 
 
 def test_t1_claims_a_call_committed_during_a_permission_wait(
@@ -206,15 +214,15 @@ def test_t1_claims_a_call_committed_during_a_permission_wait(
     dispatch and binds the existing call event."""
     open_run(store_app)
     call = EV.call("c1", "Write", WRITE_ARGS)
-    store_app.append_event(RUN, call)
+    store_app.ledger.append_event(RUN, call)
     before = store_snapshot(store_app)
 
-    commit = store_app.commit_tool_prepared(RUN, call)
+    commit = store_app.tool_journal.commit_tool_prepared(RUN, call)
 
     assert commit.created is True
     assert len(new_rows(before, store_snapshot(store_app))) == 1
     assert ids(store_app) == ["user-1", "call-c1", SPINE.fact_id("c1", "dispatch")]
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert operation.call_event_id == "call-c1"
 
 
@@ -225,15 +233,19 @@ def test_exact_t1_retry_is_not_created_and_writes_nothing(
     dispatcher owns the operation. Nothing is written, also from a freshly opened app."""
     open_run(store_app)
     call = EV.call("c1", "Write", WRITE_ARGS)
-    store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
+    store_app.tool_journal.commit_tool_prepared(
+        RUN, call, recovery_mode="reconcile", metadata={"a": 1}
+    )
     before = store_snapshot(store_app)
 
-    retry = store_app.commit_tool_prepared(RUN, call, recovery_mode="reconcile", metadata={"a": 1})
+    retry = store_app.tool_journal.commit_tool_prepared(
+        RUN, call, recovery_mode="reconcile", metadata={"a": 1}
+    )
 
     assert (retry.operation_id, retry.created) == (OP_C1, False)
     assert store_snapshot(store_app) == before
     with RuntimeApplication.open(store_url) as reopened:
-        again = reopened.commit_tool_prepared(
+        again = reopened.tool_journal.commit_tool_prepared(
             RUN, call, recovery_mode="reconcile", metadata={"a": 1}
         )
         assert again.created is False
@@ -257,7 +269,7 @@ def test_t1_identity_drift_is_refused(
     """Same provider call id (so the same operation) with other args / name / recovery mode /
     call event: ``tool_operation_conflict``, store unchanged, operation still as first prepared."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     drifted = EV.call(
         "c1",
         change.get("name", "Write"),
@@ -266,12 +278,12 @@ def test_t1_identity_drift_is_refused(
     )
     error = refused(
         store_app,
-        lambda: store_app.commit_tool_prepared(RUN, drifted, recovery_mode=mode),
+        lambda: store_app.tool_journal.commit_tool_prepared(RUN, drifted, recovery_mode=mode),
         ToolOperationConflictError,
         "tool_operation_conflict",
     )
     assert error.detail == {"operationId": OP_C1}
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert (operation.tool_name, operation.recovery_mode) == ("Write", "never_auto_retry")
 
 
@@ -283,10 +295,10 @@ def test_t1_metadata_is_journalled_and_survives_reopen(
     open_run(store_app)
     metadata = {"expectedDigest": DIGEST, "priorDigest": None, "nested": {"n": [1, 2]}}
     before = store_snapshot(store_app)
-    store_app.commit_tool_prepared(
+    store_app.tool_journal.commit_tool_prepared(
         RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile", metadata=metadata
     )
-    store_app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS))
     assert [row[3] for row in new_rows(before, store_snapshot(store_app))] == [
         RuntimeEventRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
@@ -294,15 +306,20 @@ def test_t1_metadata_is_journalled_and_survives_reopen(
         RuntimeEventRecorded.TOPIC,
         RuntimeEventRecorded.TOPIC,
     ]
-    assert [dict(op.metadata) for op in store_app.tool_operations(RUN)] == [metadata, {}]
+    assert [dict(op.metadata) for op in store_app.tool_journal.tool_operations(RUN)] == [
+        metadata,
+        {},
+    ]
     assert len(store_app.read_run_events(RUN)) == 5  # metadata is not a ledger event
-    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
 
     with RuntimeApplication.open(store_url) as reopened:
-        first, second = reopened.tool_operations(RUN)
+        first, second = reopened.tool_journal.tool_operations(RUN)
         assert (first.state, dict(first.metadata)) == ("outcome_committed", metadata)
         assert dict(second.metadata) == {}
-        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
+        assert reopened.tool_journal.tool_operations(RUN) == store_app.tool_journal.tool_operations(
+            RUN
+        )
 
 
 def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplication) -> None:
@@ -310,7 +327,7 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
     open_run(any_app)
     refused(
         any_app,
-        lambda: any_app.commit_tool_prepared(RUN, EV.text("m1")),
+        lambda: any_app.tool_journal.commit_tool_prepared(RUN, EV.text("m1")),
         ToolLedgerRejectionError,
         "semantic_lane_conflict",
     )
@@ -319,10 +336,12 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
 def test_t1_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """The terminal event seals the run: a new T1 is ``run_sealed`` and writes nothing."""
     open_run(store_app)
-    store_app.append_event(RUN, EV.terminal(status="failed"))
+    store_app.ledger.append_event(RUN, EV.terminal(status="failed"))
     refused(
         store_app,
-        lambda: store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
+        lambda: store_app.tool_journal.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS)
+        ),
         RunSealedError,
         "run_sealed",
     )
@@ -340,13 +359,13 @@ def test_t2_binds_the_response_to_its_operation(
     ``completed / matching_response / normal_t2`` with ``responseIsError``; error outcomes are
     outcomes too."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     response = EV.bound_response(
         "c1", "Write", "failed" if is_error else "ok", is_error=is_error or None
     )
     before = store_snapshot(store_app)
 
-    commit = store_app.commit_tool_outcome(RUN, response)
+    commit = store_app.tool_journal.commit_tool_outcome(RUN, response)
 
     assert (commit.operation_id, commit.created) == (OP_C1, True)
     assert [row[3] for row in new_rows(before, store_snapshot(store_app))] == [
@@ -354,10 +373,10 @@ def test_t2_binds_the_response_to_its_operation(
     ]
     assert wires(store_app)[-1] == response
     assert response["id"] == f"{OP_C1}_response"
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert (operation.state, operation.version) == ("outcome_committed", 2)
     assert operation.result_event_id == SPINE.fact_id("c1", "response")
-    (decision,) = store_app.resolve_run(RUN).decisions
+    (decision,) = store_app.tool_journal.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
         "matching_response",
@@ -375,26 +394,29 @@ def test_t2_rollback_keeps_t1(store_app: RuntimeApplication) -> None:
     """A failure inside the T2 transaction leaves the operation ``prepared`` with no response;
     retrying the same T2 then commits."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     before = store_snapshot(store_app)
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     with pytest.raises(RuntimeError, match="simulated failure"):
-        store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+        store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     failpoints.disarm()
     assert store_snapshot(store_app) == before
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
     assert (
-        store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")).created is True
+        store_app.tool_journal.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "ok")
+        ).created
+        is True
     )
 
 
 def test_exact_t2_retry_is_not_created_and_writes_nothing(store_app: RuntimeApplication) -> None:
     """The same response again: ``created=False``, store unchanged."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     before = store_snapshot(store_app)
-    retry = store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    retry = store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     assert (retry.operation_id, retry.created) == (OP_C1, False)
     assert store_snapshot(store_app) == before
 
@@ -416,11 +438,11 @@ def test_a_different_second_outcome_is_outcome_conflict(
 ) -> None:
     """One operation, one outcome: a different second T2 is ``outcome_conflict``."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     error = refused(
         store_app,
-        lambda: store_app.commit_tool_outcome(RUN, second),
+        lambda: store_app.tool_journal.commit_tool_outcome(RUN, second),
         ToolOutcomeConflictError,
         "outcome_conflict",
     )
@@ -487,24 +509,28 @@ def test_t2_refusals_are_typed_and_write_nothing(
     the operation's tool name and spine; each violation is a typed refusal, nothing written,
     and the operation stays ``prepared``."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    refused(store_app, lambda: store_app.commit_tool_outcome(RUN, response), error, code)
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    refused(
+        store_app, lambda: store_app.tool_journal.commit_tool_outcome(RUN, response), error, code
+    )
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
 
 
 def test_t2_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """A prepared operation whose run already has its terminal event cannot get its T2 any
     more: ``run_sealed``, nothing written, the operation stays ``prepared`` (unknown outcome)."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    store_app.append_event(RUN, EV.terminal(status="failed"))
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.ledger.append_event(RUN, EV.terminal(status="failed"))
     refused(
         store_app,
-        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
+        lambda: store_app.tool_journal.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "ok")
+        ),
         RunSealedError,
         "run_sealed",
     )
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
 
 
 # -- generic path: reserved facts -----------------------------------------------------------------
@@ -558,16 +584,18 @@ def test_generic_path_refuses_every_reserved_fact(
     inside an otherwise valid batch, even when the fact would be legal for the ledger (c1 is
     prepared in ``reconcile`` mode, c2 is a committed call awaiting its dispatch)."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile")
-    any_app.append_event(RUN, EV.call("c2", "Write", WRITE_ARGS))
+    any_app.tool_journal.commit_tool_prepared(
+        RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile"
+    )
+    any_app.ledger.append_event(RUN, EV.call("c2", "Write", WRITE_ARGS))
     event = build()
     error = refused(
-        any_app, lambda: any_app.append_event(RUN, event), ReservedFactError, "reserved_fact"
+        any_app, lambda: any_app.ledger.append_event(RUN, event), ReservedFactError, "reserved_fact"
     )
     assert error.detail == {"eventId": event["id"], "fact": fact}
     refused(
         any_app,
-        lambda: any_app.append_events(RUN, [EV.text("m1"), event]),
+        lambda: any_app.ledger.append_events(RUN, [EV.text("m1"), event]),
         ReservedFactError,
         "reserved_fact",
     )
@@ -585,7 +613,7 @@ def test_late_protocol_marker_is_refused(any_app: RuntimeApplication) -> None:
     for event in (late_user, late_text):
         error = refused(
             any_app,
-            partial(any_app.append_event, RUN, event),
+            partial(any_app.ledger.append_event, RUN, event),
             ToolLedgerRejectionError,
             "protocol_marker_invalid",
         )
@@ -596,16 +624,16 @@ def test_unknown_first_marker_is_refused(store_app: RuntimeApplication) -> None:
     """An unknown ``toolBoundary`` value on the first event is ``protocol_marker_invalid``; the
     run stays empty and can then start with the valid marker or with none (legacy)."""
     store_app.open_session(SPINE.session_id, "/workspace")
-    store_app.create_run(run_header(SPINE))
+    store_app.ledger.create_run(run_header(SPINE))
     refused(
         store_app,
-        lambda: store_app.append_event(RUN, EV.user(marker="t1_after_preflight_v2")),
+        lambda: store_app.ledger.append_event(RUN, EV.user(marker="t1_after_preflight_v2")),
         ToolLedgerRejectionError,
         "protocol_marker_invalid",
     )
     assert store_app.read_run_events(RUN) == []
-    store_app.append_event(RUN, EV.user(marker=T1_PROTOCOL))
-    assert store_app.resolve_run(RUN).tool_boundary_protocol == T1_PROTOCOL
+    store_app.ledger.append_event(RUN, EV.user(marker=T1_PROTOCOL))
+    assert store_app.tool_journal.resolve_run(RUN).tool_boundary_protocol == T1_PROTOCOL
 
 
 def _generic_issue_ledgers() -> list[Any]:
@@ -643,21 +671,21 @@ def test_generic_tool_events_that_would_corrupt_the_ledger_are_refused(
     introduce an issue is ``ToolLedgerRejectionError`` whose code is the issue code."""
     open_run(any_app)
     if history:
-        any_app.append_events(RUN, history)
+        any_app.ledger.append_events(RUN, history)
     error = refused(
-        any_app, lambda: any_app.append_event(RUN, candidate), ToolLedgerRejectionError, code
+        any_app, lambda: any_app.ledger.append_event(RUN, candidate), ToolLedgerRejectionError, code
     )
     assert error.detail == {"eventId": candidate["id"], "issueCode": code}
-    assert any_app.resolve_run(RUN).issues == ()
+    assert any_app.tool_journal.resolve_run(RUN).issues == ()
 
 
 def test_generic_call_for_a_t1_call_id_is_duplicate_call(any_app: RuntimeApplication) -> None:
     """After T1 the provider call id is taken: another call with it is ``duplicate_call``."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    any_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     refused(
         any_app,
-        lambda: any_app.append_event(
+        lambda: any_app.ledger.append_event(
             RUN, EV.call("c1", "Write", WRITE_ARGS, event_id="call-c1-late")
         ),
         ToolLedgerRejectionError,
@@ -669,16 +697,16 @@ def test_unbound_generic_response_after_t1_is_refused(any_app: RuntimeApplicatio
     """A dispatched operation is settled only through T2: a generic (unbound) response for it
     is ``identity_conflict``; the bound one is ``reserved_fact``."""
     open_run(any_app)
-    any_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    any_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
     refused(
         any_app,
-        lambda: any_app.append_event(RUN, EV.refusal("c1", "Write")),
+        lambda: any_app.ledger.append_event(RUN, EV.refusal("c1", "Write")),
         ToolLedgerRejectionError,
         "identity_conflict",
     )
     refused(
         any_app,
-        lambda: any_app.append_event(RUN, EV.bound_response("c1", "Write", "ok")),
+        lambda: any_app.ledger.append_event(RUN, EV.bound_response("c1", "Write", "ok")),
         ReservedFactError,
         "reserved_fact",
     )
@@ -691,11 +719,11 @@ def test_pre_t1_synthetic_pair_on_the_generic_lane_is_accepted(
     dispatch, no operationId): resolver ``completed / matching_response / pre_t1_synthetic``,
     no journal operation (it never crossed T1), the plan may replay it."""
     open_run(store_app)
-    result = store_app.append_events(
+    result = store_app.ledger.append_events(
         RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")]
     )
     assert (result.appended, result.retried) == (2, 0)
-    (decision,) = store_app.resolve_run(RUN).decisions
+    (decision,) = store_app.tool_journal.resolve_run(RUN).decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
         "matching_response",
@@ -704,8 +732,8 @@ def test_pre_t1_synthetic_pair_on_the_generic_lane_is_accepted(
     assert (decision.operation_id, decision.dispatch_runtime_event_id) == (None, None)
     assert decision.response_is_error is True
     assert expected_journal_state(decision) is None
-    assert store_app.tool_operations(RUN) == ()
-    assert store_app.resolve_run(RUN).has_corruption is False
+    assert store_app.tool_journal.tool_operations(RUN) == ()
+    assert store_app.tool_journal.resolve_run(RUN).has_corruption is False
     assert store_app.plan_resume(RUN).disposition == "safe_replay"
 
 
@@ -713,15 +741,19 @@ def test_t1_after_a_pre_t1_synthetic_response_is_refused(store_app: RuntimeAppli
     """Once a call was settled by a pre-T1 refusal, T1 for it would put a dispatch after the
     response: ``event_order_conflict``, nothing written, no operation."""
     open_run(store_app)
-    store_app.append_events(RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")])
+    store_app.ledger.append_events(
+        RUN, [EV.call("c1", "Write", WRITE_ARGS), EV.refusal("c1", "Write")]
+    )
     error = refused(
         store_app,
-        lambda: store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
+        lambda: store_app.tool_journal.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS)
+        ),
         ToolLedgerRejectionError,
         "event_order_conflict",
     )
     assert error.detail["eventId"] == SPINE.fact_id("c1", "dispatch")
-    assert store_app.tool_operations(RUN) == ()
+    assert store_app.tool_journal.tool_operations(RUN) == ()
 
 
 # -- fail-stop on a corrupt ledger ----------------------------------------------------------------
@@ -733,21 +765,21 @@ def corrupt_app(store_app: RuntimeApplication) -> RuntimeApplication:
     bundle, then a duplicate call of c1 saved by an "older writer" that bypassed validation:
     the ledger now holds a ``duplicate_call`` resolver issue."""
     open_run(store_app)
-    store_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
-    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
-    store_app.commit_tool_prepared(
+    store_app.tool_journal.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS))
+    store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.tool_journal.commit_tool_prepared(
         RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
-    store_app.commit_tool_prepared(
+    store_app.tool_journal.commit_tool_prepared(
         RUN, EV.call("c3", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
-    store_app.commit_tool_recovery_bundle(
+    store_app.tool_journal.commit_tool_recovery_bundle(
         RUN, SPINE.operation_id("c3"), **EV.completed_bundle("c3", "Write", "ok")
     )
     save_unvalidated(
         store_app, EV.call("c1", "Write", WRITE_ARGS, event_id="legacy-duplicate-call")
     )
-    assert [(i.code, i.event_id) for i in store_app.resolve_run(RUN).issues] == [
+    assert [(i.code, i.event_id) for i in store_app.tool_journal.resolve_run(RUN).issues] == [
         ("duplicate_call", "legacy-duplicate-call")
     ]
     return store_app
@@ -755,18 +787,26 @@ def corrupt_app(store_app: RuntimeApplication) -> RuntimeApplication:
 
 def _tool_writes(app: RuntimeApplication) -> list[tuple[str, Callable[[], object]]]:
     return [
-        ("generic call", lambda: app.append_event(RUN, EV.call("c4", "Write", WRITE_ARGS))),
+        ("generic call", lambda: app.ledger.append_event(RUN, EV.call("c4", "Write", WRITE_ARGS))),
         (
             "generic pre-T1 pair",
-            lambda: app.append_events(
+            lambda: app.ledger.append_events(
                 RUN, [EV.call("c5", "Write", WRITE_ARGS), EV.refusal("c5", "Write")]
             ),
         ),
-        ("T1", lambda: app.commit_tool_prepared(RUN, EV.call("c6", "Write", WRITE_ARGS))),
-        ("T2", lambda: app.commit_tool_outcome(RUN, EV.bound_response("c2", "Write", "ok"))),
+        (
+            "T1",
+            lambda: app.tool_journal.commit_tool_prepared(RUN, EV.call("c6", "Write", WRITE_ARGS)),
+        ),
+        (
+            "T2",
+            lambda: app.tool_journal.commit_tool_outcome(
+                RUN, EV.bound_response("c2", "Write", "ok")
+            ),
+        ),
         (
             "bundle",
-            lambda: app.commit_tool_recovery_bundle(
+            lambda: app.tool_journal.commit_tool_recovery_bundle(
                 RUN, SPINE.operation_id("c2"), **EV.completed_bundle("c2", "Write", "ok")
             ),
         ),
@@ -786,12 +826,12 @@ def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
             "issueCode": "duplicate_call",
             "eventId": "legacy-duplicate-call",
         }, name
-    assert corrupt_app.append_event(RUN, EV.text("m1")).appended == 1
+    assert corrupt_app.ledger.append_event(RUN, EV.text("m1")).appended == 1
 
     with RuntimeApplication.open(store_url) as reopened:
         for _, write in _tool_writes(reopened):
             refused(reopened, write, ToolLedgerCorruptionError, "tool_ledger_corruption")
-        assert reopened.append_event(RUN, EV.text("m2")).appended == 1
+        assert reopened.ledger.append_event(RUN, EV.text("m2")).appended == 1
 
 
 # reference suite recovery-persistence-authority: exact T1/T2/recovery retries fail on a corrupt
@@ -802,7 +842,9 @@ def test_exact_t1_retry_on_a_corrupt_ledger_is_refused(corrupt_app: RuntimeAppli
     """An exact T1 retry on a ledger with a resolver issue is ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS)),
+        lambda: corrupt_app.tool_journal.commit_tool_prepared(
+            RUN, EV.call("c1", "Write", WRITE_ARGS)
+        ),
         ToolLedgerCorruptionError,
         "tool_ledger_corruption",
     )
@@ -812,7 +854,9 @@ def test_exact_t2_retry_on_a_corrupt_ledger_is_refused(corrupt_app: RuntimeAppli
     """An exact T2 retry on a ledger with a resolver issue is ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
+        lambda: corrupt_app.tool_journal.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "ok")
+        ),
         ToolLedgerCorruptionError,
         "tool_ledger_corruption",
     )
@@ -825,7 +869,7 @@ def test_exact_bundle_retry_on_a_corrupt_ledger_is_refused(
     ``tool_ledger_corruption``."""
     refused(
         corrupt_app,
-        lambda: corrupt_app.commit_tool_recovery_bundle(
+        lambda: corrupt_app.tool_journal.commit_tool_recovery_bundle(
             RUN, SPINE.operation_id("c3"), **EV.completed_bundle("c3", "Write", "ok")
         ),
         ToolLedgerCorruptionError,
@@ -863,14 +907,14 @@ def counted_app(
         return step(self, event, verified)
 
     monkeypatch.setattr(ResolverState, "_step", counting_step)
-    select = store_app.recorder.select_events
+    select = store_app._es.recorder.select_events
 
     def counting_select(*args: Any, **kwargs: Any) -> Any:
         rows = select(*args, **kwargs)
         counters.rows += len(rows)
         return rows
 
-    monkeypatch.setattr(store_app.recorder, "select_events", counting_select)
+    monkeypatch.setattr(store_app._es.recorder, "select_events", counting_select)
     return store_app, counters
 
 
@@ -884,7 +928,7 @@ def test_validating_one_append_does_not_grow_with_history(
     app, counters = counted_app
 
     def measure() -> tuple[int, int]:
-        app.run_high_water(RUN)  # the next load folds this command's facts: count them here
+        app.ledger.run_high_water(RUN)  # the next load folds this command's facts: count them here
         return counters.reset()
 
     open_run(app)
@@ -895,20 +939,20 @@ def test_validating_one_append_does_not_grow_with_history(
         while tool_events < checkpoint:
             n += 1
             call_id = f"h{n}"
-            app.commit_tool_prepared(RUN, EV.call(call_id, "Write", WRITE_ARGS))
-            app.commit_tool_outcome(RUN, EV.bound_response(call_id, "Write", "ok"))
+            app.tool_journal.commit_tool_prepared(RUN, EV.call(call_id, "Write", WRITE_ARGS))
+            app.tool_journal.commit_tool_outcome(RUN, EV.bound_response(call_id, "Write", "ok"))
             tool_events += 3  # call, dispatch, response
-        app.run_high_water(RUN)  # fast-forward the cached Run before measuring
+        app.ledger.run_high_water(RUN)  # fast-forward the cached Run before measuring
         counters.reset()
         costs = []
         probe = f"p{checkpoint}"
-        app.append_event(RUN, EV.call(probe, "Write", WRITE_ARGS))
+        app.ledger.append_event(RUN, EV.call(probe, "Write", WRITE_ARGS))
         costs.append(measure())
-        app.commit_tool_prepared(RUN, EV.call(probe, "Write", WRITE_ARGS))
+        app.tool_journal.commit_tool_prepared(RUN, EV.call(probe, "Write", WRITE_ARGS))
         costs.append(measure())
-        app.commit_tool_outcome(RUN, EV.bound_response(probe, "Write", "ok"))
+        app.tool_journal.commit_tool_outcome(RUN, EV.bound_response(probe, "Write", "ok"))
         costs.append(measure())
-        app.append_events(
+        app.ledger.append_events(
             RUN,
             [EV.call(f"q{checkpoint}", "Write", WRITE_ARGS), EV.refusal(f"q{checkpoint}", "Write")],
         )
@@ -924,7 +968,7 @@ def test_validating_one_append_does_not_grow_with_history(
     # has no such proof, exactly the command's new facts are read back
     new_rows = (0, 0, 0, 0) if store_url_kind(app) == "sqlite" else (1, 1, 1, 2)
     assert probes[50] == [(2, rows) for rows in new_rows[:3]] + [(4, new_rows[3])], probes
-    assert app.resolve_run(RUN).has_corruption is False
+    assert app.tool_journal.resolve_run(RUN).has_corruption is False
 
 
 def store_url_kind(app: RuntimeApplication) -> str:

@@ -55,8 +55,8 @@ PARKED_REASON = {
 def open_run(app: RuntimeApplication) -> None:
     """Session s1, run r1 and its first (user) event, declaring the T1 protocol."""
     app.open_session(SPINE.session_id, "/workspace")
-    app.create_run(run_header(SPINE))
-    app.append_event(RUN, EV.user(marker=True))
+    app.ledger.create_run(run_header(SPINE))
+    app.ledger.append_event(RUN, EV.user(marker=True))
 
 
 def ids(app: RuntimeApplication) -> list[str]:
@@ -86,11 +86,13 @@ def refused(
 def prepared(app: RuntimeApplication, mode: str = "reconcile") -> None:
     """Run r1 with the prepared operation c1 (T1 in ``mode``) and nothing after it."""
     open_run(app)
-    app.commit_tool_prepared(RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode=mode)
+    app.tool_journal.commit_tool_prepared(
+        RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode=mode
+    )
 
 
 def bundle(app: RuntimeApplication, parts: dict[str, Any], operation_id: str = OP) -> Any:
-    return app.commit_tool_recovery_bundle(RUN, operation_id, **parts)
+    return app.tool_journal.commit_tool_recovery_bundle(RUN, operation_id, **parts)
 
 
 def test_valid_completed_bundle(store_app: RuntimeApplication, store_url: str) -> None:
@@ -109,13 +111,13 @@ def test_valid_completed_bundle(store_app: RuntimeApplication, store_url: str) -
     new = [row for row in store_snapshot(store_app).rows if row not in before.rows]
     assert [row[3] for row in new] == [RuntimeEventRecorded.TOPIC] * 3
     assert ids(store_app)[-3:] == [RECONCILE_ID, OUTCOME_ID, DECISION_ID]
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert (operation.state, operation.version) == ("recovery_completed", 4)
     assert (operation.observation, operation.result_event_id) == (
         "matches_expected_state",
         OUTCOME_ID,
     )
-    resolution = store_app.resolve_run(RUN)
+    resolution = store_app.tool_journal.resolve_run(RUN)
     (decision,) = resolution.decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "completed",
@@ -131,10 +133,12 @@ def test_valid_completed_bundle(store_app: RuntimeApplication, store_url: str) -
     assert [op.status for op in plan.operations] == ["succeeded"]
 
     with RuntimeApplication.open(store_url) as reopened:
-        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
-        assert reopened.resolve_run(RUN) == resolution
+        assert reopened.tool_journal.tool_operations(RUN) == store_app.tool_journal.tool_operations(
+            RUN
+        )
+        assert reopened.tool_journal.resolve_run(RUN) == resolution
         rebuilt = ToolJournal.rebuild(reopened.read_run_events(RUN))
-        assert rebuilt.operations == store_app.tool_operations(RUN)
+        assert rebuilt.operations == store_app.tool_journal.tool_operations(RUN)
 
 
 @pytest.mark.parametrize("observation", sorted(PARKED_REASON))
@@ -149,14 +153,14 @@ def test_valid_parked_bundle(
     commit = bundle(store_app, EV.parked_bundle("c1", observation))
     assert commit.created is True
     assert ids(store_app)[-2:] == [RECONCILE_ID, DECISION_ID]
-    (operation,) = store_app.tool_operations(RUN)
+    (operation,) = store_app.tool_journal.tool_operations(RUN)
     assert (operation.state, operation.observation, operation.version) == (
         "recovery_parked",
         observation,
         3,
     )
     assert operation.result_event_id is None
-    resolution = store_app.resolve_run(RUN)
+    resolution = store_app.tool_journal.resolve_run(RUN)
     (decision,) = resolution.decisions
     assert (decision.status, decision.reason, decision.settlement_origin) == (
         "parked",
@@ -170,8 +174,10 @@ def test_valid_parked_bundle(
     assert plan.rejection_reasons == ("dangling_tool_state",)
     assert [d.code for d in plan.diagnostics] == ["tool_recovery_parked"]
     with RuntimeApplication.open(store_url) as reopened:
-        assert reopened.tool_operations(RUN) == store_app.tool_operations(RUN)
-        assert reopened.resolve_run(RUN) == resolution
+        assert reopened.tool_journal.tool_operations(RUN) == store_app.tool_journal.tool_operations(
+            RUN
+        )
+        assert reopened.tool_journal.resolve_run(RUN) == resolution
 
 
 def test_parked_is_final(store_app: RuntimeApplication) -> None:
@@ -196,25 +202,27 @@ def test_parked_is_final(store_app: RuntimeApplication) -> None:
         assert error.detail == {"operationId": OP, "state": "recovery_parked"}
     refused(
         store_app,
-        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok")),
+        lambda: store_app.tool_journal.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "ok")
+        ),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     refused(
         store_app,
-        lambda: store_app.commit_tool_outcome(
+        lambda: store_app.tool_journal.commit_tool_outcome(
             RUN, EV.bound_response("c1", "Write", "failed", is_error=True)
         ),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
     # the identical T1 is an exact retry: another dispatcher owns it, it must not run again
-    retry = store_app.commit_tool_prepared(
+    retry = store_app.tool_journal.commit_tool_prepared(
         RUN, EV.call("c1", "Write", WRITE_ARGS), recovery_mode="reconcile"
     )
     assert retry.created is False
     assert store_snapshot(store_app) == before
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["recovery_parked"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["recovery_parked"]
 
 
 def test_completed_is_final(store_app: RuntimeApplication) -> None:
@@ -226,7 +234,7 @@ def test_completed_is_final(store_app: RuntimeApplication) -> None:
     bundle(store_app, parts)
     before = store_snapshot(store_app)
     assert bundle(store_app, parts).created is False
-    assert store_app.commit_tool_outcome(RUN, parts["outcome"]).created is False
+    assert store_app.tool_journal.commit_tool_outcome(RUN, parts["outcome"]).created is False
     assert store_snapshot(store_app) == before
     refused(
         store_app,
@@ -236,7 +244,9 @@ def test_completed_is_final(store_app: RuntimeApplication) -> None:
     )
     refused(
         store_app,
-        lambda: store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "other")),
+        lambda: store_app.tool_journal.commit_tool_outcome(
+            RUN, EV.bound_response("c1", "Write", "other")
+        ),
         ToolOperationSettledError,
         "tool_operation_settled",
     )
@@ -245,7 +255,7 @@ def test_completed_is_final(store_app: RuntimeApplication) -> None:
 def test_bundle_after_t2_is_refused(store_app: RuntimeApplication) -> None:
     """An operation settled by T2 is not recoverable any more: ``tool_operation_settled``."""
     prepared(store_app)
-    store_app.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
+    store_app.tool_journal.commit_tool_outcome(RUN, EV.bound_response("c1", "Write", "ok"))
     for parts in (EV.parked_bundle("c1"), EV.completed_bundle("c1", "Write", "ok")):
         refused(
             store_app,
@@ -259,7 +269,9 @@ def test_bundle_for_an_unknown_operation_is_refused(any_app: RuntimeApplication)
     """No durable dispatch, no bundle: an unknown operation id and an operation whose call is
     committed but never crossed T1 are ``tool_operation_not_found``."""
     open_run(any_app)
-    any_app.append_event(RUN, EV.call("c1", "Write", WRITE_ARGS))  # a call without its dispatch
+    any_app.ledger.append_event(
+        RUN, EV.call("c1", "Write", WRITE_ARGS)
+    )  # a call without its dispatch
     for operation_id in ("toolop_unknown", OP):
         refused(
             any_app,
@@ -285,14 +297,14 @@ def test_bundle_rollback_leaves_nothing(store_app: RuntimeApplication) -> None:
     finally:
         failpoints.disarm()
     assert store_snapshot(store_app) == before
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
     assert bundle(store_app, EV.completed_bundle("c1", "Write", "ok")).created is True
 
 
 def test_bundle_after_the_terminal_is_run_sealed(store_app: RuntimeApplication) -> None:
     """Recovery facts are ledger events: after the run's terminal they are ``run_sealed``."""
     prepared(store_app)
-    store_app.append_event(RUN, EV.terminal(status="failed"))
+    store_app.ledger.append_event(RUN, EV.terminal(status="failed"))
     refused(
         store_app,
         lambda: bundle(store_app, EV.parked_bundle("c1")),
@@ -448,11 +460,11 @@ def test_bundle_validation_codes(
     """An invalid bundle is ``RecoveryBundleRejectedError`` with the bundle code (first failing
     wins), nothing written, the operation still ``prepared`` and resolvable as before."""
     prepared(store_app, mode)
-    resolution = store_app.resolve_run(RUN)
+    resolution = store_app.tool_journal.resolve_run(RUN)
     error = refused(store_app, lambda: bundle(store_app, parts), RecoveryBundleRejectedError, code)
     assert error.detail == {"operationId": OP}
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
-    assert store_app.resolve_run(RUN) == resolution
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
+    assert store_app.tool_journal.resolve_run(RUN) == resolution
 
 
 @pytest.mark.parametrize(
@@ -496,11 +508,13 @@ def test_bundles_that_would_corrupt_the_ledger_are_refused_by_the_transition_val
     content) are refused before bundle validation, with the issue's code."""
     prepared(store_app)
     refused(store_app, lambda: bundle(store_app, parts), error, code)
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == ["prepared"]
 
 
 def _second_operation(app: RuntimeApplication) -> None:
-    app.commit_tool_prepared(RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile")
+    app.tool_journal.commit_tool_prepared(
+        RUN, EV.call("c2", "Write", WRITE_ARGS), recovery_mode="reconcile"
+    )
 
 
 @pytest.mark.parametrize("slot", ["reconcile", "decision"])
@@ -551,4 +565,7 @@ def test_facts_bound_to_another_operation_are_refused(store_app: RuntimeApplicat
     with pytest.raises(RecoveryBundleRejectedError):
         bundle(store_app, EV.completed_bundle("c1", "Write", "ok"), SPINE.operation_id("c2"))
     assert store_snapshot(store_app) == before
-    assert [op.state for op in store_app.tool_operations(RUN)] == ["prepared", "prepared"]
+    assert [op.state for op in store_app.tool_journal.tool_operations(RUN)] == [
+        "prepared",
+        "prepared",
+    ]

@@ -41,7 +41,9 @@ class Recorder:
 
     def __call__(self, args: Echo, context: ToolContext) -> Any:
         self.calls.append(context)
-        self.seen_states.append([op.state for op in self.app.tool_operations(context.run_id)])
+        self.seen_states.append(
+            [op.state for op in self.app.tool_journal.tool_operations(context.run_id)]
+        )
         if self.error is not None:
             raise self.error
         return self.result if self.result is not None else {"kind": "text", "text": args.text}
@@ -50,15 +52,15 @@ class Recorder:
 @pytest.fixture
 def ledger(store_app: RuntimeApplication) -> LedgerBuilder:
     store_app.open_session("s1", "/workspace")
-    store_app.create_run(run_header())
+    store_app.ledger.create_run(run_header())
     builder = LedgerBuilder()
     builder.user(marker=True)
-    store_app.append_events("r1", builder.events)
+    store_app.ledger.append_events("r1", builder.events)
     return builder
 
 
 def _runtime(app: RuntimeApplication, impl: Recorder, **kw: Any) -> ToolRuntime:
-    return ToolRuntime(app, [Tool("Echo", Echo, impl)], **kw)
+    return ToolRuntime(app.tool_journal, [Tool("Echo", Echo, impl)], **kw)
 
 
 def test_t1_before_implementation_and_t2_before_result(
@@ -76,8 +78,10 @@ def test_t1_before_implementation_and_t2_before_result(
         f"{result.operation_id}_dispatch",
         result.response_event_id,
     ]
-    assert [op.state for op in store_app.tool_operations("r1")] == ["outcome_committed"]
-    decision = store_app.resolve_run("r1").decisions[0]
+    assert [op.state for op in store_app.tool_journal.tool_operations("r1")] == [
+        "outcome_committed"
+    ]
+    decision = store_app.tool_journal.resolve_run("r1").decisions[0]
     assert (decision.status, decision.settlement_origin) == ("completed", "normal_t2")
 
 
@@ -104,8 +108,8 @@ def test_pre_t1_refusals_never_touch_the_implementation(
     assert result.is_error
     assert not result.dispatched
     assert result.result["text"].startswith(code)
-    assert store_app.tool_operations("r1") == ()  # no dispatch fact
-    decision = store_app.resolve_run("r1").decisions[0]
+    assert store_app.tool_journal.tool_operations("r1") == ()  # no dispatch fact
+    decision = store_app.tool_journal.resolve_run("r1").decisions[0]
     assert (decision.status, decision.settlement_origin) == ("completed", "pre_t1_synthetic")
     assert store_app.plan_resume("r1").disposition == "safe_replay"
 
@@ -115,7 +119,7 @@ def test_failed_t1_runs_the_implementation_zero_times(
 ) -> None:
     impl = Recorder(store_app)
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    store_app.append_event("r1", ledger.terminal())  # sealed: T1 must fail
+    store_app.ledger.append_event("r1", ledger.terminal())  # sealed: T1 must fail
     before = store_snapshot(store_app)
     with pytest.raises(RunSealedError):
         _runtime(store_app, impl).execute("r1", call)
@@ -127,7 +131,7 @@ def test_existing_t1_means_someone_else_owns_it(
     store_app: RuntimeApplication, ledger: LedgerBuilder
 ) -> None:
     call = ledger.call("c1", "Echo", {"text": "hi"})
-    store_app.commit_tool_prepared("r1", call)  # another dispatcher got there first
+    store_app.tool_journal.commit_tool_prepared("r1", call)  # another dispatcher got there first
     impl = Recorder(store_app)
     with pytest.raises(ToolAlreadyDispatchedError) as info:
         _runtime(store_app, impl).execute("r1", call)
@@ -168,13 +172,13 @@ def test_failed_t2_never_publishes_the_result(
     terminal = ledger.terminal()
 
     def seal_then_return(args: Echo, context: ToolContext) -> Any:
-        store_app.append_event("r1", terminal)  # the run ends while the tool runs
+        store_app.ledger.append_event("r1", terminal)  # the run ends while the tool runs
         return {"kind": "text", "text": "secret result"}
 
-    runtime = ToolRuntime(store_app, [Tool("Echo", Echo, seal_then_return)])
+    runtime = ToolRuntime(store_app.tool_journal, [Tool("Echo", Echo, seal_then_return)])
     with pytest.raises(MakaError):
         runtime.execute("r1", ledger.call("c1", "Echo", {"text": "x"}))
-    assert all("secret result" not in p for p in store_app.read_run_payloads("r1"))
+    assert all("secret result" not in p for p in store_app.ledger.read_run_payloads("r1"))
 
 
 class Crash(BaseException):
@@ -200,7 +204,7 @@ def test_recovery_by_mode(
         Tool("Idem", Echo, crashing("Idem"), recovery_mode="idempotent"),
         Tool("Reader", Echo, crashing("Reader"), recovery_mode="replay_safe"),
     ]
-    runtime = ToolRuntime(store_app, tools)
+    runtime = ToolRuntime(store_app.tool_journal, tools)
     for name in ("Never", "Idem", "Reader"):
         with pytest.raises(Crash):
             runtime.execute("r1", ledger.call(f"c-{name}", name, {"text": name}))
@@ -211,7 +215,7 @@ def test_recovery_by_mode(
         ("Reader", "reexecuted"),
     ]
     assert runs == {"Never": 1, "Idem": 2, "Reader": 2}
-    states = [op.state for op in store_app.tool_operations("r1")]
+    states = [op.state for op in store_app.tool_journal.tool_operations("r1")]
     assert states == ["prepared", "outcome_committed", "outcome_committed"]
     plan = store_app.plan_resume("r1")
     assert plan.disposition == "blocked"
@@ -232,14 +236,14 @@ def test_write_tool_reconciles_a_crash_after_the_write(
     crashing = Tool("Write", FileWriteArgs, write_then_die, "reconcile", inner.reconciler)
     call = ledger.call("w1", "Write", {"path": "config.json", "content": '{"port":4000}'})
     with pytest.raises(Crash):
-        ToolRuntime(store_app, [crashing]).execute("r1", call)
-    operation = store_app.tool_operations("r1")[0]
+        ToolRuntime(store_app.tool_journal, [crashing]).execute("r1", call)
+    operation = store_app.tool_journal.tool_operations("r1")[0]
     assert operation.metadata["expectedDigest"] != operation.metadata["priorDigest"]
-    report = ToolRuntime(store_app, [inner]).recover("r1")
+    report = ToolRuntime(store_app.tool_journal, [inner]).recover("r1")
     assert [a.action for a in report.actions] == ["completed"]
     assert writes == [operation.operation_id]  # settled without a second write
     assert store_app.plan_resume("r1").disposition == "safe_replay"
-    decision = store_app.resolve_run("r1").decisions[0]
+    decision = store_app.tool_journal.resolve_run("r1").decisions[0]
     assert (decision.status, decision.reason) == ("completed", "recovery_bundle_completed")
 
 
@@ -253,11 +257,11 @@ def test_write_tool_parks_when_someone_else_changed_the_file(
 
     crashing = Tool("Write", FileWriteArgs, die_before_write, "reconcile", inner.reconciler)
     with pytest.raises(Crash):
-        ToolRuntime(store_app, [crashing]).execute(
+        ToolRuntime(store_app.tool_journal, [crashing]).execute(
             "r1", ledger.call("w1", "Write", {"path": "a.txt", "content": "mine"})
         )
     (tmp_path / "a.txt").write_text("theirs")
-    report = ToolRuntime(store_app, [inner]).recover("r1")
+    report = ToolRuntime(store_app.tool_journal, [inner]).recover("r1")
     assert [(a.action, a.reason) for a in report.actions] == [("parked", "reconcile_diverged")]
     assert (tmp_path / "a.txt").read_text() == "theirs"  # never overwritten
     plan = store_app.plan_resume("r1")
@@ -273,7 +277,7 @@ def test_reconcile_tools_need_a_reconciler() -> None:
 def test_write_tool_refuses_paths_outside_the_workspace(
     store_app: RuntimeApplication, ledger: LedgerBuilder, tmp_path: Path
 ) -> None:
-    runtime = ToolRuntime(store_app, [file_write_tool(tmp_path / "ws")])
+    runtime = ToolRuntime(store_app.tool_journal, [file_write_tool(tmp_path / "ws")])
     call = ledger.call("w1", "Write", {"path": "../escape.txt", "content": "x"})
     result = runtime.execute("r1", call)  # the reconciler's preflight refuses before T1
     assert result.is_error
@@ -282,7 +286,7 @@ def test_write_tool_refuses_paths_outside_the_workspace(
         "preflight_failed: WorkspacePathRefusedError: [workspace_path_escape]"
     )
     assert not (tmp_path / "escape.txt").exists()
-    assert store_app.tool_operations("r1") == ()
+    assert store_app.tool_journal.tool_operations("r1") == ()
 
 
 def test_a_non_call_event_is_a_typed_refusal(

@@ -28,10 +28,10 @@ def test_one_tool_step_hashes_its_args_once(
     sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.create_run(run_header())
+    sqlite_app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user(marker=True)
-    sqlite_app.append_events("r1", ledger.events)
+    sqlite_app.ledger.append_events("r1", ledger.events)
     seen: list[str] = []
 
     def counting(tool_name: str, args: object) -> str:
@@ -40,8 +40,10 @@ def test_one_tool_step_hashes_its_args_once(
 
     monkeypatch.setattr(bundle, "canonical_args_hash", counting)
     monkeypatch.setattr("maka_es.wire.facts.canonical_args_hash", counting)
-    ToolRuntime(sqlite_app, [Tool("Echo", Echo, _echo)]).execute(
+    ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)]).execute(
         "r1", ledger.call("c1", "Echo", {"text": "hi"})
     )
-    assert [op.state for op in sqlite_app.tool_operations("r1")] == ["outcome_committed"]
+    assert [op.state for op in sqlite_app.tool_journal.tool_operations("r1")] == [
+        "outcome_committed"
+    ]
     assert seen == ["Echo"]

@@ -24,7 +24,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_store_holds_every_run_with_its_events(store: Path) -> None:
     app = open_app(store)
     try:
-        headers = app.list_all_runs()
+        headers = app.ledger.list_all_runs()
         assert sorted(h.run_id for h in headers) == sorted(f"r{n}" for n in range(201))
         for run_id in ("r0", "r98", "r99", "r150", "r200"):
             assert len(app.read_run_events(run_id)) == 8
@@ -40,10 +40,10 @@ def test_one_percent_end_on_a_t1_with_no_t2(store: Path) -> None:
     try:
         unsettled = {
             h.run_id
-            for h in app.list_all_runs()
-            if any(op.is_unsettled for op in app.tool_operations(h.run_id))
+            for h in app.ledger.list_all_runs()
+            if any(op.is_unsettled for op in app.tool_journal.tool_operations(h.run_id))
         }
-        statuses = {h.run_id: h.status for h in app.list_all_runs()}
+        statuses = {h.run_id: h.status for h in app.ledger.list_all_runs()}
     finally:
         app.close()
     assert (
