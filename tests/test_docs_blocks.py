@@ -22,7 +22,6 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -161,25 +160,6 @@ def test_a_failing_block_fails_with_its_page_and_line(tmp_path: Path) -> None:
         _run_python(page, Block("python", "a = 1\nb = a / 0\n", 10), {})
     assert failure.traceback[-1].lineno + 1 == 11
     assert str(failure.traceback[-1].path).endswith("docs/x.md")
-
-
-def _docs_extra_installed() -> bool:
-    return all(find_spec(name) is not None for name in ("mkdocs", "material", "mkdocstrings"))
-
-
-@pytest.fixture
-def mkdocs_command() -> list[str]:
-    if not _docs_extra_installed():
-        if os.environ.get("CI"):
-            pytest.fail("CI=true but the docs extra is not installed: the site must build in CI")
-        pytest.skip("DOCS SITE NOT BUILT: the docs extra is missing (pip install -e '.[docs]')")
-    return [
-        sys.executable,
-        "-m",
-        "mkdocs",
-        "build",
-        "--strict",
-    ]  # never --quiet: it hides the warnings strict counts
 
 
 def _build(command: list[str], config: Path, out: Path) -> subprocess.CompletedProcess[str]:

@@ -199,6 +199,8 @@ class AsyncRuntimeApplication:
     async def open_session(
         self, session_id: str, cwd: str | None = None, workspace_identity: str | None = None
     ) -> SessionInfo:
+        """``RuntimeApplication.open_session`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._write(lambda: self.app.open_session(session_id, cwd, workspace_identity))
 
     async def start_run(
@@ -210,6 +212,8 @@ class AsyncRuntimeApplication:
         turn_id: str | None = None,
         config: HostConfig | None = None,
     ) -> RunHeader:
+        """``RuntimeApplication.start_run`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._write(
             lambda: self.app.start_run(
                 session_id,
@@ -221,24 +225,38 @@ class AsyncRuntimeApplication:
         )
 
     async def get_session(self, session_id: str) -> SessionInfo:
+        """``RuntimeApplication.get_session`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._read(lambda: self.app.get_session(session_id))
 
     async def list_sessions(self) -> list[str]:
+        """``RuntimeApplication.list_sessions`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(self.app.list_sessions)
 
     async def get_run_header(self, run_id: str) -> RunHeader:
+        """``RuntimeApplication.get_run_header`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self.app.get_run_header(run_id))
 
     async def list_runs(self, session_id: str) -> list[RunHeader]:
+        """``RuntimeApplication.list_runs`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._read(lambda: self.app.list_runs(session_id))
 
     async def run_exists(self, run_id: str) -> bool:
+        """``RuntimeApplication.run_exists`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._read(lambda: self.app.run_exists(run_id))
 
     async def end_run(self, run_id: str, terminal: EventInput) -> RunHeader:
+        """``RuntimeApplication.end_run`` as a coroutine, off the event loop (same parameters, same
+        refusals)."""
         return await self._write(lambda: self.app.end_run(run_id, terminal))
 
     async def read_run_events(self, run_id: str) -> list[RuntimeEvent]:
+        """``RuntimeApplication.read_run_events`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self.app.read_run_events(run_id))
 
     def now_ms(self) -> int:
@@ -270,6 +288,8 @@ class AsyncRuntimeApplication:
         actor: str,
         note: str = "",
     ) -> AttestationReport:
+        """``RuntimeApplication.attest_operation`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._write(
             lambda: self.app.attest_operation(
                 run_id, operation_id, applied=applied, result=result, actor=actor, note=note
@@ -279,6 +299,8 @@ class AsyncRuntimeApplication:
     async def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
     ) -> ForkReport:
+        """``RuntimeApplication.fork_run`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._write(
             lambda: self.app.fork_run(
                 run_id, before_operation=before_operation, actor=actor, note=note
@@ -298,6 +320,8 @@ class AsyncRuntimeApplication:
     # -- resume, continuation, recovery ---------------------------------------------------------
 
     async def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
+        """``RuntimeApplication.plan_resume`` as a coroutine, off the event loop (same parameters,
+        same refusals)."""
         return await self._read(lambda: self.app.plan_resume(run_id, expected_high_water))
 
     async def plan_continuation(
@@ -309,6 +333,8 @@ class AsyncRuntimeApplication:
         settings: PlannerSettings | None = None,
         expected_high_water: int | None = None,
     ) -> ContinuationPlan:
+        """``RuntimeApplication.plan_continuation`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(
             lambda: self.app.plan_continuation(
                 session_id,

@@ -54,6 +54,8 @@ class AsyncLedger(_Async):
     async def append_events(
         self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
     ) -> AppendResult:
+        """``RuntimeApplication.ledger.append_events`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         batch = list(events)
         return await self._write(
             lambda: self._ledger.append_events(
@@ -64,6 +66,8 @@ class AsyncLedger(_Async):
     async def append_event(
         self, run_id: str, event: EventInput, *, expected_high_water: int | None = None
     ) -> AppendResult:
+        """``RuntimeApplication.ledger.append_event`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._write(
             lambda: self._ledger.append_event(
                 run_id, event, expected_high_water=expected_high_water
@@ -73,27 +77,41 @@ class AsyncLedger(_Async):
     async def create_run(
         self, header: RunHeader | Mapping[str, Any], *, clock_fields: Collection[str] = ()
     ) -> RunHeader:
+        """``RuntimeApplication.ledger.create_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._write(lambda: self._ledger.create_run(header, clock_fields=clock_fields))
 
     async def import_run(
         self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
     ) -> AppendResult:
+        """``RuntimeApplication.ledger.import_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         batch = list(events)
         return await self._write(lambda: self._ledger.import_run(header, batch))
 
     async def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
+        """``RuntimeApplication.ledger.update_run_header`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._write(lambda: self._ledger.update_run_header(run_id, patch))
 
     async def run_high_water(self, run_id: str) -> int:
+        """``RuntimeApplication.ledger.run_high_water`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._ledger.run_high_water(run_id))
 
     async def read_run_payloads(self, run_id: str) -> list[str]:
+        """``RuntimeApplication.ledger.read_run_payloads`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._ledger.read_run_payloads(run_id))
 
     async def all_run_ids(self) -> list[str]:
+        """``RuntimeApplication.ledger.all_run_ids`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(self._ledger.all_run_ids)
 
     async def list_all_runs(self) -> list[RunHeader]:
+        """``RuntimeApplication.ledger.list_all_runs`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(self._ledger.list_all_runs)
 
 
@@ -135,6 +153,8 @@ class AsyncToolJournal(_Async):
         recovery_mode: str = "never_auto_retry",
         metadata: Mapping[str, Any] | None = None,
     ) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_prepared`` as a coroutine, off the event
+        loop (same parameters, same refusals)."""
         return await self._write(
             lambda: self._journal.commit_tool_prepared(
                 run_id, call, recovery_mode=recovery_mode, metadata=metadata
@@ -142,6 +162,8 @@ class AsyncToolJournal(_Async):
         )
 
     async def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_outcome`` as a coroutine, off the event
+        loop (same parameters, same refusals)."""
         return await self._write(lambda: self._journal.commit_tool_outcome(run_id, response))
 
     async def commit_tool_recovery_bundle(
@@ -153,6 +175,8 @@ class AsyncToolJournal(_Async):
         decision: EventInput,
         outcome: EventInput | None = None,
     ) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_recovery_bundle`` as a coroutine, off the
+        event loop (same parameters, same refusals)."""
         return await self._write(
             lambda: self._journal.commit_tool_recovery_bundle(
                 run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
@@ -160,12 +184,18 @@ class AsyncToolJournal(_Async):
         )
 
     async def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        """``RuntimeApplication.tool_journal.tool_operations`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
         return await self._read(lambda: self._journal.tool_operations(run_id))
 
     async def resolve_run(self, run_id: str) -> Resolution:
+        """``RuntimeApplication.tool_journal.resolve_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._journal.resolve_run(run_id))
 
     async def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
+        """``RuntimeApplication.tool_journal.attestations`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
         return await self._read(lambda: self._journal.attestations(run_id))
 
 
@@ -177,12 +207,18 @@ class AsyncClaims(_Async):
         self._claims = claims
 
     async def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        """``RuntimeApplication.claims.get_claim`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._claims.get_claim(claim_id))
 
     async def claim_exists(self, claim_id: str) -> bool:
+        """``RuntimeApplication.claims.claim_exists`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._claims.claim_exists(claim_id))
 
     async def all_claims(self) -> list[ContinuationClaim]:
+        """``RuntimeApplication.claims.all_claims`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(self._claims.all_claims)
 
     async def continuation_start_record(
@@ -196,11 +232,15 @@ class AsyncClaims(_Async):
     async def create_claimed_run(
         self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
     ) -> None:
+        """``RuntimeApplication.claims.create_claimed_run`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
         await self._write(
             lambda: self._claims.create_claimed_run(header, start, start_kind=start_kind)
         )
 
     async def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        """``RuntimeApplication.claims.start_claimed_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         await self._write(lambda: self._claims.start_claimed_run(run_id, start))
 
 
@@ -212,4 +252,6 @@ class AsyncOwnership(_Async):
         self._ownership = ownership
 
     async def lease(self, host_id: str | None = None) -> HostLease | None:
+        """``RuntimeApplication.ownership.lease`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
         return await self._read(lambda: self._ownership.lease(host_id))

@@ -384,9 +384,11 @@ class Claims:
     # -- reads ----------------------------------------------------------------------------------
 
     def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        """The claim with this id, folded from its stream (``None`` when there is none)."""
         return self._store.load(claim_stream_id(claim_id), project_claim)
 
     def claim_exists(self, claim_id: str) -> bool:
+        """Whether a continuation claim with this id is in the store."""
         return self._store.stream_exists(claim_stream_id(claim_id))
 
     def all_claims(self) -> list[ContinuationClaim]:

@@ -57,6 +57,10 @@ RESUMABLE_STATUSES = frozenset({"failed", "cancelled"})
 
 @dataclass(frozen=True)
 class PlannerSettings:
+    """How the planner judges a source where the two revisions of the contract differ: the cwd
+    rule (``strict`` refuses a changed cwd, ``relocatable`` continues) and the terminal rule
+    (docs/reference/continuation.md#cwd, #terminal-boundary)."""
+
     cwd_policy: CwdPolicy = "strict"
     terminal_policy: TerminalPolicy = "strict"
 

@@ -176,6 +176,8 @@ class HostLeases:
                 self._recovering.discard(run_id)
 
     def held_epoch(self, run_id: str) -> int | None:
+        """The epoch this application holds for the run (``None``: it holds none); a write under an
+        older one is fenced."""
         with self._lock:
             return self._held.get(run_id)
 

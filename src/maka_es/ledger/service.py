@@ -188,6 +188,7 @@ class Ledger:
             return None
 
     def get_session(self, session_id: str) -> SessionInfo:
+        """The session's id, cwd and workspace identity (``session_not_found``)."""
         return _session_info(self._store.load_session(session_id))
 
     def list_sessions(self) -> list[str]:
@@ -249,6 +250,7 @@ class Ledger:
         )
 
     def run_exists(self, run_id: str) -> bool:
+        """Whether a run with this id was created: a cheap stream check, no fold."""
         return self._store.stream_exists(run_stream_id(run_id))
 
     def import_run(
@@ -308,6 +310,7 @@ class Ledger:
         return facts, run.high_water, (len(decision.appended), decision.retried)
 
     def get_run_header(self, run_id: str) -> RunHeader:
+        """The run's header as committed (``run_not_found`` when there is none)."""
         return self._store.read_run(run_id, lambda run: run.header)
 
     def list_runs(self, session_id: str) -> list[RunHeader]:
@@ -410,6 +413,7 @@ class Ledger:
         return self._store.read_run(run_id, lambda run: list(run.events))
 
     def run_high_water(self, run_id: str) -> int:
+        """The run's committed event count: the ``expected_high_water`` of its next append."""
         return self._store.read_run(run_id, lambda run: run.high_water)
 
     def read_run_payloads(self, run_id: str) -> list[str]:

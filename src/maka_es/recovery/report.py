@@ -43,6 +43,9 @@ class Repair:
 
 @dataclass(frozen=True)
 class StartupRecoveryReport:
+    """What ``recover()`` did, one :class:`Repair` per change or deliberate non-change, in the
+    order it made them: the host logs it and needs nothing else to decide."""
+
     repairs: tuple[Repair, ...]
 
     @property

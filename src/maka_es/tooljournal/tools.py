@@ -108,6 +108,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class RecoveryAction:
+    """What recovery did with one interrupted operation, and why (a stable reason code)."""
+
     operation_id: str
     tool_name: str
     action: Literal["completed", "not_applied", "parked", "reexecuted", "left_indeterminate"]
@@ -116,6 +118,8 @@ class RecoveryAction:
 
 @dataclass(frozen=True)
 class RecoveryReport:
+    """The actions of ``ToolRuntime.recover(run_id)``, one per interrupted operation."""
+
     actions: tuple[RecoveryAction, ...] = field(default_factory=tuple)
 
 
