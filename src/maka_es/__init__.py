@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     __version__: str
     from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
-    from maka_es.continuation.gates import (
+    from maka_es.continuation.plan import (
         ContinuationFacts,
         ContinuationPlan,
         build_continuation_plan,
@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
     from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
     from maka_es.resume.plan import build_resume_plan
-    from maka_es.tooljournal.resolution import Resolution, ToolDecision
-    from maka_es.tooljournal.resolver import resolve_tool_operations
+    from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
     from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
     from maka_es.wire.events import RuntimeEvent
     from maka_es.wire.lanes import classify_lane
@@ -40,14 +39,14 @@ if TYPE_CHECKING:
 
 #: Where each public name lives. Imported on first use (PEP 562), so ``import maka_es``, and the
 #: pytest plugin under it, loads no store, eventsourcing or pydantic model (ADR 0040). Keep it
-#: equal to the imports above (tests/unit/test_lazy_root.py checks it).
+#: equal to the imports above (tests/test_extras.py checks it).
 _EXPORTS: dict[str, str] = {
     "AppendResult": "maka_es.app",
     "RuntimeApplication": "maka_es.app",
     "SessionInfo": "maka_es.app",
-    "ContinuationFacts": "maka_es.continuation.gates",
-    "ContinuationPlan": "maka_es.continuation.gates",
-    "build_continuation_plan": "maka_es.continuation.gates",
+    "ContinuationFacts": "maka_es.continuation.plan",
+    "ContinuationPlan": "maka_es.continuation.plan",
+    "build_continuation_plan": "maka_es.continuation.plan",
     "AnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
     "AsyncAnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
     "AsyncOpenAIChatProvider": "maka_es.continuation.sdk_providers",
@@ -63,8 +62,8 @@ _EXPORTS: dict[str, str] = {
     "ResumePlan": "maka_es.resume.models",
     "ToolOperation": "maka_es.resume.models",
     "build_resume_plan": "maka_es.resume.plan",
-    "Resolution": "maka_es.tooljournal.resolution",
-    "ToolDecision": "maka_es.tooljournal.resolution",
+    "Resolution": "maka_es.tooljournal.resolver",
+    "ToolDecision": "maka_es.tooljournal.resolver",
     "resolve_tool_operations": "maka_es.tooljournal.resolver",
     "canonical_args_hash": "maka_es.wire.codec",
     "canonical_json": "maka_es.wire.codec",
