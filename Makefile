@@ -53,7 +53,7 @@ test: $(STAMP) ## The whole suite on SQLite and PostgreSQL (Hypothesis profile "
 test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
 	$(PG_WRAP) env HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-demo: $(STAMP) ## Kill the example agent (examples/) with SIGKILL inside its Write, recover, continue
+demo: $(STAMP) ## Kill the example agent (maka_es.example_agent) with SIGKILL inside its Write, recover, continue
 	$(BIN)/python -m maka_es.cli.demo
 
 docs: $(STAMP) ## Build the documentation site into site/ (strict: a broken link or reference fails)

@@ -8,43 +8,120 @@ services) is importable from its module but may change between minor versions.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from maka_es.adapters.file_write import file_write_tool
-from maka_es.aio import AsyncProvider, AsyncRuntimeApplication, async_tool
-from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
-from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationFacts, ContinuationPlan, build_continuation_plan
-from maka_es.continuation.planner import PlannerSettings
-from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
-from maka_es.continuation.sdk_providers import (
-    AnthropicMessagesProvider,
-    AsyncAnthropicMessagesProvider,
-    AsyncOpenAIChatProvider,
-    AsyncOpenAIResponsesProvider,
-    OpenAIChatProvider,
-    OpenAIResponsesProvider,
-)
-from maka_es.continuation.turns import TurnResult
-from maka_es.errors import MakaError
-from maka_es.ledger.host_config import HostConfig
-from maka_es.recovery.end_start_only import EndRunReport
-from maka_es.recovery.fork import ForkReport
-from maka_es.recovery.operator_actions import AttestationReport
-from maka_es.recovery.report import StartupRecoveryReport
-from maka_es.recovery.session_resume import ResumeResult
-from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
-from maka_es.resume.plan import build_resume_plan
-from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
-from maka_es.tooljournal.tools import Tool, ToolContext, ToolResult
-from maka_es.wire.codec import canonical_args_hash, canonical_json
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.run_header import RunHeader
+if TYPE_CHECKING:
+    __version__: str
+    from maka_es.adapters.file_write import file_write_tool
+    from maka_es.aio import AsyncProvider, AsyncRuntimeApplication, async_tool
+    from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
+    from maka_es.continuation.executor import ContinuationOutcome
+    from maka_es.continuation.plan import (
+        ContinuationFacts,
+        ContinuationPlan,
+        build_continuation_plan,
+    )
+    from maka_es.continuation.planner import PlannerSettings
+    from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
+    from maka_es.continuation.sdk_providers import (
+        AnthropicMessagesProvider,
+        AsyncAnthropicMessagesProvider,
+        AsyncOpenAIChatProvider,
+        AsyncOpenAIResponsesProvider,
+        OpenAIChatProvider,
+        OpenAIResponsesProvider,
+    )
+    from maka_es.continuation.turns import TurnResult
+    from maka_es.errors import MakaError
+    from maka_es.ledger.host_config import HostConfig
+    from maka_es.recovery.end_start_only import EndRunReport
+    from maka_es.recovery.fork import ForkReport
+    from maka_es.recovery.operator_actions import AttestationReport
+    from maka_es.recovery.report import StartupRecoveryReport
+    from maka_es.recovery.session_resume import ResumeResult
+    from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
+    from maka_es.resume.plan import build_resume_plan
+    from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
+    from maka_es.tooljournal.tools import Tool, ToolContext, ToolResult
+    from maka_es.wire.codec import canonical_args_hash, canonical_json
+    from maka_es.wire.events import RuntimeEvent
+    from maka_es.wire.run_header import RunHeader
 
-try:
-    __version__: str = version("maka_es")  # one source of truth: pyproject.toml
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+#: Where each public name lives. Imported on first use (PEP 562), so ``import maka_es``, and the
+#: pytest plugin under it, loads no store, eventsourcing or pydantic model (ADR 0040). Keep it
+#: equal to the imports above (tests/test_extras.py checks it).
+_EXPORTS: dict[str, str] = {
+    "file_write_tool": "maka_es.adapters.file_write",
+    "AsyncProvider": "maka_es.aio",
+    "AsyncRuntimeApplication": "maka_es.aio",
+    "async_tool": "maka_es.aio",
+    "AppendResult": "maka_es.app",
+    "RuntimeApplication": "maka_es.app",
+    "SessionInfo": "maka_es.app",
+    "ContinuationOutcome": "maka_es.continuation.executor",
+    "ContinuationFacts": "maka_es.continuation.plan",
+    "ContinuationPlan": "maka_es.continuation.plan",
+    "build_continuation_plan": "maka_es.continuation.plan",
+    "PlannerSettings": "maka_es.continuation.planner",
+    "Provider": "maka_es.continuation.provider",
+    "ProviderRequest": "maka_es.continuation.provider",
+    "ProviderTurn": "maka_es.continuation.provider",
+    "AnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
+    "AsyncAnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
+    "AsyncOpenAIChatProvider": "maka_es.continuation.sdk_providers",
+    "AsyncOpenAIResponsesProvider": "maka_es.continuation.sdk_providers",
+    "OpenAIChatProvider": "maka_es.continuation.sdk_providers",
+    "OpenAIResponsesProvider": "maka_es.continuation.sdk_providers",
+    "TurnResult": "maka_es.continuation.turns",
+    "MakaError": "maka_es.errors",
+    "HostConfig": "maka_es.ledger.host_config",
+    "EndRunReport": "maka_es.recovery.end_start_only",
+    "ForkReport": "maka_es.recovery.fork",
+    "AttestationReport": "maka_es.recovery.operator_actions",
+    "StartupRecoveryReport": "maka_es.recovery.report",
+    "ResumeResult": "maka_es.recovery.session_resume",
+    "Diagnostic": "maka_es.resume.models",
+    "ResumePlan": "maka_es.resume.models",
+    "ToolOperation": "maka_es.resume.models",
+    "build_resume_plan": "maka_es.resume.plan",
+    "Resolution": "maka_es.tooljournal.resolver",
+    "ToolDecision": "maka_es.tooljournal.resolver",
+    "resolve_tool_operations": "maka_es.tooljournal.resolver",
+    "Tool": "maka_es.tooljournal.tools",
+    "ToolContext": "maka_es.tooljournal.tools",
+    "ToolResult": "maka_es.tooljournal.tools",
+    "canonical_args_hash": "maka_es.wire.codec",
+    "canonical_json": "maka_es.wire.codec",
+    "RuntimeEvent": "maka_es.wire.events",
+    "RunHeader": "maka_es.wire.run_header",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for."""
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        raise AttributeError(f"module 'maka_es' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("maka_es")  # one source of truth: pyproject.toml
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
 
 #: What a host imports (one tuple; tests/unit/test_public_api.py pins it).
 __all__ = (

@@ -1,8 +1,10 @@
 """``make demo``: the example agent killed with SIGKILL inside its Write, then recovered.
 
-1. ``examples/two_tool_agent.py`` runs in a real child process: it reads ``config.json``, then
-   writes ``port.txt``. The child stops right after the file was replaced, before the tool's
-   result (T2) is committed, and the demo kills it with a real SIGKILL.
+1. The example agent (``maka_es.example_agent``, shipped in the package so the demo runs from an
+   installed wheel; ``examples/two_tool_agent.py`` re-exports it) runs in a real child process:
+   it reads ``config.json``, then writes ``port.txt``. The child stops right after the file was
+   replaced, before the tool's result (T2) is committed, and the demo kills it with a real
+   SIGKILL.
 2. The store is reopened read-only: the run holds a call without a result, so Phase 0 blocks
    it (``dangling_tool_state``); the file has landed.
 3. The example is started again, unchanged: startup recovery settles the write from the file
@@ -23,11 +25,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from maka_es import example_agent
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.app import RuntimeApplication
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "two_tool_agent.py"
+#: The agent's file inside the installed package: the child runs it as ``__main__``.
+EXAMPLE = Path(example_agent.__file__)
 #: The child wrapper that counts writes and blocks at a kill point (shipped test kit; spawned,
 #: never imported).
 CHILD = "maka_es.testing.example_child"
@@ -140,12 +144,9 @@ def _check(root: Path, landed_inode: int | None) -> bool:
 
 def run_demo(root: Path, point: str = DEFAULT_POINT) -> int:
     """The whole story in ``root`` (replaced), killed at ``point``; 0 when every check held,
-    2 when the example is missing or the point unknown."""
+    2 when the point is unknown."""
     if point not in KILL_POINTS:
         print(f"unknown kill point {point!r}; one of {', '.join(KILL_POINTS)}")
-        return 2
-    if not EXAMPLE.exists():
-        print(f"the example agent is not at {EXAMPLE} (run from a source checkout)")
         return 2
     root = root.resolve()
     shutil.rmtree(root, ignore_errors=True)

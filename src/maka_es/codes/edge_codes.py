@@ -117,6 +117,13 @@ CONTINUATION = (
         e.CommandLineUsageError,
     ),
     error(
+        "extra_missing",
+        "maka_es.cli (the maka-es command) or maka_es.report was imported without the cli "
+        "extra: typer, rich or jinja2 is not installed (detail.extra, detail.module; ADR 0040).",
+        "Install the extra the message names: pip install 'maka_es[cli]'; the core needs none.",
+        e.MissingExtraError,
+    ),
+    error(
         "continuation_revalidation_failed",
         "Default of ContinuationRevalidationError; a revalidation code replaces it.",
         "Catch the class and switch on its revalidation code.",

@@ -180,6 +180,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "cli/providers.py",
         "cli/store.py",
     ),
+    ("error", "extra_missing"): ("extras.py",),
     ("error", "continuation_revalidation_failed"): (),
     ("error", "provider_output_invalid"): (
         "continuation/agent_loop.py",
@@ -494,6 +495,11 @@ SEE: Final[Mapping[tuple[CodeKind, str], str]] = {
     ("error", "workspace_path_invalid"): (
         "a `Write` tool path, refused before T1 "
         "([tool-journal.md#write-tool](reference/tool-journal.md#write-tool))"
+    ),
+    ("error", "extra_missing"): (
+        "on `import maka_es.cli` or `import maka_es.report` without the `cli` extra; the "
+        "`maka-es` script prints it as its one error line and exits 1 "
+        "([ADR 0040](adr/0040-core-and-extras.md))"
     ),
     ("error", "report_output_invalid"): (
         "`report -o` or `export -o` names a path that cannot take the output: the wrong kind (a "

@@ -14,6 +14,9 @@ from maka_es.errors.base import (
 from maka_es.errors.base import (
     MakaError as MakaError,
 )
+from maka_es.errors.base import (
+    MissingExtraError as MissingExtraError,
+)
 from maka_es.errors.continuation import (
     ContinuationRevalidationError as ContinuationRevalidationError,
 )

@@ -31,3 +31,19 @@ class CommandLineUsageError(MakaError):
 
     def __init__(self, message: str, action: str = "see maka-es --help") -> None:
         super().__init__(message, detail={"action": action})
+
+
+class MissingExtraError(MakaError):
+    """A part of maka_es that lives in an extra was imported without it: ``maka_es.cli`` and
+    ``maka_es.report`` need ``maka_es[cli]`` (typer, rich, jinja2; ADR 0040). The message names
+    the ``pip install`` line; ``detail`` holds ``extra`` and the missing ``module``. Nothing was
+    opened or written: the core (``maka_es``, ``RuntimeApplication``) works without it."""
+
+    default_code = "extra_missing"
+
+    def __init__(self, extra: str, module: str, part: str) -> None:
+        super().__init__(
+            f"{part} needs the {extra} extra ({module} is not installed): "
+            f"pip install 'maka_es[{extra}]'",
+            detail={"extra": extra, "module": module, "part": part},
+        )

@@ -1,6 +1,8 @@
-"""Child process that runs ``examples/two_tool_agent.py`` and can be killed inside its Write.
+"""Child process that runs the example agent and can be killed inside its Write.
 
-Run as ``python -m maka_es.testing.example_child EXAMPLE DATA_DIR [POINT]``. Why a wrapper and
+Run as ``python -m maka_es.testing.example_child EXAMPLE DATA_DIR [POINT]``, ``EXAMPLE`` the
+agent's file (``maka_es/example_agent.py`` for the demo, or ``examples/two_tool_agent.py``,
+which re-exports it). Why a wrapper and
 not the example itself: the example is what a host would write, with nothing test-shaped in it.
 This child adds two things around it, in its own process only:
 

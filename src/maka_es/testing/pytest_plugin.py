@@ -3,9 +3,11 @@
 Why a plugin: a host testing its own agent needs the same three things this project's suite
 uses, a real SQLite file per test, applications opened on it with the host's own tools, and a
 child process to SIGKILL, without copying our conftest. Installed with maka_es, it loads in
-every pytest run; it imports no Hypothesis (the state machines do, when a test imports them)
-and its fixture names all start with ``maka_`` so they never shadow a host's own. Disable it
-with ``pytest -p no:maka_es``. Usage: docs/testing.md.
+every pytest run of every project that installs maka_es, so loading it imports nothing heavy:
+no Hypothesis (the state machines do, when a test imports them), no ``maka_es.app`` and no
+eventsourcing until a test asks for a fixture (ADR 0040). Its fixture names all start with
+``maka_`` so they never shadow a host's own. Disable it with ``pytest -p no:maka_es``.
+Usage: docs/testing.md.
 
 Fixtures:
 
@@ -21,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from maka_es.app import RuntimeApplication
-from maka_es.testing.agent_crash import AgentCrashHarness
-from maka_es.tooljournal.tools import Tool
+if TYPE_CHECKING:  # imported by the fixtures that need them, when a test asks
+    from maka_es.app import RuntimeApplication
+    from maka_es.testing.agent_crash import AgentCrashHarness
+    from maka_es.tooljournal.tools import Tool
 
 
 class TemporaryStore:
@@ -40,6 +43,8 @@ class TemporaryStore:
     def open(self, **options: Any) -> RuntimeApplication:
         """A new application on the file (``tools=``, ``env=``, ``clock=`` ... as for
         ``RuntimeApplication.open_sqlite``): call it again to play a restarted host."""
+        from maka_es.app import RuntimeApplication
+
         app = RuntimeApplication.open_sqlite(str(self.path), **options)
         self._opened.append(app)
         return app
@@ -72,4 +77,6 @@ def maka_app(maka_store: TemporaryStore, maka_tools: Sequence[Tool[Any]]) -> Run
 @pytest.fixture
 def maka_crash() -> AgentCrashHarness:
     """The SIGKILL harness: ``kill_at("module:function", "tool.before_t2", store_path)``."""
+    from maka_es.testing.agent_crash import AgentCrashHarness
+
     return AgentCrashHarness()
