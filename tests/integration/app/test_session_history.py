@@ -222,3 +222,23 @@ def test_the_same_committed_events_give_the_same_history(store_url: str, cwd: Pa
         everything = session_history(runs, app.read_run_events)
     assert wire(histories[0]) == wire(histories[1]) == wire(second.requests[0].history)
     assert [e.run_id for e in everything] == ["r1"] * 4 + ["r2"] * 2
+
+
+def test_a_call_id_the_history_already_used_is_refused_before_its_tool_runs(
+    store_url: str, cwd: Path
+) -> None:
+    """The exporters pair calls and results by bare id: a turn 2 call reusing turn 1's id
+    would make every later request unexportable, so it is refused like one the replay used
+    (``provider_output_invalid``, before T1); with the history off it is a new id again."""
+    with open_app(store_url, cwd, Crash()) as app:
+        app.open_session("s1")
+        app.run_turn("s1", P1, looks_up("c1", "a", A1), run_id="r1")
+        reused = app.run_turn("s1", P2, looks_up("c1", "b", A2), run_id="r2")
+        assert (reused.status, reused.error_class) == ("failed", "provider_output_invalid")
+        assert reused.failure_message is not None
+        assert "reuses tool call id 'c1'" in reused.failure_message
+        assert not app.tool_operations("r2")  # never dispatched
+        again = app.resume("s1", answers(A2), history_turns=0)
+        assert again.status == "continued"
+        alone = app.run_turn("s1", P3, looks_up("c1", "c", A3), run_id="r3", history_turns=0)
+        assert alone.status == "completed"
