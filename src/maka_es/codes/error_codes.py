@@ -379,8 +379,8 @@ TOOLS = (
         "session_history_unreplayable",
         "A turn's session history (ADR 0038) could not be built: an earlier completed turn's "
         "lineage no longer replays as its continuation recorded, or the run named is not a "
-        "session-inline run of the session; detail.runId and detail.reason. Nothing was "
-        "written and the model was not called.",
+        "run of the session; detail.runId and detail.reason. Nothing was written and the "
+        "model was not called.",
         "Inspect the named run (maka-es report); to go on without the earlier turns, pass "
         "history_turns=0 to run_turn or resume.",
         e.SessionHistoryError,

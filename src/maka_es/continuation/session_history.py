@@ -26,7 +26,8 @@ The history of a turn (given by one run of its lineage, or none for a new turn):
    results by bare id and refuse a repeated one.
 
 Pure: committed headers and events in, events out; ``events_of`` is only asked for the runs
-of the turns kept. A lineage that no longer replays as recorded raises
+of the turns kept. A subagent's turn (not session-inline) has no session history. A lineage
+that no longer replays as recorded, or a run that is not the session's, raises
 :class:`SessionHistoryError` (``session_history_unreplayable``) rather than showing the model
 something it never saw.
 """
@@ -80,6 +81,13 @@ def session_history(
     turn after every run)."""
     inline = [header for header in runs if header.is_session_inline]
     by_id = {header.run_id: header for header in inline}
+    if turn_of is not None and turn_of not in by_id:
+        if any(header.run_id == turn_of for header in runs):
+            return ()  # a subagent's turn: the session's conversation is not its context
+        raise SessionHistoryError(
+            f"run {turn_of} is not a run of this session",
+            detail={"runId": turn_of, "reason": "run_not_in_session"},
+        )
     earlier = _before_turn(inline, by_id, turn_of)
     continued = {_source_id(h) for h in earlier if h.continuation_source is not None}
     ends = [h for h in earlier if h.run_id not in continued and h.status == "completed"]
@@ -125,13 +133,7 @@ def _before_turn(
     """The runs created before the turn's root, none of its lineage (step 1)."""
     if turn_of is None:
         return inline
-    header = by_id.get(turn_of)
-    if header is None:
-        raise SessionHistoryError(
-            f"run {turn_of} is not a session-inline run of this session",
-            detail={"runId": turn_of, "reason": "run_not_in_session"},
-        )
-    lineage = _lineage(header, by_id)
+    lineage = _lineage(by_id[turn_of], by_id)
     root = next(n for n, h in enumerate(inline) if h.run_id == lineage[-1])
     return [h for h in inline[:root] if h.run_id not in lineage]
 

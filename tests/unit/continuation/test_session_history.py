@@ -194,6 +194,13 @@ def test_an_unreadable_lineage_or_a_foreign_run_is_a_typed_refusal() -> None:
     assert foreign.value.detail == {"runId": "r7", "reason": "run_not_in_session"}
 
 
+def test_a_subagent_turn_has_no_session_history() -> None:
+    session = Session()
+    session.turn(1, "one", "a1")
+    session.turn(2, "helper", None, status="failed", parentRunId="r1", agentId="sub")
+    assert session_history(session.headers, session.events_of, turn_of="r2") == ()
+
+
 def test_the_same_events_give_the_same_history() -> None:
     session = Session()
     session.turn(1, "one", "a1", call="c1")
