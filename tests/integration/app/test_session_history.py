@@ -12,6 +12,7 @@ history after a reopen.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es import HostConfig, RuntimeApplication
+from maka_es.aio import AsyncRuntimeApplication
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidPlanRequestError
@@ -242,3 +244,34 @@ def test_a_call_id_the_history_already_used_is_refused_before_its_tool_runs(
         assert again.status == "continued"
         alone = app.run_turn("s1", P3, looks_up("c1", "c", A3), run_id="r3", history_turns=0)
         assert alone.status == "completed"
+
+
+class AsyncAnswers:
+    """An async provider: one text answer per call, every request kept."""
+
+    def __init__(self) -> None:
+        self.requests: list[ProviderRequest] = []
+
+    async def complete(self, request: ProviderRequest) -> ProviderTurn:
+        self.requests.append(request)
+        await asyncio.sleep(0)
+        return ProviderTurn(({"kind": "text", "text": f"answer {len(self.requests)}"},))
+
+
+def test_the_asyncio_facade_passes_the_setting_through(store_url: str, cwd: Path) -> None:
+    provider = AsyncAnswers()
+
+    async def main() -> None:
+        app = open_app(store_url, cwd, Crash())
+        async with AsyncRuntimeApplication(app) as aio:
+            await aio.open_session("s1")
+            await aio.run_turn("s1", P1, provider, run_id="r1")
+            await aio.run_turn("s1", P2, provider, run_id="r2")
+            await aio.run_turn("s1", P3, provider, run_id="r3", history_turns=0)
+
+    asyncio.run(main())
+    first, second, third = provider.requests
+    assert chat(first) == [("user", P1)]
+    assert chat(second) == [("user", P1), ("assistant", "answer 1"), ("user", P2)]
+    assert third.history == ()
+    assert chat(third) == [("user", P3)]
