@@ -168,8 +168,24 @@ def restart() -> Iterator[Restart]:
         app.close()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands its PostgreSQL tallies to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["maka_pg_used"] = len(_pg_used)
+        workeroutput["maka_pg_unavailable"] = list(_pg_unavailable[:1])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """The controller adds up what each xdist worker reported (``pytest_sessionfinish``)."""
+    output = getattr(node, "workeroutput", {})
+    _pg_used.extend(["worker"] * int(output.get("maka_pg_used", 0)))
+    _pg_unavailable.extend(output.get("maka_pg_unavailable", []))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say loudly whether the PostgreSQL half of the suite ran."""
+    """Say loudly whether the PostgreSQL half of the suite ran (in every worker, under xdist)."""
     if _pg_unavailable:
         terminalreporter.write_sep(
             "!", f"POSTGRESQL TESTS SKIPPED: {_pg_unavailable[0]}", red=True, bold=True

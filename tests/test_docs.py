@@ -38,6 +38,39 @@ def test_adr_confirmations_name_existing_tests() -> None:
             assert (ROOT / path).exists(), f"{adr.name} names missing {path}"
 
 
+AMENDMENT = re.compile(r"^#+ Amend\w*.*$", re.M)
+DATED_AMENDMENT = re.compile(r"^## Amendment \(\d{4}-\d{2}-\d{2}, issues? [^)]+\)(: .+)?$")
+SUPERSEDED_STATUS = re.compile(
+    r"^Status: superseded by \[ADR (\d{4})\]\((\d{4}-[^)]+\.md)\) \(\d{4}-\d{2}-\d{2}", re.M
+)
+
+
+def test_amendments_are_dated_and_superseded_adrs_name_their_successor() -> None:
+    """ADR 0001 as amended (issue 22, part 7): an accepted ADR changes only by a dated
+    amendment at its end or by being superseded, and then its status line, a dated note at its
+    end and the index all name the successor, which exists."""
+    index = (ADR_DIR / "README.md").read_text()
+    superseded = 0
+    for adr in _adrs():
+        text = adr.read_text()
+        for heading in AMENDMENT.findall(text):
+            assert DATED_AMENDMENT.match(heading), f"{adr.name}: undated {heading!r}"
+        status = SUPERSEDED_STATUS.search(text)
+        if status is None:
+            assert "Status: superseded" not in text, f"{adr.name}: successor not linked"
+            continue
+        superseded += 1
+        number, successor = status.groups()
+        assert successor.startswith(number), adr.name
+        assert (ADR_DIR / successor).is_file(), adr.name
+        note = text.split("\n## Superseded (", 1)
+        assert len(note) == 2, f"{adr.name}: no closing note"
+        assert f"]({successor})" in note[1], f"{adr.name}: the closing note names no successor"
+        row = next(line for line in index.splitlines() if f"]({adr.name})" in line)
+        assert f"superseded by {number}" in row, f"index row of {adr.name}"
+    assert superseded >= 5
+
+
 def test_readme_gives_the_two_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "make demo" in readme

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
-from maka_es.continuation.gates import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.continuation.plan import ContinuationFacts, ContinuationPlan, build_continuation_plan
 from maka_es.continuation.sdk_providers import (
     AnthropicMessagesProvider,
     AsyncAnthropicMessagesProvider,
@@ -24,8 +24,7 @@ from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
-from maka_es.tooljournal.resolution import Resolution, ToolDecision
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane

@@ -6,7 +6,7 @@ the notification log. This class builds the services once, on one store adapter,
 to them; it holds no domain rule of its own (ADR 0017):
 
 * :class:`~maka_es.ledger.service.Ledger`: sessions, runs, appends, headers, ending a run;
-* :class:`~maka_es.ledger.tool_commands.ToolCommands`: T1 / T2 / recovery bundles;
+* :class:`~maka_es.ledger.service.ToolCommands`: T1 / T2 / recovery bundles;
 * :class:`~maka_es.continuation.claims.Claims` and
   :class:`~maka_es.continuation.service.Continuations`: Phase 1;
 * :class:`~maka_es.recovery.startup.StartupRecovery` over the recovery-status read model;
@@ -64,7 +64,7 @@ from eventsourcing.utils import Environment
 from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.mapper import FactMapper, JsonTranscoder
-from maka_es.adapters.recovery_status_factory import recovery_status_store_for
+from maka_es.adapters.recovery_status import recovery_status_store_for
 from maka_es.adapters.store_url import (
     POSTGRES_MODULE,
     READ_ONLY_ENV,
@@ -84,9 +84,7 @@ from maka_es.errors import StorePathError, WritePathRefusedError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
-from maka_es.ledger.run_start import RunStarts
-from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
-from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.ledger.service import AppendResult, Ledger, RunStarts, SessionInfo, ToolCommands
 from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
 from maka_es.recovery.fork import RunForks
 from maka_es.recovery.operator_actions import OperatorActions
@@ -290,7 +288,7 @@ class RuntimeApplication(RuntimeApi, Application[UUID]):
         refuses with its typed error before the read model creates anything in the file.
         """
         self.recorder.max_notification_id()
-        chosen = store if store is not None else recovery_status_store_for(self.env)
+        chosen = store if store is not None else recovery_status_store_for(self.recorder)
         return RecoveryStatusProjector(self._store, chosen, **options)
 
     @property

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from maka_es.continuation.claim import ContinuationClaim
-from maka_es.continuation.claims import Claims
+from maka_es.continuation.claims import Claims, ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
@@ -24,15 +23,20 @@ from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
-from maka_es.ledger.run_start import RunStarts
-from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
-from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
+from maka_es.ledger.service import (
+    AppendResult,
+    Ledger,
+    RunStarts,
+    SessionInfo,
+    ToolCommands,
+    ToolCommit,
+)
 from maka_es.recovery.fork import ForkReport, RunForks
 from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
 from maka_es.recovery.session_resume import ResumeResult, SessionResume
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

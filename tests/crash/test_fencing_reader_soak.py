@@ -27,7 +27,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, MakaError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
-from maka_es.ledger.run_state import RunState
+from maka_es.ledger.run import Run
 from maka_es.testing.ownership_soak import first_owner_writes_after_takeover
 
 LEASE_MS = 1_000
@@ -85,7 +85,7 @@ def _delay_after_owner_check(monkeypatch: pytest.MonkeyPatch, app: RuntimeApplic
     ownership = app.ownership
     original = type(ownership).check_writer
 
-    def check_then_pause(run: RunState) -> None:
+    def check_then_pause(run: Run) -> None:
         original(ownership, run)
         time.sleep(0.001)
 

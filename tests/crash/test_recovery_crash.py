@@ -18,7 +18,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import ContinuationTarget
+from maka_es.continuation.claims import ContinuationTarget
 from maka_es.failpoints import AFTER_CLAIM_REPAIR_START
 from maka_es.recovery.report import repair_id
 from maka_es.testing.claims import leave_unstarted_claim

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.recovery_status_store import (
-    INSIDE_COMMIT_FAILPOINT,
-    SqliteRecoveryStatusStore,
-)
+from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RecoveryStatusStore
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
 
@@ -51,7 +49,7 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         app.update_run_header("r1", {"status": "completed"})
         start_run(app, "r2")
         written = app._store.max_notification_id()
-    before = SqliteRecoveryStatusStore(str(db))
+    before = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db)))
     committed = (before.position(), before.all())
     before.close()
     assert committed[0] < written
@@ -63,15 +61,15 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
     assert outcome.returncode == -9
     assert not outcome.finally_marker_written
 
-    after_kill = SqliteRecoveryStatusStore(str(db))
+    after_kill = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db)))
     assert (after_kill.position(), after_kill.all()) == committed
     after_kill.close()
 
     with open_app(str(db)) as app:
         report = app.recover()
         assert {repair.run_id for repair in report.repairs} == {"r0", "long", "r2"}
-        store = SqliteRecoveryStatusStore(str(db))
-        other = SqliteRecoveryStatusStore(str(tmp_path / "other.sqlite"))
+        store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db)))
+        other = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(tmp_path / "other.sqlite")))
         app.recovery_status_projector(other).rebuild()
         assert store.position() == other.position() == app.recorder.max_notification_id()
         assert store.all() == other.all()

@@ -30,8 +30,7 @@ from maka_es.continuation.revalidation import Revalidation
 from maka_es.continuation.service import Continuations
 from maka_es.errors import WritePathRefusedError
 from maka_es.ledger.facts import StoredFact, run_stream_id
-from maka_es.ledger.service import Ledger
-from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import RecoveryStatusProjector
 from maka_es.tooljournal.runtime import ToolRuntime

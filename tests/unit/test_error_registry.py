@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,11 +26,12 @@ import pytest
 import maka_es
 from maka_es import errors
 from maka_es.codes import REGISTRY, CodeEntry, CodeRegistry
-from maka_es.codes.render import exception_classes, render_markdown
-from maka_es.continuation.composite_replay import ReplayBlockReason, ReplayDiagnosticCode
+from maka_es.codes.places import FIRES_IN, SEE
+from maka_es.codes.render import OTHER_VOCABULARIES, exception_classes, render_markdown
+from maka_es.continuation.replay import ReplayBlockReason, ReplayDiagnosticCode
 from maka_es.resume.models import DiagnosticCode, ResumeRejectionReason
 from maka_es.tooljournal.bundle import BundleCode
-from maka_es.tooljournal.resolution import ResolverIssueCode
+from maka_es.tooljournal.scanner import ResolverIssueCode
 
 SRC = Path(maka_es.__file__).parent
 DOC = Path(__file__).resolve().parents[2] / "docs" / "exceptions.md"
@@ -143,9 +145,9 @@ def test_every_public_exception_class_of_the_library_is_defined_in_errors() -> N
         ("maka_es.tooljournal.runtime", "OutcomeUnknownError"),
         ("maka_es.tooljournal.runtime", "ToolAlreadyDispatchedError"),
         ("maka_es.wire.codec", "CodecInputError"),
-        ("maka_es.adapters.recovery_status_store", "RecoveryStatusConflictError"),
+        ("maka_es.recovery.status_store", "RecoveryStatusConflictError"),
         ("maka_es.recovery.status", "RecoveryStatusConflictError"),
-        ("maka_es.adapters.recovery_status_factory", "RecoveryStatusUnsupportedError"),
+        ("maka_es.adapters.recovery_status", "RecoveryStatusUnsupportedError"),
     ],
 )
 def test_moved_exceptions_still_import_from_their_old_module(module: str, name: str) -> None:
@@ -277,6 +279,161 @@ def test_the_registry_refuses_a_code_registered_twice_in_one_kind() -> None:
 def test_one_code_may_mean_different_things_in_different_kinds() -> None:
     kinds = {entry.kind for entry in REGISTRY.lookup("runtime_offset_mismatch")}
     assert kinds == {"error", "park_reason"}
+
+
+# -- where each code fires (issue 22, part 7): the registry's places, checked against the source ---
+
+
+def _module_path(path: Path) -> str:
+    return str(path.relative_to(SRC).as_posix())
+
+
+def _not_uses(tree: ast.AST) -> set[int]:
+    """Constants that are no use of a code: docstrings and ``Literal[...]`` declarations."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _name(node.value) == "Literal":
+            skipped |= {id(inner) for inner in ast.walk(node.slice)}
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skipped.add(id(body[0].value))
+    return skipped
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+@dataclass(frozen=True)
+class ModuleUses:
+    """What one library module does with codes: the strings it uses, the names it refers to,
+    and the classes it constructs without an explicit ``code=``."""
+
+    strings: frozenset[str]
+    names: frozenset[str]
+    bare_calls: frozenset[str]
+
+
+def module_uses() -> dict[str, ModuleUses]:
+    found: dict[str, ModuleUses] = {}
+    for path in library_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _not_uses(tree)
+        strings, names, bare = set(), set(), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in skipped:
+                    strings.add(node.value)
+            elif isinstance(node, ast.Name | ast.Attribute):
+                names.add(_name(node))
+            if isinstance(node, ast.Call) and not any(k.arg == "code" for k in node.keywords):
+                bare.add(_call_name(node))
+        found[_module_path(path)] = ModuleUses(
+            frozenset(strings), frozenset(names), frozenset(bare)
+        )
+    return found
+
+
+MODULE_USES = module_uses()
+EMITTED = emitted_codes()
+
+
+def _default_classes(entry: CodeEntry) -> set[str]:
+    return {cls.__name__ for cls in entry.raised_by if cls.default_code == entry.code}
+
+
+def uses_code(module: str, entry: CodeEntry) -> bool:
+    """The module really uses the code: as a string, or through a class whose default it is."""
+    uses = MODULE_USES.get(module)
+    if uses is None:
+        return False
+    return entry.code in uses.strings or bool(_default_classes(entry) & uses.names)
+
+
+def fires_code(entry: CodeEntry) -> set[str]:
+    """The modules that surely fire the code: a literal ``code=`` or refuse/park argument, or a
+    construction of a class whose default it is (without ``code=``). Plan data (park reasons,
+    diagnostics) is only ever a string, so for those only :func:`uses_code` applies."""
+    if entry.kind not in {"error", "revalidation"}:
+        return set()
+    literal = {_module_path(e.path) for e in EMITTED if e.code == entry.code}
+    if entry.kind == "revalidation":
+        literal = {
+            _module_path(e.path)
+            for e in EMITTED
+            if e.code == entry.code and e.call in {"refuse", "_refuse"}
+        }
+    classes = _default_classes(entry)
+    built = {module for module, uses in MODULE_USES.items() if classes & uses.bare_calls}
+    return literal | built
+
+
+def test_every_code_has_its_places_decided() -> None:
+    """A new code gets a line in codes/places.py (``()`` only where nothing fires it)."""
+    keys = {(entry.kind, entry.code) for entry in REGISTRY.entries}
+    missing = sorted(keys - set(FIRES_IN))
+    assert missing == [], f"add to maka_es/codes/places.py FIRES_IN: {missing}"
+    assert sorted(set(FIRES_IN) - keys) == []
+    assert sorted(set(SEE) - keys) == []
+
+
+def test_every_listed_place_really_uses_the_code() -> None:
+    wrong = [
+        (entry.kind, entry.code, module)
+        for entry in REGISTRY.entries
+        for module in entry.fires_in
+        if not uses_code(module, entry)
+    ]
+    assert wrong == [], "codes/places.py lists a module that does not use the code"
+
+
+def test_every_place_that_fires_a_code_is_listed() -> None:
+    unlisted = {
+        (entry.kind, entry.code): sorted(fires_code(entry) - set(entry.fires_in))
+        for entry in REGISTRY.entries
+    }
+    assert {key: modules for key, modules in unlisted.items() if modules} == {}
+
+
+def test_a_code_listed_nowhere_is_used_nowhere_but_as_a_base_default() -> None:
+    for entry in REGISTRY.entries:
+        if entry.fires_in:
+            continue
+        users = sorted(
+            module
+            for module, uses in MODULE_USES.items()
+            if entry.code in uses.strings and not module.startswith("errors/")
+        )
+        assert users == [], (entry.code, users)
+        assert not fires_code(entry), entry.code
+
+
+def test_the_place_check_catches_a_wrong_and_a_missing_module() -> None:
+    entry = REGISTRY.get("error", "run_sealed")
+    assert entry is not None
+    assert entry.fires_in
+    assert not uses_code("report/render.py", entry)
+    assert not uses_code("no_such/module.py", entry)
+    assert fires_code(entry) <= set(entry.fires_in)
+    assert fires_code(entry), "the scan finds no module that raises RunSealedError"
+
+
+def test_other_vocabularies_name_only_strings_of_the_library() -> None:
+    """The data vocabularies at the end of the page (moved from docs/reference/codes.md) name
+    only values the library really uses, so they cannot keep a value that is gone."""
+    strings = set().union(*(uses.strings for uses in MODULE_USES.values()))
+    named = set(re.findall(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`", OTHER_VOCABULARIES))
+    assert len(named) > 50
+    assert sorted(named - strings) == []
+
+
+def test_an_entry_refuses_a_place_that_is_no_module_path() -> None:
+    with pytest.raises(ValueError, match="module path"):
+        CodeEntry("pending_permission", "park_reason", "m", "a", (), ("../outside.py",))
+    with pytest.raises(ValueError, match="see must be one line"):
+        CodeEntry("pending_permission", "park_reason", "m", "a", (), (), "a | b")
 
 
 # -- item 3: docs/exceptions.md is generated and current ------------------------------------------

@@ -22,7 +22,7 @@ from eventsourcing.persistence import IntegrityError, Notification, PersistenceE
 from maka_es.adapters.fact_writer import RecorderFactWriter, SqliteFactWriter
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
-from maka_es.continuation.claim import ContinuationClaim, project_claim
+from maka_es.continuation.claims import ContinuationClaim, project_claim
 from maka_es.errors import RunNotFoundError, SessionNotFoundError, StoreUnavailableError
 from maka_es.ledger.facts import (
     RuntimeEventRecorded,

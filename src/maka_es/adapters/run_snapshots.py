@@ -40,7 +40,7 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RunCreated, RuntimeEventRecorded, StoredFact
+from maka_es.ledger.facts import RunCreated, RuntimeEventRecorded, StoredFact, read_recorded_event
 from maka_es.ledger.run import Run, project_run
 from maka_es.ledger.run_snapshot import (
     SNAPSHOT_EVERY,
@@ -50,7 +50,6 @@ from maka_es.ledger.run_snapshot import (
     restore_run,
     split_parts,
 )
-from maka_es.ledger.stored_events import read_recorded_event
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = ["RunSnapshots", "SnapshotRow", "SnapshotTable", "snapshot_table_for"]

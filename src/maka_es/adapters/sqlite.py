@@ -1,4 +1,4 @@
-"""SQLite (and, later, PostgreSQL) persistence for eventsourcing, with maka_es durability.
+"""SQLite persistence for eventsourcing, with maka_es durability (PostgreSQL: ``postgres``).
 
 Why a factory of our own: eventsourcing's SQLite module switches file databases to WAL but
 leaves ``synchronous`` at the build default. maka_es promises that a commit that returned

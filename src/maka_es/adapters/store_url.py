@@ -1,4 +1,4 @@
-"""One setting chooses the store: a PostgreSQL URL or a SQLite path (README "PostgreSQL").
+"""One setting chooses the store: a PostgreSQL URL or a SQLite path (docs/configuration.md).
 
 Why a URL: hosts, the CLI and the test suite pass one string wherever a store is opened, and
 the same string names the same store on every machine. ``postgresql://user:pw@host:port/db``

@@ -54,16 +54,15 @@ from maka_es.aio.bridge import (
 )
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
-from maka_es.continuation.claim import ContinuationClaim
+from maka_es.continuation.claims import ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
-from maka_es.ledger.service import AppendResult, SessionInfo
-from maka_es.ledger.tool_commands import ToolCommit
+from maka_es.ledger.service import AppendResult, SessionInfo, ToolCommit
 from maka_es.recovery.end_start_only import EndRunReport
 from maka_es.recovery.fork import ForkReport
 from maka_es.recovery.operator_actions import AttestationReport
@@ -71,7 +70,7 @@ from maka_es.recovery.report import StartupRecoveryReport
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.resolver import Resolution
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.tooljournal.tools import ToolResult
 from maka_es.wire.events import RuntimeEvent

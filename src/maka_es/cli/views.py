@@ -11,7 +11,7 @@ from typing import Any
 from maka_es.app import RuntimeApplication
 from maka_es.ledger.service import SessionInfo
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.tooljournal.resolver import ToolDecision
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import RunHeader

@@ -3,9 +3,10 @@
 Why: a host reacts to codes, not to message text, so each code needs one authoritative
 explanation. The registry is typed (:class:`CodeEntry`), checked against the source by
 ``tests/unit/test_error_registry.py`` (every code raised, parked or diagnosed is registered, and
-every registered code is emitted), and ``docs/exceptions.md`` is generated from it
-(``python -m maka_es.codes > docs/exceptions.md``, or ``make docs-codes``). Where and in which
-order each code fires is described in docs/reference/codes.md.
+every registered code is emitted), and ``docs/exceptions.md``, the one page of codes, is
+generated from it (``python -m maka_es.codes > docs/exceptions.md``, or ``make docs-codes``).
+Where each code fires (its modules, checked against the source, and the place in the behaviour
+reference) is :mod:`maka_es.codes.places`, merged into the entries here.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from maka_es.codes.edge_codes import (
 from maka_es.codes.error_codes import BASES, STORE, STORE_FAULTS, TOOLS, WIRE
 from maka_es.codes.journal_codes import BUNDLE_CODES, RESOLVER_ISSUES, SHARED
 from maka_es.codes.model import CODE_KINDS, CodeEntry, CodeKind, CodeRegistry
+from maka_es.codes.places import place
 from maka_es.codes.plan_codes import DIAGNOSTICS, PARK_REASONS, REVALIDATION
 
 __all__ = ["CODE_KINDS", "REGISTRY", "CodeEntry", "CodeKind", "CodeRegistry"]
 
 #: Every registered code, in the order the generated page lists them.
 REGISTRY = CodeRegistry(
-    (
+    place(
         *BASES,
         *WIRE,
         *STORE,

@@ -158,8 +158,9 @@ CONTINUATION = (
     ),
     error(
         "recovery_status_unsupported",
-        "The persistence module has no recovery-status store.",
-        "Use maka_es.adapters.sqlite (the default) or eventsourcing.popo.",
+        "The event store's recorder has no recovery-status backend (detail.recorder).",
+        "Use maka_es.adapters.sqlite (the default), maka_es.adapters.postgres or "
+        "eventsourcing.popo, or pass the projector a RecoveryStatusStore of your own.",
         e.RecoveryStatusUnsupportedError,
     ),
 )

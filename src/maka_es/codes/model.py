@@ -26,6 +26,8 @@ CodeKind = Literal["error", "revalidation", "park_reason", "diagnostic"]
 CODE_KINDS: Final[tuple[CodeKind, ...]] = get_args(CodeKind)
 
 _CODE_RE: Final = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+#: A module path below ``src/maka_es/`` (``ledger/run_append.py``), as ``fires_in`` lists it.
+_MODULE_RE: Final = re.compile(r"[a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*\.py")
 #: Kinds whose codes travel on a raised exception (so ``raised_by`` names its class).
 _RAISED_KINDS: Final = frozenset({"error", "revalidation"})
 
@@ -37,7 +39,10 @@ class CodeEntry:
     ``raised_by`` lists the exception classes that carry the code (every class whose
     ``default_code`` it is, and every class raised with it as an explicit ``code``); it is
     empty for park reasons and diagnostics, which are data in a plan, not exceptions.
-    Checked on construction, so a malformed entry fails at import rather than in a page.
+    ``fires_in`` names the library modules (below ``src/maka_es/``) where the code fires and
+    ``see`` where the behaviour reference says when (filled in from :mod:`maka_es.codes.places`,
+    whose test checks ``fires_in`` against the source). Checked on construction, so a
+    malformed entry fails at import rather than in a page.
     """
 
     code: str
@@ -45,6 +50,8 @@ class CodeEntry:
     meaning: str
     host_action: str
     raised_by: tuple[type[MakaError], ...] = ()
+    fires_in: tuple[str, ...] = ()
+    see: str = ""
 
     def __post_init__(self) -> None:
         if not _CODE_RE.fullmatch(self.code):
@@ -54,6 +61,11 @@ class CodeEntry:
         for label, text in (("meaning", self.meaning), ("host_action", self.host_action)):
             if not text.strip() or "|" in text or "\n" in text:
                 raise ValueError(f"{self.code}: {label} must be one non-empty line without '|'")
+        if "|" in self.see or "\n" in self.see:
+            raise ValueError(f"{self.code}: see must be one line without '|'")
+        for module in self.fires_in:
+            if not _MODULE_RE.fullmatch(module):
+                raise ValueError(f"{self.code}: {module!r} is not a module path below maka_es/")
         if (self.kind in _RAISED_KINDS) != bool(self.raised_by):
             raise ValueError(f"{self.code}: raised_by must be given exactly for raised kinds")
         for cls in self.raised_by:

@@ -42,10 +42,9 @@ from maka_es.continuation.agent_loop import (
     commit_terminal,
     read_history,
 )
-from maka_es.continuation.claim import ContinuationTarget, SourceBoundary
-from maka_es.continuation.claims import Claims
-from maka_es.continuation.gates import ContinuationPlan, CwdPolicy, RuntimeContinuation
+from maka_es.continuation.claims import Claims, ContinuationTarget, SourceBoundary
 from maka_es.continuation.host import HostInspector, HostObservation
+from maka_es.continuation.plan import ContinuationPlan, CwdPolicy, RuntimeContinuation
 from maka_es.continuation.provider import Provider, ProviderRequest
 from maka_es.continuation.revalidation import ContinuationRevalidationError, Revalidation
 from maka_es.continuation.revalidation import refuse as _refuse

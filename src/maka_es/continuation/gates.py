@@ -1,349 +1,487 @@
-"""Phase 1 safe-boundary continuation plan (docs/reference/continuation.md#plan and #gates).
+"""The gates of a continuation plan and the host facts they judge
+(docs/reference/continuation.md#gates).
 
-Why a separate plan from Phase 0: a ``safe_replay`` prefix only says the committed ledger can be
-shown to the provider again. Continuing it as a *new* Run additionally needs facts the ledger
-cannot prove — the workspace is the same one, nothing is still running in the background, every
-historical tool still exists, a supplied checkpoint was restored — and a provider history that
-ends where a new model turn may legally start. Every gate is evaluated and every failure is
-reported (reasons in gate order, de-duplicated), so a host can show all blockers at once; the
-plan says ``continue`` only when no gate fired. Uncertainty is never converted into a retry.
+Why one function per gate: the plan reports *every* blocker, in gate order, so each gate is an
+independent check that only adds to the :class:`GateVerdicts` it is given; the plan builder
+(:mod:`maka_es.continuation.plan`) calls them in the documented order. The ledger gates judge
+the source ledger itself (Phase 0's verdict, permissions, the boundary's high-water,
+identities, the terminal fact) and the two host verdicts about it (readable, terminal repair).
+The workspace and provider gates judge what the ledger cannot prove - the host's workspace
+(cwd, identity, checkpoint), its background work and tool catalog - and whether the replayed
+history has a head and a tail a new model turn may continue from.
 
-Pure and deterministic: the host supplies its observations as :class:`ContinuationFacts`
-(including the fresh continuation ids), the function reads no clock, store or filesystem and
-never mutates its inputs.
-
-Where HEAD and Original P1 differ (docs/reference/index.md#conventions) the original Phase 1
-contract decides the default and the other behaviour is an explicit option (ADR 0008):
-
-* cwd: default ``cwd_policy="strict"`` parks a normalised cwd change with
-  ``workspace_cwd_mismatch`` (Original P1); ``"relocatable"`` continues with the HEAD
-  diagnostic ``workspace_location_changed``.
-* terminal boundary (when ``source_header`` is given): default ``terminal_policy="strict"`` is
-  HEAD's rule — header terminal, exactly one non-partial terminal event matching the header's
-  session/run/turn, carrying a derivable fact, being the last event, and matching the header.
-  It is a superset of Original P1's "exactly one matching, non-partial terminal RuntimeEvent".
-  ``"status_only"`` is Original P1's weaker rule (one terminal event whose status maps to the
-  header status, anywhere in the ledger).
+The host's observations arrive as :class:`ContinuationFacts`; they are defined here, next to
+the gates that read them, and re-exported by the plan module. Pure: no I/O, never mutates its
+inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Literal, NamedTuple
 
-from pydantic import JsonValue
+from pydantic import Field, JsonValue, StrictBool, StrictStr
 
-from maka_es.continuation.claim import source_boundary
-from maka_es.continuation.composite_replay import CompositeReplay, ReplayDiagnostic
-from maka_es.continuation.gate_checks import (
-    GateVerdicts,
-    continuation_identity_reused_gate,
-    ledger_empty_gate,
-    ledger_readable_gate,
-    pending_permission_gate,
-    phase0_gate,
-    runtime_identity_gate,
-    runtime_offset_gate,
-    terminal_boundary_consistent,
-    terminal_repair_gate,
-)
-from maka_es.continuation.host_gates import (
-    HistoryEdges,
-    background_operation_gate,
-    checkpoint_restore_gate,
-    composite_edges,
-    cwd_gate,
-    js_sorted,
-    legacy_edges,
-    normalize_cwd,
-    provider_boundary_gate,
-    provider_head_gate,
-    tool_catalog_gate,
-    workspace_identity_gate,
-    workspace_ref_gate,
-)
-from maka_es.continuation.plan_models import (
-    ContinuationBoundary,
-    ContinuationDisposition,
-    ContinuationFacts,
-    ContinuationIdentity,
-    ContinuationPlan,
-    ContinuationSafetySnapshot,
-    CwdPolicy,
-    RuntimeContinuation,
-    SnapshotCheckpoint,
-    TerminalPolicy,
-    WorkspaceCheckpointFact,
-    replay_park_reason,
-)
-from maka_es.resume.models import Diagnostic
-from maka_es.resume.plan import build_resume_plan
+from maka_es.continuation.replay import CompositeReplay, provider_item_role
+from maka_es.resume.models import Diagnostic, DiagnosticCode, ResumePlan, ResumeRejectionReason
+from maka_es.wire.codec import js_sort_key
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import RuntimeEventInput, decode_events
+from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.run_header import (
+    RunHeader,
+    header_matches_terminal,
+    run_status_for_terminal_event,
+)
 
 __all__ = [
-    "ContinuationBoundary",
-    "ContinuationDisposition",
     "ContinuationFacts",
     "ContinuationIdentity",
-    "ContinuationPlan",
-    "ContinuationSafetySnapshot",
     "CwdPolicy",
-    "RuntimeContinuation",
-    "SnapshotCheckpoint",
+    "GateVerdicts",
+    "HistoryEdges",
     "TerminalPolicy",
     "WorkspaceCheckpointFact",
-    "build_continuation_plan",
+    "background_operation_gate",
+    "checkpoint_restore_gate",
+    "composite_edges",
+    "continuation_identity_reused_gate",
+    "cwd_gate",
+    "js_sorted",
+    "ledger_empty_gate",
+    "ledger_readable_gate",
+    "legacy_edges",
     "normalize_cwd",
-    "replay_blocked_plan",
+    "pending_permission_gate",
+    "phase0_gate",
+    "provider_boundary_gate",
+    "provider_head_gate",
+    "runtime_identity_gate",
+    "runtime_offset_gate",
     "terminal_boundary_consistent",
+    "terminal_repair_gate",
+    "tool_catalog_gate",
+    "workspace_identity_gate",
+    "workspace_ref_gate",
 ]
 
-
-def replay_blocked_plan(replay: CompositeReplay) -> ContinuationPlan:
-    """The single-reason park of a blocked composite replay (step 4 of
-    docs/reference/continuation.md#planner-steps). The park
-    code stays the reference's (``runtime_ledger_unreadable`` for unsettled tool facts); the
-    diagnostic also names the unsettled operation and its tool, when the replay names them."""
-    assert replay.blocked_reason is not None
-    reason = replay_park_reason(replay.blocked_reason)
-    first = replay.diagnostics[0] if replay.diagnostics else None
-    named = _unsettled_operation(first)
-    tool_call_id = _str_or_none(named.pop("toolCallId", None))
-    message = (
-        f"continuation replay segment {replay.blocked_segment_index} is not "
-        f"replayable: {replay.blocked_reason}"
-    )
-    if named:
-        message += ": " + _may_have_run(named, tool_call_id)
-    return ContinuationPlan(
-        disposition="park",
-        rejection_reasons=(reason,),
-        diagnostics=(
-            Diagnostic(
-                code=reason,
-                message=message,
-                event_id=first.event_id if first is not None else None,
-                tool_call_id=tool_call_id,
-                tool_name=_str_or_none(named.get("toolName")),
-                detail={
-                    "segmentIndex": replay.blocked_segment_index,
-                    "replayReason": replay.blocked_reason,
-                    **named,
-                },
-            ),
-        ),
-    )
-
-
-def _unsettled_operation(diagnostic: ReplayDiagnostic | None) -> dict[str, JsonValue]:
-    """``operationId``, ``toolName`` and ``toolCallId`` of a ``tool_recovery_unsettled``
-    replay diagnostic (empty for any other block)."""
-    if diagnostic is None or diagnostic.code != "tool_recovery_unsettled" or not diagnostic.detail:
-        return {}
-    keys = ("operationId", "toolName", "toolCallId")
-    return {key: diagnostic.detail.get(key) for key in keys}
-
-
-def _may_have_run(named: dict[str, JsonValue], tool_call_id: str | None) -> str:
-    """Plain words for the park over an interrupted call: the tool may have run, which
-    operation and tool, and what settles it (an operator's attestation, or its recovery)."""
-    operation = named["operationId"]
-    where = f"operation {operation}, " if operation else ""
-    return (
-        f"tool {named['toolName']} ({where}call {tool_call_id}) may have run and its outcome "
-        "is unknown; settle it (recovery, or an operator's attestation) or fork before it"
-    )
-
-
-def _str_or_none(value: JsonValue) -> str | None:
-    return value if isinstance(value, str) else None
+CwdPolicy = Literal["strict", "relocatable"]
+TerminalPolicy = Literal["strict", "status_only"]
+_HighWater = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 
 
 # --------------------------------------------------------------------------------------------
-# The plan
+# The host facts
 # --------------------------------------------------------------------------------------------
 
 
-def build_continuation_plan(
-    events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
-    *,
-    ancestors: Sequence[Sequence[RuntimeEventInput]] = (),
-    replay: CompositeReplay | None = None,
-) -> ContinuationPlan:
-    """Evaluate the safe-boundary gates (docs/reference/continuation.md#gates) over the source
-    run's ``events``.
+class ContinuationIdentity(ReportModel):
+    """The fresh execution identity the continuation Run will use."""
 
-    ``events`` is everything the store returned for the source run (partial snapshots included:
-    the legacy high-water is the input count). ``ancestors`` is the lineage context inherited
-    from continuation ancestors, oldest first, each already reduced to its trimmed replay
-    events (e.g. ``build_composite_replay([...]).segments[i].replay_runtime_events``); it is
-    prepended to the source replay for the tool-catalog gate (n), the head/tail gates (o, p)
-    and the planned ``runtimeContext``. The source ledger itself is checked by Phase 0
-    (gate a), which is what makes this the *legacy* path.
+    invocation_id: StrictStr
+    run_id: StrictStr
+    turn_id: StrictStr
 
-    ``replay`` selects the HEAD composite path instead: pass the
-    :func:`build_composite_replay` of the lineage whose last segment is ``events``. A blocked
-    replay parks with a single reason (``runtime_ledger_unreadable`` for unsettled or corrupt
-    tool facts); otherwise gate (a) is replaced by the replay, gate (c) compares the expected
-    high-water with the source segment's ``lastEventSeq``, and gates (n-p) read its runtime
-    context and provider items. ``ancestors`` must then be empty (the replay carries them).
 
-    The gates, all evaluated, reasons in this order: (a) Phase 0 not ``safe_replay`` → its
-    reasons; (b) ``pending_permission``; (c) ``runtime_offset_mismatch`` (composite only);
-    (d) ``runtime_ledger_empty``; (e) ``runtime_identity_mismatch``;
-    (f) ``continuation_identity_reused``; (g) ``runtime_ledger_unreadable``;
-    (h) ``terminal_repair_failed``; (i) cwd (see module docstring);
-    (j) ``workspace_identity_missing`` / ``workspace_identity_mismatch``;
-    (k) ``background_operation_pending``; (l) ``workspace_ref_missing``;
-    (m) ``checkpoint_restore_failed``; (n) ``tool_catalog_mismatch``;
-    (o) ``provider_resume_head_unsupported``; (p) ``provider_resume_boundary_unsupported``
-    (o and p only for a non-empty single-identity ledger).
+class WorkspaceCheckpointFact(ReportModel):
+    """A host-reported workspace checkpoint (Phase 4 is design-only; this is a trusted fact)."""
+
+    ref: StrictStr | None = None
+    restored: StrictBool
+    runtime_event_high_water: _HighWater
+
+
+class ContinuationFacts(ReportModel):
+    """Host observations the ledger cannot prove (docs/reference/continuation.md#gates; the
+    inspector that reports them: docs/reference/continuation.md#host-facts).
+
+    Accepts snake_case attributes or camelCase keys (``sourceCwd``, ``continuationIdentity``
+    ``{invocationId, runId, turnId}``, ``workspaceCheckpoint {ref, restored,
+    runtimeEventHighWater}``, ...).
+
+    ``source_header``: when given, gate (h) also checks the header against the ledger's
+    terminal fact (see ``terminal_policy``); when absent, gate (h) relies on
+    ``terminal_repair_succeeded`` alone (the host's own verdict). ``source_cwd`` and the
+    workspace identities are always taken from these facts, never from the header.
+    A missing (``None``) workspace identity on either side is a missing fact and parks with
+    ``workspace_identity_missing`` at gate (j).
     """
-    if replay is None:
-        return _legacy_plan(events, facts, ancestors)
-    if ancestors:
-        raise ValueError("ancestors are part of the composite replay; pass one or the other")
-    return _composite_plan(events, facts, replay)
+
+    ledger_readable: StrictBool = True
+    terminal_repair_succeeded: StrictBool = True
+    source_cwd: StrictStr
+    current_cwd: StrictStr
+    source_workspace_identity: StrictStr | None
+    current_workspace_identity: StrictStr | None
+    background_operations_settled: StrictBool
+    available_tool_names: list[StrictStr]
+    continuation_identity: ContinuationIdentity
+    workspace_checkpoint: WorkspaceCheckpointFact | None = None
+    expected_runtime_event_high_water: _HighWater | None = None
+    cwd_policy: CwdPolicy = "strict"
+    terminal_policy: TerminalPolicy = "strict"
+    source_header: RunHeader | None = None
 
 
-def _expected_high_water(facts: ContinuationFacts) -> int | None:
-    """The checkpoint's high-water when a checkpoint is given, else the caller's."""
-    checkpoint = facts.workspace_checkpoint
-    if checkpoint is not None:
-        return checkpoint.runtime_event_high_water
-    return facts.expected_runtime_event_high_water
+# --------------------------------------------------------------------------------------------
+# The ledger gates a-h
+# --------------------------------------------------------------------------------------------
 
 
-def _legacy_plan(
-    events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
-    ancestors: Sequence[Sequence[RuntimeEventInput]],
-) -> ContinuationPlan:
-    """Gates a, b, d-p: Phase 0 judges the source ledger; the context is the ancestors'
-    trimmed events followed by the source's replay events."""
+class GateVerdicts:
+    """Accumulates diagnostics and reasons in gate order (reasons de-duplicated)."""
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self.reasons: dict[ResumeRejectionReason, None] = {}
+
+    def park(
+        self,
+        code: ResumeRejectionReason,
+        message: str,
+        *,
+        event_id: str | None = None,
+        detail: dict[str, JsonValue] | None = None,
+    ) -> None:
+        self.note(code, message, event_id=event_id, detail=detail)
+        self.reasons.setdefault(code)
+
+    def note(
+        self,
+        code: DiagnosticCode,
+        message: str,
+        *,
+        event_id: str | None = None,
+        detail: dict[str, JsonValue] | None = None,
+    ) -> None:
+        self.diagnostics.append(
+            Diagnostic(code=code, message=message, event_id=event_id, detail=detail)
+        )
+
+    def fired(self, code: ResumeRejectionReason) -> bool:
+        return code in self.reasons
+
+
+def terminal_boundary_consistent(
+    header: RunHeader, events: Sequence[RuntimeEventInput], policy: TerminalPolicy = "strict"
+) -> bool:
+    """Whether the source header and ledger agree on one terminal fact (gate h).
+
+    ``strict`` (HEAD, default): the header is terminal; exactly one non-partial terminal event
+    carries the header's session/run/turn; it has a terminal status with a derivable fact
+    (failure class / abort source, docs/reference/ledger.md#terminal-rules); it is the last
+    event; the header matches it.
+    ``status_only`` (Original P1): the header is terminal and exactly one non-partial terminal
+    event exists whose status maps to the header's status.
+    """
+    if not header.is_terminal:
+        return False
     decoded = decode_events(events)
-    legacy = build_resume_plan(decoded, _expected_high_water(facts))
-    gates = GateVerdicts()
-    phase0_gate(gates, legacy)  # (a)
-    pending_permission_gate(gates, decoded)  # (b)
-    inherited = [event for segment in ancestors for event in decode_events(segment)]
-    runtime_context = (*inherited, *legacy.replay_runtime_events)
-    _gates_d_to_p(gates, decoded, facts, runtime_context, legacy_edges(runtime_context))
-    return _verdict(gates, decoded, facts, runtime_context, len(decoded), {})
+    if policy == "status_only":
+        terminals = [event for event in decoded if not event.partial and event.is_terminal]
+        return len(terminals) == 1 and run_status_for_terminal_event(terminals[0]) == header.status
+    matching = [
+        event
+        for event in decoded
+        if not event.partial
+        and event.is_terminal
+        and event.session_id == header.session_id
+        and event.run_id == header.run_id
+        and event.turn_id == header.turn_id
+    ]
+    if len(matching) != 1:
+        return False
+    terminal = matching[0]
+    # header_matches_terminal refuses an incomplete fact (no status, class or abort source)
+    return decoded[-1].id == terminal.id and header_matches_terminal(header, terminal)
 
 
-def _composite_plan(
-    events: Sequence[RuntimeEventInput], facts: ContinuationFacts, replay: CompositeReplay
-) -> ContinuationPlan:
-    """A blocked replay parks alone; otherwise gates b-p, with gate c comparing the expected
-    high-water with the source segment's ``lastEventSeq`` and n-p reading the replay."""
-    if replay.blocked_reason is not None:
-        return replay_blocked_plan(replay)
-    decoded = decode_events(events)
-    gates = GateVerdicts()
-    pending_permission_gate(gates, decoded)  # (b)
-    last_seq = source_boundary(replay).high_water
-    runtime_offset_gate(gates, _expected_high_water(facts), last_seq)  # (c)
-    runtime_context = replay.runtime_context
-    _gates_d_to_p(gates, decoded, facts, runtime_context, composite_edges(replay))
-    return _verdict(gates, decoded, facts, runtime_context, last_seq, _composite_fields(replay))
+def _pending_permissions(events: Sequence[RuntimeEvent]) -> list[Diagnostic]:
+    """Requests without a later decision, accepted answer or accepted closure."""
+    pending: dict[str, RuntimeEvent] = {}
+    for event in events:
+        actions = event.actions
+        if event.partial or actions is None:
+            continue
+        request_id = actions.permission_request_id
+        if request_id is not None:
+            pending[request_id] = event
+        for resolved in (
+            actions.permission_decision,
+            actions.permission_answer_accepted,
+            actions.permission_closure_accepted,
+        ):
+            if resolved is not None:
+                pending.pop(resolved.request_id, None)
+    return [
+        Diagnostic(
+            code="pending_permission",
+            message="permission request has no committed decision",
+            event_id=event.id,
+            detail={"requestId": request_id},
+        )
+        for request_id, event in pending.items()
+    ]
 
 
-def _gates_d_to_p(
-    gates: GateVerdicts,
-    decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
-    runtime_context: Sequence[RuntimeEvent],
-    edges: HistoryEdges,
+def phase0_gate(gates: GateVerdicts, legacy: ResumePlan) -> None:
+    """(a) legacy path: the Phase 0 verdict over the source ledger, its reasons first."""
+    gates.diagnostics.extend(legacy.diagnostics)
+    for reason in legacy.rejection_reasons:
+        gates.reasons.setdefault(reason)
+    if legacy.disposition != "safe_replay" and not legacy.rejection_reasons:
+        gates.reasons.setdefault("dangling_tool_state")  # fail closed on a reasonless block
+
+
+def pending_permission_gate(gates: GateVerdicts, events: Sequence[RuntimeEvent]) -> None:
+    """(b) ``pending_permission``: a permission request nobody answered."""
+    pending = _pending_permissions(events)
+    gates.diagnostics.extend(pending)
+    if pending:
+        gates.reasons.setdefault("pending_permission")
+
+
+def runtime_offset_gate(
+    gates: GateVerdicts, expected_high_water: int | None, last_event_seq: int
 ) -> None:
-    """The gates both paths share, in order (o and p only for a non-empty ledger of one
-    execution identity)."""
-    source = decoded[0] if decoded else None
-    ledger_empty_gate(gates, source)  # (d)
-    runtime_identity_gate(gates, decoded, source)  # (e)
-    continuation_identity_reused_gate(gates, facts, source)  # (f)
-    ledger_readable_gate(gates, facts)  # (g)
-    terminal_repair_gate(gates, facts, decoded)  # (h)
-    cwd_gate(gates, facts)  # (i)
-    workspace_identity_gate(gates, facts)  # (j)
-    background_operation_gate(gates, facts)  # (k)
-    workspace_ref_gate(gates, facts.workspace_checkpoint)  # (l)
-    checkpoint_restore_gate(gates, facts.workspace_checkpoint)  # (m)
-    tool_catalog_gate(gates, facts, runtime_context)  # (n)
-    if source is not None and not gates.fired("runtime_identity_mismatch"):
-        provider_head_gate(gates, edges)  # (o)
-        provider_boundary_gate(gates, edges)  # (p)
-
-
-def _verdict(
-    gates: GateVerdicts,
-    decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
-    runtime_context: Sequence[RuntimeEvent],
-    source_high_water: int,
-    composite_fields: dict[str, Any],
-) -> ContinuationPlan:
-    """``park`` with every reason, or ``continue`` with the planned continuation."""
-    source = decoded[0] if decoded else None
-    if gates.reasons or source is None:
-        return ContinuationPlan(
-            disposition="park",
-            rejection_reasons=tuple(gates.reasons),
-            diagnostics=tuple(gates.diagnostics),
+    """(c) composite path only (the legacy path checks it inside Phase 0)."""
+    if expected_high_water is not None and expected_high_water != last_event_seq:
+        gates.park(
+            "runtime_offset_mismatch",
+            "persisted runtime high-water does not match the immutable continuation boundary",
+            detail={"expected": expected_high_water, "actual": last_event_seq},
         )
-    return ContinuationPlan(
-        disposition="continue",
-        rejection_reasons=(),
-        diagnostics=tuple(gates.diagnostics),
-        continuation=RuntimeContinuation(
-            invocation_id=facts.continuation_identity.invocation_id,
-            run_id=facts.continuation_identity.run_id,
-            turn_id=facts.continuation_identity.turn_id,
-            source_invocation_id=source.invocation_id,
-            source_run_id=source.run_id,
-            source_turn_id=source.turn_id,
-            source_runtime_event_high_water=source_high_water,
-            runtime_context=tuple(runtime_context),
-            **composite_fields,
-            safety_snapshot=_safety_snapshot(facts),
-        ),
-    )
 
 
-def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
-    """The host facts a continuing plan relied on (execution revalidates them)."""
-    assert facts.current_workspace_identity is not None  # gate (j) parks otherwise
-    checkpoint = facts.workspace_checkpoint
-    snapshot_checkpoint = (
-        SnapshotCheckpoint(
-            ref=checkpoint.ref, runtime_event_high_water=checkpoint.runtime_event_high_water
+def ledger_empty_gate(gates: GateVerdicts, source: RuntimeEvent | None) -> None:
+    """(d) ``runtime_ledger_empty``: nothing to continue from."""
+    if source is None:
+        gates.park(
+            "runtime_ledger_empty", "safe-boundary continuation requires at least one RuntimeEvent"
         )
-        if checkpoint is not None and checkpoint.ref
-        else None
-    )
-    return ContinuationSafetySnapshot(
-        workspace_identity=facts.current_workspace_identity,
-        background_operations_settled=True,
-        available_tool_names=js_sorted(set(facts.available_tool_names)),
-        workspace_checkpoint=snapshot_checkpoint,
-    )
 
 
-def _composite_fields(replay: CompositeReplay) -> dict[str, Any]:
-    """The HEAD-only plan fields of a replayable composite replay (the legacy path has none)."""
-    source = replay.segments[-1]
-    assert replay.manifest_digest is not None
-    return {
-        "claim_id": source_boundary(replay).claim_id,
-        "source_runtime_context": (
-            source.replay_runtime_events if len(replay.segments) > 1 else None
-        ),
-        "boundary": ContinuationBoundary(
-            segments=tuple(segment.boundary for segment in replay.segments),
-            manifest_digest=replay.manifest_digest,
-        ),
-        "provider_replay_digest": replay.provider_replay_digest,
-        "provider_projection_version": replay.provider_projection_version,
+def runtime_identity_gate(
+    gates: GateVerdicts, events: Sequence[RuntimeEvent], source: RuntimeEvent | None
+) -> None:
+    """(e) ``runtime_identity_mismatch``: the ledger holds more than one execution."""
+    if source is None:
+        return
+    mismatched = next((e for e in events if e.identity != source.identity), None)
+    if mismatched is not None:
+        gates.park(
+            "runtime_identity_mismatch",
+            "RuntimeEvent ledger contains more than one source execution identity",
+            event_id=mismatched.id,
+        )
+
+
+def continuation_identity_reused_gate(
+    gates: GateVerdicts, facts: ContinuationFacts, source: RuntimeEvent | None
+) -> None:
+    """(f) ``continuation_identity_reused``: the target must not reuse any source id."""
+    if source is None:
+        return
+    fresh = facts.continuation_identity
+    if (
+        fresh.invocation_id == source.invocation_id
+        or fresh.run_id == source.run_id
+        or fresh.turn_id == source.turn_id
+    ):
+        gates.park(
+            "continuation_identity_reused",
+            "continuation must use fresh invocation, run, and turn identities",
+        )
+
+
+def ledger_readable_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+    """(g) ``runtime_ledger_unreadable``: the host could not read the ledger reliably."""
+    if not facts.ledger_readable:
+        gates.park("runtime_ledger_unreadable", "RuntimeEvent ledger could not be read reliably")
+
+
+def terminal_repair_gate(
+    gates: GateVerdicts, facts: ContinuationFacts, events: Sequence[RuntimeEvent]
+) -> None:
+    """(h) ``terminal_repair_failed``: the host's repair failed, or (with a source header) the
+    header and the ledger do not form one terminal boundary."""
+    if not facts.terminal_repair_succeeded:
+        gates.park(
+            "terminal_repair_failed", "source run terminal repair did not complete successfully"
+        )
+    elif facts.source_header is not None and not terminal_boundary_consistent(
+        facts.source_header, events, facts.terminal_policy
+    ):
+        gates.park(
+            "terminal_repair_failed",
+            "source run header and its terminal RuntimeEvent do not form one consistent boundary",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The workspace and provider gates i-p
+# --------------------------------------------------------------------------------------------
+
+
+def normalize_cwd(value: str) -> str:
+    """Platform-neutral cwd: ``\\`` → ``/``, no trailing ``/``, drive-letter paths lowercased."""
+    normalized = value.replace("\\", "/").rstrip("/")
+    drive_letter = normalized[:1].isascii() and normalized[:1].isalpha()
+    if drive_letter and normalized[1:3] == ":/":
+        return normalized.lower()
+    return normalized
+
+
+def js_sorted(values: set[str]) -> tuple[str, ...]:
+    """Sorted like JavaScript's default ``Array.prototype.sort`` (UTF-16 code units)."""
+    return tuple(sorted(values, key=js_sort_key))
+
+
+def cwd_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+    """(i) a changed cwd parks under ``strict`` and is only noted under ``relocatable``."""
+    if normalize_cwd(facts.source_cwd) == normalize_cwd(facts.current_cwd):
+        return
+    cwd_detail: dict[str, JsonValue] = {
+        "sourceCwd": facts.source_cwd,
+        "currentCwd": facts.current_cwd,
     }
+    if facts.cwd_policy == "strict":
+        gates.park(
+            "workspace_cwd_mismatch",
+            "current cwd differs from the source resume boundary",
+            detail=cwd_detail,
+        )
+    else:
+        gates.note(
+            "workspace_location_changed",
+            "workspace location differs from the source resume boundary",
+            detail=cwd_detail,
+        )
+
+
+def workspace_identity_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+    """(j) an unknown workspace identity is missing; a different one is a mismatch."""
+    identity_detail: dict[str, JsonValue] = {
+        "sourceWorkspaceIdentity": facts.source_workspace_identity,
+        "currentWorkspaceIdentity": facts.current_workspace_identity,
+    }
+    if facts.source_workspace_identity is None or facts.current_workspace_identity is None:
+        gates.park(
+            "workspace_identity_missing",
+            "workspace identity is unknown, so the source workspace cannot be proven",
+            detail=identity_detail,
+        )
+    elif facts.source_workspace_identity != facts.current_workspace_identity:
+        gates.park(
+            "workspace_identity_mismatch",
+            "current workspace identity differs from the source resume boundary",
+            detail=identity_detail,
+        )
+
+
+def background_operation_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+    """(k) ``background_operation_pending``: something the source started still runs."""
+    if not facts.background_operations_settled:
+        gates.park("background_operation_pending", "a background or child operation is not settled")
+
+
+def workspace_ref_gate(gates: GateVerdicts, checkpoint: WorkspaceCheckpointFact | None) -> None:
+    """(l) ``workspace_ref_missing``: a checkpoint without a restorable ref."""
+    if checkpoint is not None and not checkpoint.ref:
+        gates.park(
+            "workspace_ref_missing", "workspace checkpoint does not contain a restorable ref"
+        )
+
+
+def checkpoint_restore_gate(
+    gates: GateVerdicts, checkpoint: WorkspaceCheckpointFact | None
+) -> None:
+    """(m) ``checkpoint_restore_failed``: a checkpoint with a ref the host did not restore
+    (a checkpoint without a ref already parked at gate l)."""
+    if checkpoint is not None and checkpoint.ref and not checkpoint.restored:
+        gates.park(
+            "checkpoint_restore_failed",
+            "workspace checkpoint ref could not be restored",
+            detail={"workspaceRef": checkpoint.ref},
+        )
+
+
+def tool_catalog_gate(
+    gates: GateVerdicts, facts: ContinuationFacts, runtime_context: Sequence[RuntimeEvent]
+) -> None:
+    """(n) ``tool_catalog_mismatch``: a replayed call names a tool the host no longer has."""
+    available = set(facts.available_tool_names)
+    unavailable = {
+        call.name
+        for event in runtime_context
+        if (call := event.function_call) is not None and call.name not in available
+    }
+    if unavailable:
+        gates.park(
+            "tool_catalog_mismatch",
+            "one or more tools from the source boundary are unavailable",
+            detail={"unavailableToolNames": list(js_sorted(unavailable))},
+        )
+
+
+class HistoryEdges(NamedTuple):
+    """Role and event id of the first and last model-visible entry of the replayed history."""
+
+    first_role: str | None
+    first_id: str | None
+    last_role: str | None
+    last_id: str | None
+
+
+def legacy_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
+    """The first/last model-visible event of the runtime context and its ledger role
+    (``user``, ``model``, ``tool``, ``system``)."""
+    first = next((event for event in runtime_context if event.is_model_visible), None)
+    last = next((event for event in reversed(runtime_context) if event.is_model_visible), None)
+    return HistoryEdges(
+        first.role if first is not None else None,
+        first.id if first is not None else None,
+        last.role if last is not None else None,
+        last.id if last is not None else None,
+    )
+
+
+def composite_edges(replay: CompositeReplay) -> HistoryEdges:
+    """The first/last provider item and its provider role (``user``, ``assistant``,
+    ``system``, ``tool``)."""
+    items = replay.provider_items
+    first_item = items[0] if items else None
+    last_item = items[-1] if items else None
+    return HistoryEdges(
+        provider_item_role(first_item),
+        _item_event_id(first_item),
+        provider_item_role(last_item),
+        _item_event_id(last_item),
+    )
+
+
+def _item_event_id(item: dict[str, JsonValue] | None) -> str | None:
+    event_id = item.get("eventId") if item is not None else None
+    return event_id if isinstance(event_id, str) else None
+
+
+def provider_head_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
+    """(o) ``provider_resume_head_unsupported``: the history must start with the user."""
+    if edges.first_role != "user":
+        gates.park(
+            "provider_resume_head_unsupported",
+            "provider replay must start at a user boundary for continuation",
+            event_id=edges.first_id,
+            detail={"firstRole": edges.first_role},
+        )
+
+
+def provider_boundary_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
+    """(p) ``provider_resume_boundary_unsupported``: the history must end where a new model
+    turn may start (a user text or a tool result)."""
+    if edges.last_role not in ("user", "tool"):
+        gates.park(
+            "provider_resume_boundary_unsupported",
+            "provider replay must end at a user or tool boundary for continuation",
+            event_id=edges.last_id,
+            detail={"lastRole": edges.last_role},
+        )

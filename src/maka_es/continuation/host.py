@@ -28,7 +28,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator
 
 # One checkpoint fact shape for host and planner: an observation's checkpoint can be handed
 # to ``ContinuationFacts`` as is.
-from maka_es.continuation.gates import WorkspaceCheckpointFact
+from maka_es.continuation.plan import WorkspaceCheckpointFact
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.report import ReportModel
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from maka_es.continuation.boundary import build_segment
-from maka_es.continuation.composite_replay import build_composite_replay
-from maka_es.continuation.existing_claims import RunReader
+from maka_es.continuation.claims import RunReader
+from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import LineagePark, MakaError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV1, ContinuationSourceV2, RunHeader

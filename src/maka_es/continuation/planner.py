@@ -23,14 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.existing_claims import (
+from maka_es.continuation.claims import (
     RunReader,
     durable_claim,
     park,
     unclaimed_continuation,
 )
-from maka_es.continuation.gates import (
+from maka_es.continuation.host import HostInspector, HostObservation
+from maka_es.continuation.lineage import LineagePark, check_v2_replay, read_lineage
+from maka_es.continuation.plan import (
     ContinuationFacts,
     ContinuationIdentity,
     ContinuationPlan,
@@ -39,10 +40,9 @@ from maka_es.continuation.gates import (
     build_continuation_plan,
     replay_blocked_plan,
 )
-from maka_es.continuation.host import HostInspector, HostObservation
-from maka_es.continuation.lineage import LineagePark, check_v2_replay, read_lineage
+from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
+from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.wire.codec import CodecInputError, js_sort_key
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader

@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from maka_es.continuation.claim import SourceBoundary, claim_id_for, source_boundary
-from maka_es.continuation.claims import Claims
-from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.existing_claims import RunReader, continuations_of
-from maka_es.continuation.gates import CwdPolicy, RuntimeContinuation, normalize_cwd
+from maka_es.continuation.claims import (
+    Claims,
+    RunReader,
+    SourceBoundary,
+    claim_id_for,
+    continuations_of,
+    source_boundary,
+)
 from maka_es.continuation.host import HostInspector, HostObservation
 from maka_es.continuation.lineage import (
     LineagePark,
@@ -28,9 +31,11 @@ from maka_es.continuation.lineage import (
     prefix_segment,
     read_lineage,
 )
+from maka_es.continuation.plan import CwdPolicy, RuntimeContinuation, normalize_cwd
+from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.ledger.run import Run
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.run_header import RunHeader, run_status_for_terminal_event

@@ -14,18 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT
-from maka_es.continuation.claims import Claims
+from maka_es.continuation.claims import Claims, RunReader, park
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
-from maka_es.continuation.existing_claims import RunReader, park
-from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostInspector
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import FEATURE_FLAG, ContinuationPlanner, PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
-from maka_es.ledger.faults import STORE_FAULTS, store_fault_class
+from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.tooljournal.runtime import ToolRuntime
 
 

@@ -36,10 +36,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from maka_es.continuation.composite_replay import build_composite_replay
-from maka_es.continuation.existing_claims import RunReader
+from maka_es.continuation.claims import RunReader
 from maka_es.continuation.lineage import check_v2_replay, read_lineage
-from maka_es.continuation.replay_items import provider_replay_item
+from maka_es.continuation.replay import build_composite_replay, provider_replay_item
 from maka_es.errors import (
     InvalidPlanRequestError,
     LineagePark,

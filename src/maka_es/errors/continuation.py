@@ -102,6 +102,7 @@ class RecoveryStatusConflictError(MakaError):
 
 
 class RecoveryStatusUnsupportedError(MakaError):
-    """The application's persistence module has no recovery-status store (yet)."""
+    """The event store's recorder is of no kind the recovery-status read model has a backend
+    for (eventsourcing's SQLite, PostgreSQL or in-memory recorders; ``detail.recorder``)."""
 
     default_code = "recovery_status_unsupported"

@@ -4,52 +4,141 @@ Why explicit topics: eventsourcing resolves stored events by topic. A topic that
 breaks every stored row when a class moves; here each fact declares a stable ``TOPIC`` string
 and the mapper resolves through :data:`FACT_TYPES`, so renames never break decoding.
 
-The stream ids are derived in :mod:`maka_es.ledger.stream_ids` (re-exported here).
+Why derived stream ids: "the stream of run r1" and "the claim on invocation i1" must be the same
+row for every process and every machine, so that the store's ``(originator_id,
+originator_version)`` uniqueness is the arbiter between concurrent writers; each id is the uuid5
+of a typed name. Why checked first: the name is hashed as UTF-8, so an id that is not UTF-8 text
+must be refused before any read or write derives it.
+
+Why a trusted path to read a committed RuntimeEvent back (:func:`read_recorded_event`, ADR
+0025): every event was validated strictly and canonicalised at the boundary before it was
+committed (docs/reference/ledger.md#write-rules). Re-running the strict JSON checks and the
+Python-hooked JSON decoder on every reload made a 100k-event run cost seconds to reopen; each
+append stores ``payload_digest`` with the payload, and a row whose bytes still hash to it is the
+very text that passed the boundary, so it is parsed once by pydantic's own JSON parser and its
+strict-JSON after-validator is skipped (the field shapes are still validated). Never trusted over
+the ledger: a row without a digest (written before ADR 0025, or by an older writer) and a row
+whose bytes no longer match their digest take the strict path, exactly as every row did before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
+from collections.abc import Collection, Mapping
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
-from maka_es.ledger.stream_ids import (
-    STREAM_NAMESPACE as STREAM_NAMESPACE,
-)
-from maka_es.ledger.stream_ids import (
-    checked_session_args as checked_session_args,
-)
-from maka_es.ledger.stream_ids import (
-    checked_text as checked_text,
-)
-from maka_es.ledger.stream_ids import (
-    claim_stream_id as claim_stream_id,
-)
-from maka_es.ledger.stream_ids import (
-    fork_stream_id as fork_stream_id,
-)
-from maka_es.ledger.stream_ids import (
-    host_stream_id as host_stream_id,
-)
-from maka_es.ledger.stream_ids import (
-    invocation_stream_id as invocation_stream_id,
-)
-from maka_es.ledger.stream_ids import (
-    run_stream_id as run_stream_id,
-)
-from maka_es.ledger.stream_ids import (
-    session_stream_id as session_stream_id,
-)
-from maka_es.wire.codec import canonical_json
+from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError
+from maka_es.wire.base import TRUSTED_STORED, loads_js
+from maka_es.wire.codec import canonical_json, has_lone_surrogate
 from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.run_header import RunHeader
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.
 EpochMs = int | float
+
+
+# --- stream ids ------------------------------------------------------------------------------
+
+#: Namespace for every maka_es stream id. Never change it: ids are persistent.
+STREAM_NAMESPACE = uuid.UUID("5b3c7d4e-0f7a-5c8e-9a51-6d2e8f1b4c90")
+
+
+def checked_text(value: object, field: str) -> str:
+    """``value`` when it can name a stream or be stored: a ``str`` that UTF-8 can encode.
+
+    Why before any stream id is derived: the id is a uuid5 over UTF-8, so a lone surrogate (a
+    non-UTF-8 byte of a command line) raised a raw ``UnicodeEncodeError``, and a non-``str``
+    (an int, bytes) named another stream than the fact would record. ``invalid_runtime_event``
+    with ``field`` naming the wire field; raised before anything is read or written.
+    """
+    if not isinstance(value, str):
+        raise InvalidRuntimeEventError(
+            f"{field} must be a string, not {type(value).__name__}",
+            field=field,
+            detail={"reason": "not_a_string"},
+        )
+    if has_lone_surrogate(value):
+        raise InvalidRuntimeEventError(
+            f"{field} {value!a} holds a lone surrogate: it is not UTF-8 text",
+            field=field,
+            detail={"reason": "lone_surrogate"},
+        )
+    return value
+
+
+def checked_session_args(session_id: object, cwd: object, workspace_identity: object) -> None:
+    """``open_session``'s arguments, each a ``str`` (the identity may be ``None``), the session id
+    also UTF-8 text:
+    pydantic alone would store ``b"x"`` as ``"x"`` under the stream id of ``"b'x'"``."""
+    checked_text(session_id, "sessionId")
+    _checked_str(cwd, "cwd")
+    if workspace_identity is not None:
+        _checked_str(workspace_identity, "workspaceIdentity")
+
+
+def _checked_str(value: object, field: str) -> None:
+    """A stored field that names no stream: only its type is checked here; a lone surrogate
+    in it is the fact's own ``non_strict_json`` refusal, before the write."""
+    if not isinstance(value, str):
+        raise InvalidRuntimeEventError(
+            f"{field} must be a string, not {type(value).__name__}",
+            field=field,
+            detail={"reason": "not_a_string"},
+        )
+
+
+def run_stream_id(run_id: str) -> uuid.UUID:
+    """The run's stream id (``invalid_runtime_event`` for an id no stream can have)."""
+    return _run_stream_id(checked_text(run_id, "runId"))
+
+
+@lru_cache(maxsize=4096)
+def _run_stream_id(run_id: str) -> uuid.UUID:
+    """Remembered, since every command of a run asks for it (uuid5 hashes with SHA-1 each
+    time) and the answer never changes (ADR 0033)."""
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/run/{run_id}")
+
+
+def session_stream_id(session_id: str) -> uuid.UUID:
+    name = checked_text(session_id, "sessionId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/session/{name}")
+
+
+def invocation_stream_id(invocation_id: str) -> uuid.UUID:
+    name = checked_text(invocation_id, "invocationId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/invocation/{name}")
+
+
+def claim_stream_id(claim_id: str) -> uuid.UUID:
+    name = checked_text(claim_id, "claimId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{name}")
+
+
+def fork_stream_id(claim_id: str) -> uuid.UUID:
+    name = checked_text(claim_id, "claimId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/fork/{name}")
+
+
+def host_stream_id(host_id: str) -> uuid.UUID:
+    name = checked_text(host_id, "hostId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{name}")
 
 
 class StoredFact(BaseModel):
@@ -107,6 +196,23 @@ class InvocationBound(StoredFact):
     turn_id: str
 
 
+def bind_invocation(header: RunHeader) -> InvocationBound:
+    """Version 1 of the invocation's stream: one run per invocation, enforced by the store.
+    Saved with every fact that creates a run."""
+    if header.invocation_id is None:
+        raise InvalidRunHeaderError(
+            "a run created through the store needs its invocationId", field="invocationId"
+        )
+    return InvocationBound(
+        originator_id=invocation_stream_id(header.invocation_id),
+        originator_version=1,
+        invocation_id=header.invocation_id,
+        session_id=header.session_id,
+        run_id=header.run_id,
+        turn_id=header.turn_id,
+    )
+
+
 # --- run stream ------------------------------------------------------------------------------
 
 
@@ -126,6 +232,24 @@ class RunCreated(StoredFact):
         if state.get("owner") is None:
             state.pop("owner", None)
         return state
+
+
+def is_exact_create_retry(
+    first: StoredFact | None, header: RunHeader, clock_fields: Collection[str] = ()
+) -> bool:
+    """Whether creating a run with ``header`` repeats the creation ``first`` recorded (the
+    run stream's version 1): the same header, field for field in canonical JSON, as the run
+    was created with, whatever happened to the run since. ``clock_fields`` are fields the
+    caller itself filled from the clock (``start_run``'s ``createdAt``/``updatedAt``), which
+    a retry cannot repeat; they are left out of the comparison. A different header for the
+    same run id is not a retry (``run_already_exists``)."""
+    if not isinstance(first, RunCreated):
+        return False
+
+    def compared(wire: Mapping[str, Any]) -> str:
+        return canonical_json({k: v for k, v in wire.items() if k not in clock_fields})
+
+    return compared(first.header) == compared(header.to_wire())
 
 
 class RuntimeEventRecorded(StoredFact):
@@ -182,6 +306,40 @@ class RuntimeEventRecorded(StoredFact):
 def payload_digest_of(payload: str) -> str:
     """The ``payload_digest`` of a committed event's canonical JSON (ADR 0025)."""
     return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: An integer literal of 16+ digits may lie beyond 2**53, where the reference's JavaScript
+#: number semantics read it as a double (``loads_js``); such payloads keep that decoder.
+_LONG_NUMBER = re.compile(r"[0-9]{16}")
+
+
+def decode_recorded_event(fact: RuntimeEventRecorded) -> RuntimeEvent:
+    """The committed event of ``fact``: trusted when its digest matches, strict otherwise."""
+    return read_recorded_event(fact)[0]
+
+
+def read_recorded_event(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]:
+    """The committed event of ``fact`` and whether its row was verified against its digest.
+
+    A verified row is the very text that passed the write-time checks, so the resolver may
+    skip re-deriving what those checks derived from it (the call's args hash, ADR 0025)."""
+    digest = fact.payload_digest
+    matches = digest is not None and payload_digest_of(fact.payload) == digest
+    if matches:
+        trusted = _decode_trusted(fact.payload)
+        if trusted is not None:
+            return trusted, True
+    return RuntimeEvent.model_validate_json(fact.payload), False  # exactly as before ADR 0025
+
+
+def _decode_trusted(payload: str) -> RuntimeEvent | None:
+    """Parse verified canonical bytes once; ``None`` sends them to the strict path."""
+    try:
+        if _LONG_NUMBER.search(payload) is not None:
+            return RuntimeEvent.model_validate(loads_js(payload), context=TRUSTED_STORED)
+        return RuntimeEvent.__pydantic_validator__.validate_json(payload, context=TRUSTED_STORED)  # type: ignore[no-any-return]
+    except (ValidationError, ValueError):
+        return None
 
 
 class RunHeaderUpdated(StoredFact):

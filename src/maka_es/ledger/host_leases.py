@@ -35,7 +35,7 @@ from maka_es.ledger.ownership import (
     project_host_lease,
 )
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run_state import RunState
+from maka_es.ledger.run import Run
 
 #: Default lease duration: a host that stops heartbeating is presumed dead after this long.
 DEFAULT_LEASE_MS = 30_000
@@ -179,7 +179,7 @@ class HostLeases:
         with self._lock:
             return self._held.get(run_id)
 
-    def check_writer(self, run: RunState) -> None:
+    def check_writer(self, run: Run) -> None:
         """Refuse (``run_owner_fenced``) a write of this process to ``run`` that it may not
         make (:func:`maka_es.ledger.ownership.fencing_refusal`); nothing is written."""
         refusal = fencing_refusal(
@@ -192,7 +192,7 @@ class HostLeases:
         if refusal is not None:
             raise refusal
 
-    def verdict(self, run: RunState) -> OwnerVerdict:
+    def verdict(self, run: Run) -> OwnerVerdict:
         """May this host's recovery end ``run`` now (:func:`owner_verdict`)?"""
         owner = run.owner
         other = owner is not None and owner.host_id != self.host_id

@@ -15,15 +15,28 @@ The contract a writer relies on (docs/reference/ledger.md#write-rules):
 * ``commit(facts, conflict=...)`` saves every fact in ONE transaction; a lost race evicts the
   involved streams from the cache and raises ``conflict()``; any other store fault raises a
   typed ``StoreUnavailableError``; in both cases nothing of the transaction was written.
+
+Which exceptions mean "the store could not be read right now", as opposed to a verdict, is said
+here once (:data:`STORE_FAULTS`). A locked database, a missing table or an I/O error says nothing
+about the ledger, the lineage or a claim: turning such a fault into ``runtime_lineage_missing``
+or ``continuation_claim_repair_required`` would give the host a wrong story about its data, and
+letting it escape raw breaks the planner's contract (it parks, it never raises). The store layer
+may surface a fault as the typed ``StoreUnavailableError`` or as eventsourcing's raw
+``PersistenceError`` (``OperationalError`` ...); a pool that cannot even open a connection lets
+``sqlite3.Error`` or ``OSError`` through. All of them are faults.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 from uuid import UUID
 
+from eventsourcing.persistence import PersistenceError
+
+from maka_es.errors import MakaError, StoreUnavailableError
 from maka_es.ledger.facts import StoredFact
 from maka_es.ledger.run import Run
 from maka_es.ledger.session import Session
@@ -75,3 +88,21 @@ class RunStore(Protocol):
     def facts_with_topic(self, topic: str) -> Iterator[StoredFact]:
         """Every stored fact of one topic, in notification order."""
         ...
+
+
+#: Exceptions that mean the store could not be read (not a verdict about what it holds).
+STORE_FAULTS: Final[tuple[type[Exception], ...]] = (
+    StoreUnavailableError,
+    PersistenceError,
+    sqlite3.Error,
+    OSError,
+)
+
+
+def is_store_fault(exc: BaseException) -> bool:
+    return isinstance(exc, STORE_FAULTS)
+
+
+def store_fault_class(exc: BaseException) -> str:
+    """A stable name for the fault: maka_es's ``code``, else the exception class name."""
+    return exc.code if isinstance(exc, MakaError) else type(exc).__name__

@@ -5,7 +5,7 @@ time proportional to the whole history (about 0.1 ms per event). A snapshot keep
 computed (header, owner, seal, attestations, the terminal event, the ordered event ids, the
 journal fold and the resolver's compact scan state) at the fact version it covers; a load
 restores it and folds only the facts after that version. The events themselves are not in the
-snapshot: a restored Run reads them from the ledger on first use (``RunState.attach_history``).
+snapshot: a restored Run reads them from the ledger on first use (``Run.attach_history``).
 
 Why never trusted over the ledger: this module only writes and reads the body. The adapter
 (:mod:`maka_es.adapters.run_snapshots`) stores it with its digest and the digest of the stored
@@ -25,11 +25,14 @@ from uuid import UUID
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.scan_ids import HeadIds, id_index, load_id_index
-from maka_es.tooljournal.scan_snapshot import (
+from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scanner import (
+    HeadIds,
     PartText,
     bundle_events,
     dump_scan,
+    id_index,
+    load_id_index,
     restore_scan,
 )
 from maka_es.wire.codec import canonical_json
@@ -75,7 +78,7 @@ def dump_run(run: Run) -> str:
 
     Five lines: the values (header, owner, seal, attestations, terminal and embedded events,
     the scan's small parts), the ordered event ids, their sorted CRC-32 index (base64, see
-    :mod:`maka_es.tooljournal.scan_ids`), the scan's operations and the journal fold, each
+    :mod:`maka_es.tooljournal.scanner`), the scan's operations and the journal fold, each
     JSON but the index. ``json.dumps`` and base64 never write a raw newline, so the lines split
     back exactly; the ids, the operations and the journal stay unparsed until a command needs
     them. The embedded events (the terminal
@@ -162,6 +165,7 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
     run._journal_text = _part(journal, "journal", parts)
     run._resolver = restore_scan(
+        ResolverState,
         body["scan"],
         _part(operations, "operations", parts),
         ids,

@@ -19,7 +19,7 @@ from typing import Any
 
 from maka_es.continuation.claims import Claims
 from maka_es.errors import MakaError, RunEndRefusedError
-from maka_es.ledger.faults import STORE_FAULTS
+from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.ledger.run import Run
 from maka_es.recovery.report import Repair
 from maka_es.recovery.start_only import is_bare_continuation_start, start_fact

@@ -22,13 +22,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from maka_es.continuation.claim import ContinuationTarget, SourceBoundary, source_boundary
-from maka_es.continuation.claims import Claims
-from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.claims import (
+    Claims,
+    ContinuationTarget,
+    RunReader,
+    SourceBoundary,
+    source_boundary,
+)
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
-from maka_es.continuation.existing_claims import RunReader
 from maka_es.continuation.lineage import read_lineage
 from maka_es.continuation.provider import Provider
+from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, RunForkRefusedError

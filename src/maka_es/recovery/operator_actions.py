@@ -4,7 +4,7 @@ Why a service apart from startup recovery: recovery never settles an unknown out
 (docs/reference/tool-journal.md#recovery-modes); only a person who looked at the world can. This
 service is the one door for that decision: it validates it, commits it through the tool
 journal's command (one save, one winner) and reports it to telemetry with identities and codes
-only. The decision itself lives in :mod:`maka_es.ledger.run_attest`.
+only. The decision itself lives in :meth:`maka_es.ledger.run.Run.decide_attestation`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from maka_es.continuation.telemetry import OperatorAttestedEvent, Telemetry
-from maka_es.ledger.service import Ledger
-from maka_es.ledger.tool_commands import ToolCommands
+from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.recovery.report import Repair, StartupRecoveryReport
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
@@ -75,7 +74,7 @@ class OperatorActions:
     ) -> AttestationReport:
         """Record that the indeterminate operation took effect (``applied=True``, with the
         ``result`` the model should see) or did not (``applied=False``); see
-        :meth:`maka_es.ledger.tool_commands.ToolCommands.attest_operation`. A refusal raises a
+        :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
         typed error and writes nothing. When nothing else of the run awaits a decision, the
         run's recovery is finished (see :meth:`_finish_recovery`)."""
         commit, attestation = self._tools.attest_operation(

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.session_history import checked_history_turns

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from maka_es.continuation.existing_claims import is_continuation_start
+from maka_es.continuation.claims import is_continuation_start
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.run import Run
 from maka_es.wire.actions import ContinuationStartV2

@@ -46,14 +46,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from maka_es import failpoints
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
+    Claims,
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,
     continuation_header,
     continuation_start_event,
 )
-from maka_es.continuation.claims import Claims
 from maka_es.ledger.run import Run
 from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason_newest_first

@@ -44,7 +44,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
-from maka_es.continuation.claim import ContinuationClaim
+from maka_es.continuation.claims import ContinuationClaim
 from maka_es.errors import RunNotFoundError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,

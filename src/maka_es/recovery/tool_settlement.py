@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from maka_es.errors import MakaError
-from maka_es.ledger.faults import is_store_fault
+from maka_es.ledger.ports import is_store_fault
 from maka_es.ledger.service import Ledger
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime

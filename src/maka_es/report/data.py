@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.recovery.fork import ForkReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import Resolution
+from maka_es.tooljournal.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from maka_es.continuation.plan_models import ContinuationPlan
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.report.data import PlanFailure, ReportData, RunData
 from maka_es.report.event_rows import LANES, event_row, format_ms
 from maka_es.report.view_models import (
@@ -24,7 +24,7 @@ from maka_es.report.view_models import (
 )
 from maka_es.resume.models import Diagnostic, ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.tooljournal.resolver import ToolDecision
 from maka_es.wire.events import RuntimeEvent
 
 __all__ = ["build_page"]

@@ -14,16 +14,14 @@ from typing import Any, Literal
 
 from pydantic import JsonValue, field_serializer
 
-from maka_es.tooljournal.resolution import (
+from maka_es.tooljournal.resolver import (
     DecisionReason,
     DecisionStatus,
     Resolution,
-    ResolverIssue,
-    ResolverIssueCode,
     SettlementOrigin,
-    ToolBoundaryProtocol,
     ToolDecision,
 )
+from maka_es.tooljournal.scanner import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
 

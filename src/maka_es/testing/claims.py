@@ -10,7 +10,7 @@ build exactly that state here, through the real revalidation and the real facts.
 from __future__ import annotations
 
 from maka_es.app import RuntimeApplication
-from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, continuation_header
+from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, continuation_header
 from maka_es.continuation.executor import ContinuationExecutor
 from maka_es.errors import MakaError
 from maka_es.testing.raw_facts import commit_unchecked

@@ -25,8 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostObservation
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
 

@@ -12,6 +12,9 @@ that they also agree with the RecoveryResolver).
 The only non-derivable input is T1 metadata a tool records for its reconciler (e.g. the
 expected and prior content digests of a file write); it is stored as its own fact in the same
 transaction as the dispatch and folded in here.
+
+The fold is also written to and read from a Run snapshot as plain JSON values
+(:func:`dump_journal`, :func:`restore_journal`, ADR 0032), next to the maps it holds.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from maka_es.tooljournal.resolution import ToolDecision
+from maka_es.tooljournal.resolver import ToolDecision
 from maka_es.wire.events import (
     RECONCILE_RESULT_KIND,
     CompletedDecisionPayload,
@@ -167,3 +170,43 @@ def expected_journal_state(decision: ToolDecision) -> JournalState | None:
     if decision.status == "parked":
         return "recovery_parked"
     return None
+
+
+# -- the journal fold as JSON values, and back (ADR 0032) -----------------------------------------
+
+_OP_FIELDS = (
+    "operation_id",
+    "tool_call_id",
+    "tool_name",
+    "canonical_args_hash",
+    "recovery_mode",
+    "state",
+    "call_event_id",
+    "dispatch_event_id",
+    "result_event_id",
+    "observation",
+    "metadata",
+    "version",
+)
+
+
+def dump_journal(journal: ToolJournal) -> dict[str, Any]:
+    """The journal fold as JSON values (its operations, call index and T1 metadata)."""
+    return {
+        "operations": [
+            [getattr(op, name) for name in _OP_FIELDS] for op in journal._operations.values()
+        ],
+        "calls": [[*key, event_id] for key, event_id in journal._calls.items()],
+        "metadata": [[key, dict(values)] for key, values in journal._metadata.items()],
+    }
+
+
+def restore_journal(data: Mapping[str, Any]) -> ToolJournal:
+    """The journal fold :func:`dump_journal` wrote."""
+    journal = ToolJournal()
+    for row in data["operations"]:
+        state = ToolOperationState(**dict(zip(_OP_FIELDS, row, strict=True)))
+        journal._operations[state.operation_id] = state
+    journal._calls = {(invocation, call): event_id for invocation, call, event_id in data["calls"]}
+    journal._metadata = dict(data["metadata"])
+    return journal

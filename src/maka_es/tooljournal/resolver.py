@@ -16,6 +16,10 @@ Prospective checks are *observationally pure*: ``ResolverState.issues_if_fed`` a
 ``would_introduce_issue`` run the very same step code with an undo journal and roll the state
 back before returning (also on error). The state is therefore never copied (copying would be
 O(history)); the price is that one state object must not be used from several threads at once.
+
+The verdict types (per-operation decisions, ``Resolution``; docs/reference/tool-journal.md
+#decisions) live here, in the tool journal below the ledger, because the Run aggregate keeps the
+resolver's state to validate tool facts online (ADR 0017); the issues are the scanner's.
 """
 
 from __future__ import annotations
@@ -24,26 +28,82 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
 from maka_es.tooljournal.bundle import ABSENT, BundleInterpretation, interpret_bundle
-from maka_es.tooljournal.resolution import (
-    DecisionReason,
-    DecisionStatus,
-    Resolution,
+from maka_es.tooljournal.scanner import (
+    EventRef,
     ResolverIssue,
-    SettlementOrigin,
+    ScannedOperation,
     ToolBoundaryProtocol,
-    ToolDecision,
+    ToolScanner,
 )
-from maka_es.tooljournal.scanner import EventRef, ScannedOperation, ToolScanner
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
-from maka_es.wire.report import RuntimeEventInput, decode_events
+from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
 
 __all__ = [
     "OPERATION_ISSUE_PRIORITY",
+    "DecisionReason",
+    "DecisionStatus",
+    "Resolution",
     "ResolverState",
+    "SettlementOrigin",
+    "ToolDecision",
     "resolve_tool_operations",
     "would_introduce_issue",
 ]
+
+DecisionStatus = Literal[
+    "completed", "definitely_not_dispatched", "indeterminate", "parked", "corruption"
+]
+
+DecisionReason = Literal[
+    "matching_response",
+    "recovery_bundle_completed",
+    "dispatch_without_response",
+    "new_protocol_before_dispatch",
+    "legacy_dispatch_unknown",
+    "orphan_dispatch",
+    "orphan_response",
+    "duplicate_call",
+    "duplicate_operation",
+    "duplicate_dispatch",
+    "duplicate_response",
+    "canonical_args_hash_conflict",
+    "identity_conflict",
+    "event_order_conflict",
+    "recovery_fact_corruption",
+    "reconcile_matches_prior_state",
+    "reconcile_diverged",
+    "reconcile_unreadable",
+]
+
+SettlementOrigin = Literal["pre_t1_synthetic", "normal_t2", "recovery_bundle"]
+
+
+class ToolDecision(ReportModel):
+    """The resolver's verdict for one tool operation (one provider call key)."""
+
+    tool_call_id: str
+    tool_name: str | None = None
+    operation_id: str | None = None
+    status: DecisionStatus
+    reason: DecisionReason
+    settlement_origin: SettlementOrigin | None = None
+    call_runtime_event_id: str | None = None
+    dispatch_runtime_event_id: str | None = None
+    response_runtime_event_id: str | None = None
+    response_is_error: bool | None = None
+
+
+class Resolution(ReportModel):
+    """Everything the RecoveryResolver concludes about a ledger prefix
+    (docs/reference/tool-journal.md#resolution)."""
+
+    decisions: tuple[ToolDecision, ...]
+    issues: tuple[ResolverIssue, ...]
+    has_corruption: bool
+    requires_reconciliation: bool
+    tool_boundary_protocol: ToolBoundaryProtocol | None = None
+
 
 #: Scanner issue codes that are also decision reasons (an operation's own defects).
 OperationIssueCode = Literal[

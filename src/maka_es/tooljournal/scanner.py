@@ -1,35 +1,182 @@
-"""The RecoveryResolver's scanner: one physical-order fold of a run's tool facts.
+"""The RecoveryResolver's scanner: one physical-order fold of a run's tool facts, its compact
+records, the issues it raises, and the scan state's snapshot form (ADR 0032).
 
-Why a separate module: the scan (which event attaches to which operation, and which ledger
-issue it raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the
-decisions and bundle readings built on top of it live in :mod:`maka_es.tooljournal.resolver`.
+Why one module: the scan (which event attaches to which operation, and which ledger issue it
+raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the decisions and
+bundle readings built on top of it live in :mod:`maka_es.tooljournal.resolver`. A Run snapshot
+must restore exactly the state a full fold builds, so the records the scan keeps are compact
+(ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and the code that
+writes and reads the scan's maps as JSON values sits next to the maps.
 
 Why journalled mutation: a prospective check (would this write introduce an issue?) runs the
 very same step code and then rolls back. Every change to the scan state therefore goes through
 :meth:`ToolScanner._set`, ``_put`` or ``_append``, which record an undo step while a
-prospective check is open. The state is never copied (copying would be O(history)).
+prospective check is open. The state is never copied (copying would be O(history)). Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
-from typing import TypeVar
+import base64
+import json
+import sys
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
 
+from maka_es.errors import StoreCorruptionError
 from maka_es.tooljournal.bundle import hash_or_none
-from maka_es.tooljournal.resolution import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
-from maka_es.tooljournal.scan_records import (
-    EventRef,
-    ScannedOperation,
-    no_event_at,
-    same_execution,
+from maka_es.wire.events import (
+    TOOL_BOUNDARY_PROTOCOL_V1,
+    FunctionCallContent,
+    FunctionResponseContent,
+    RuntimeEvent,
 )
-from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, FunctionCallContent, RuntimeEvent
 from maka_es.wire.lanes import LaneClassification, classify_lane
+from maka_es.wire.report import ReportModel
 
-__all__ = ["EventRef", "ScannedOperation", "ToolScanner", "same_execution"]
+__all__ = [
+    "EventRef",
+    "HeadIds",
+    "HeadPositions",
+    "PartText",
+    "ResolverIssue",
+    "ResolverIssueCode",
+    "ScannedOperation",
+    "ToolBoundaryProtocol",
+    "ToolScanner",
+    "bundle_events",
+    "dump_scan",
+    "id_index",
+    "load_id_index",
+    "read_part",
+    "restore_scan",
+    "same_execution",
+]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_S = TypeVar("_S", bound="ToolScanner")
+
+# -- the issues the scan raises (tool-journal.md#scanner) -----------------------------------------
+
+ToolBoundaryProtocol = Literal["t1_after_preflight_v1"]
+
+ResolverIssueCode = Literal[
+    "protocol_marker_invalid",
+    "duplicate_event_id",
+    "invocation_identity_conflict",
+    "semantic_lane_conflict",
+    "duplicate_call",
+    "duplicate_dispatch",
+    "duplicate_operation",
+    "identity_conflict",
+    "canonical_args_hash_conflict",
+    "event_order_conflict",
+    "orphan_response",
+    "duplicate_response",
+]
+
+
+class ResolverIssue(ReportModel):
+    """A ledger-level defect found by the resolver's scan (``{code, eventId}``)."""
+
+    code: ResolverIssueCode
+    event_id: str
+
+
+# -- the scan's compact records -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EventRef:
+    """What the scan reads later of one tool event, instead of the event itself.
+
+    Why compact: the scan state must survive a snapshot of the Run (ADR 0032) without holding
+    every RuntimeEvent. Later steps read only the id, the physical position, the execution
+    spine, the ``refs`` binding and a response's ``is_error``; the full event is kept while it
+    is in memory (``event``) and, when it is not (a state restored from a snapshot), the rare
+    readers that need it (a recovery bundle's interpretation, a dispatch's args hash) get it
+    by position from the scanner's ``event_at``.
+    """
+
+    id: str
+    position: int
+    identity: tuple[str, str, str, str]
+    refs: tuple[str | None, str | None] | None
+    is_error: bool = False
+    event: RuntimeEvent | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, event: RuntimeEvent, position: int) -> EventRef:
+        """The ref of ``event`` at ``position``, equal to ``EventRef(...)`` of the same values.
+
+        Why not ``cls(...)``: the fold makes one ref per tool event, and a frozen dataclass's
+        ``__init__`` sets each field through ``object.__setattr__``; writing the slots through
+        their descriptors is about twice as fast and leaves the instance as frozen (ADR 0034).
+        """
+        refs = event.refs
+        content = event.content
+        ref = _new_ref(cls)
+        _set_id(ref, event.id)
+        _set_position(ref, position)
+        _set_identity(ref, (event.session_id, event.invocation_id, event.run_id, event.turn_id))
+        _set_refs(ref, None if refs is None else (refs.operation_id, refs.tool_call_id))
+        _set_is_error(
+            ref, isinstance(content, FunctionResponseContent) and content.is_error is True
+        )
+        _set_event(ref, event)
+        return ref
+
+    def bound_to(self, operation_id: str | None, tool_call_id: str) -> bool:
+        """The ref's ``refs`` name this operation id and provider call id."""
+        refs = self.refs
+        return refs is not None and refs[0] == operation_id and refs[1] == tool_call_id
+
+
+@dataclass(slots=True, eq=False)
+class ScannedOperation:
+    """Scanner bookkeeping for one provider call key ``(invocationId, providerToolCallId)``.
+
+    Mutable and private to the resolver: only the scanner touches it, always through the
+    journal helpers. It holds :class:`EventRef` records, never bare events (ADR 0032).
+    """
+
+    tool_call_id: str
+    tool_name: str | None
+    operation_id: str | None = None
+    call_event: EventRef | None = None
+    dispatch_event: EventRef | None = None
+    response_event: EventRef | None = None
+    reconcile_events: list[EventRef] = field(default_factory=list)
+    decision_events: list[EventRef] = field(default_factory=list)
+    issue_codes: list[ResolverIssueCode] = field(default_factory=list)
+    #: ``call_event`` was read from a row the store verified (ADR 0025): see ``_scan_dispatch``.
+    call_verified: bool = False
+    #: ``(invocationId, providerToolCallId)``: the key it is registered under.
+    key: tuple[str, str] = ("", "")
+
+
+_new_ref = object.__new__
+_set_id, _set_position, _set_identity, _set_refs, _set_is_error, _set_event = (
+    EventRef.__dict__[name].__set__
+    for name in ("id", "position", "identity", "refs", "is_error", "event")
+)
+
+
+def same_execution(first: EventRef | None, second: EventRef) -> bool:
+    """Both events carry the same execution spine (session, invocation, run, turn)."""
+    return first is not None and first.identity == second.identity
+
+
+def no_event_at(position: int) -> RuntimeEvent:
+    raise LookupError(f"no event at position {position}: this scan state has no event reader")
+
+
+# -- the scan -------------------------------------------------------------------------------------
+
 
 #: Recent events (and calls) whose lane (and args hash) the scanner keeps, at most each.
 MEMO_LIMIT = 64
@@ -383,3 +530,329 @@ class ToolScanner:
             return
         target = operation.reconcile_events if is_reconcile else operation.decision_events
         self._append(target, ref)
+
+
+# -- a restored run's older event ids, parsed and mapped on first use (ADR 0032) ------------------
+#
+# Why: the first command after reopening a 100k-event run spent most of its time parsing the
+# snapshot's 100k ids and building the id -> position map, although a plain append only asks
+# whether its new event's id is already committed. The snapshot stores, next to the ids, a
+# sorted array of their CRC-32 values (``id_index``); ``HeadPositions`` answers "not committed"
+# from it with a binary search, and builds the exact map on the first id whose CRC is in the
+# array (a duplicate, or a rare collision) or on any other use. A false "maybe" only costs the
+# map; a committed id is always in the array, so no answer differs from the full map's. The
+# body holding both is verified by its digest before it is used (ADR 0032).
+
+
+def _crc(event_id: str) -> int:
+    return zlib.crc32(event_id.encode("utf-8", "surrogatepass"))
+
+
+def id_index(ids: Sequence[str]) -> str:
+    """The sorted CRC-32 values of ``ids`` as base64 of little-endian 32-bit words."""
+    words = array("I", sorted({_crc(event_id) for event_id in ids}))
+    if sys.byteorder == "big":
+        words.byteswap()
+    return base64.b64encode(words.tobytes()).decode()
+
+
+def load_id_index(text: bytes | str) -> array[int]:
+    """The array :func:`id_index` wrote (``ValueError``: not one)."""
+    words = array("I")
+    if words.itemsize != 4:
+        raise ValueError("no 32-bit array type on this platform")
+    words.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder == "big":
+        words.byteswap()
+    return words
+
+
+class HeadIds(Sequence[str]):
+    """The ordered ids of a restored run's older events: their count at once, the ids
+    themselves parsed from the snapshot's JSON text on first use."""
+
+    __slots__ = ("_count", "_ids", "_text")
+
+    def __init__(self, text: bytes, count: int) -> None:
+        self._text, self._count = text, count
+        self._ids: list[str] | None = None
+
+    @property
+    def parsed(self) -> bool:
+        """Probe: the ids were parsed."""
+        return self._ids is not None
+
+    def _list(self) -> list[str]:
+        ids = self._ids
+        if ids is None:
+            ids = json.loads(self._text)
+            if (
+                not isinstance(ids, list)
+                or len(ids) != self._count
+                or not all(isinstance(i, str) for i in ids)
+            ):
+                raise StoreCorruptionError("a run snapshot's event ids do not match its count")
+            self._ids = ids
+        return ids
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HeadIds | list | tuple):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class HeadPositions(dict[str, int]):
+    """``ToolScanner._positions`` of a restored state: starts empty (ids stepped after the
+    restore go in as usual) and answers a head id's membership from the CRC index; builds the
+    full map (head ids first, later positions win) when an answer needs it."""
+
+    __slots__ = ("_full", "_ids", "_index")
+
+    def __init__(self, ids: HeadIds, index: array[int]) -> None:
+        super().__init__()
+        self._ids, self._index, self._full = ids, index, False
+
+    @property
+    def built(self) -> bool:
+        """Probe: the full map was built."""
+        return self._full
+
+    def _maybe_head(self, key: object) -> bool:
+        if self._full or not isinstance(key, str):
+            return False
+        crc, index = _crc(key), self._index
+        at = bisect_left(index, crc)
+        return at < len(index) and index[at] == crc
+
+    def _build(self) -> None:
+        if self._full:
+            return
+        self._full = True
+        after = dict.copy(self)
+        dict.clear(self)
+        dict.update(self, zip(self._ids, range(len(self._ids)), strict=True))
+        dict.update(self, after)
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        if not self._maybe_head(key):
+            return False
+        self._build()
+        return dict.__contains__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self:
+            return dict.__getitem__(self, key)
+        return default
+
+    def __getitem__(self, key: str) -> int:
+        if key in self:
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def __delitem__(self, key: str) -> None:
+        """Undoing a prospective step's new id (``ToolScanner._put``) builds nothing: an id
+        put after the restore while the map was not built is not a head id (its ``in`` check
+        would have built it)."""
+        if not self._full and not dict.__contains__(self, key):
+            self._build()
+        dict.__delitem__(self, key)
+
+
+def _building(name: str) -> Callable[..., Any]:
+    method = getattr(dict, name)
+
+    def call(self: HeadPositions, *args: Any, **kwargs: Any) -> Any:
+        self._build()
+        return method(self, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+# Every other reader of the map sees the full map.
+for _name in (
+    "__iter__", "__len__", "__reversed__", "__repr__", "__eq__", "__ne__", "__or__",
+    "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
+):  # fmt: skip
+    setattr(HeadPositions, _name, _building(_name))
+
+
+# -- the scan state as JSON values, and back (ADR 0032) -------------------------------------------
+#
+# Events themselves are not part of the scan state; the Run snapshot embeds the few a recovery
+# bundle's interpretation reads (``bundle_events``), and the others are read from the ledger by
+# position when a rare reader needs one (``ToolScanner.event_at``). The map keyed by event id
+# (``_positions``) is rebuilt from the run's ordered event ids, which the Run snapshot keeps
+# anyway, only when a command needs more than "this new id is not committed" (``HeadPositions``).
+
+#: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
+PartText: TypeAlias = bytes | Callable[[], bytes]
+
+
+def read_part(text: PartText) -> bytes:
+    """The part's JSON text, read now if it was left in the store."""
+    return text if isinstance(text, bytes) else text()
+
+
+def _dump_ref(ref: EventRef | None) -> list[Any] | None:
+    if ref is None:
+        return None
+    refs = ref.refs
+    return [
+        ref.id,
+        ref.position,
+        *ref.identity,
+        refs is not None,
+        *(refs or (None, None)),
+        ref.is_error,
+    ]
+
+
+def _load_ref(data: Sequence[Any] | None, events: Mapping[int, RuntimeEvent]) -> EventRef | None:
+    if data is None:
+        return None
+    event_id, position, session, invocation, run, turn, has_refs, op_id, call_id, error = data
+    return EventRef(
+        event_id,
+        position,
+        (session, invocation, run, turn),
+        (op_id, call_id) if has_refs else None,
+        error,
+        events.get(position),
+    )
+
+
+def _refs_of(operation: ScannedOperation) -> list[EventRef]:
+    single = (operation.call_event, operation.dispatch_event, operation.response_event)
+    return [
+        *(ref for ref in single if ref is not None),
+        *operation.reconcile_events,
+        *operation.decision_events,
+    ]
+
+
+def bundle_events(state: ToolScanner) -> dict[int, RuntimeEvent]:
+    """The events a bundle interpretation reads (of operations with recovery facts), by
+    position; a ref without its event is read through ``state.event_at`` (rare)."""
+    return {
+        ref.position: state.full_event(ref)
+        for operation in state._operations
+        if operation.reconcile_events or operation.decision_events
+        for ref in _refs_of(operation)
+    }
+
+
+def dump_scan(state: ToolScanner) -> tuple[dict[str, Any], str]:
+    """The scan state as JSON values, and its operations as one JSON text of their own, restored
+    on first use (the undo journal must be closed). A state restored from a snapshot whose
+    operations were never used hands back the text it was given."""
+    if state._undo is not None:
+        raise RuntimeError("cannot snapshot a scan state inside a prospective check")
+    pending = state._pending
+    if isinstance(pending, _PendingOperations):
+        operations = read_part(pending.text).decode()
+    else:
+        operations = json.dumps(_dump_operations(state), separators=(",", ":"))
+    return {
+        "count": state._count,
+        "protocol": state._protocol,
+        "markerIssues": [[i.code, i.event_id] for i in state._marker_issues],
+        "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues],
+        "spines": [[invocation, *spine] for invocation, spine in state._spines.items()],
+    }, operations
+
+
+def _dump_operations(state: ToolScanner) -> list[Any]:
+    index = {id(operation): i for i, operation in enumerate(state._operations)}
+    rows = [
+        [
+            op.tool_call_id,
+            op.tool_name,
+            op.operation_id,
+            list(op.key),
+            op.call_verified,
+            list(op.issue_codes),
+            _dump_ref(op.call_event),
+            _dump_ref(op.dispatch_event),
+            _dump_ref(op.response_event),
+            [_dump_ref(ref) for ref in op.reconcile_events],
+            [_dump_ref(ref) for ref in op.decision_events],
+        ]
+        for op in state._operations
+    ]
+    return [rows, [[key, index[id(op)]] for key, op in state._by_operation.items()]]
+
+
+class _PendingOperations:
+    """The operations of a restored scan state, parsed when the scanner first needs them."""
+
+    __slots__ = ("events", "state", "text")
+
+    def __init__(self, state: ToolScanner, text: PartText, events: Mapping[int, RuntimeEvent]):
+        self.state, self.text, self.events = state, text, events
+
+    def __call__(self) -> None:
+        rows, by_operation = json.loads(read_part(self.text))
+        state, events = self.state, self.events
+        for row in rows:
+            tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
+                :9
+            ]
+            operation = ScannedOperation(
+                tool_call_id,
+                name,
+                operation_id,
+                _load_ref(call, events),
+                _load_ref(dispatch, events),
+                _load_ref(response, events),
+                [ref for ref in (_load_ref(r, events) for r in row[9]) if ref is not None],
+                [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
+                list(codes),
+                verified,
+                (key[0], key[1]),
+            )
+            state._operation_list.append(operation)
+            state._call_map[operation.key] = operation
+        state._operation_map = {key: state._operation_list[i] for key, i in by_operation}
+
+
+def restore_scan(
+    kind: type[_S],
+    data: Mapping[str, Any],
+    operations: PartText,
+    event_ids: HeadIds,
+    crc_index: array[int],
+    events: Mapping[int, RuntimeEvent],
+) -> _S:
+    """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), as a
+    new ``kind`` (the resolver's state), over the run's ordered ``event_ids`` and their CRC
+    index (parsed and mapped on first use); ``events`` are the embedded bundle events by
+    position (refs at other positions hold no event)."""
+    state = kind()
+    if data["count"] != len(event_ids):
+        raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
+    state._count = data["count"]
+    state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
+    state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
+    state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
+    state._positions = HeadPositions(event_ids, crc_index)
+    state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
+    state._pending = _PendingOperations(state, operations, events)
+    return state

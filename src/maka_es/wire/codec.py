@@ -1,9 +1,9 @@
 """Canonical JSON and the tool identities that must be byte-identical to the reference runtime.
 
-Boundary digests live in ``boundary`` and provider replay items in ``replay_items``; both build
-on the canonical JSON defined here. The JavaScript text of single scalars and the object-key
-order come from ``maka_es.wire.js_text`` and are re-exported here, where callers have always
-found them.
+Boundary digests live in ``continuation.boundary`` and provider replay items in
+``continuation.replay``; both build on the canonical JSON defined here. The JavaScript text
+of single scalars and the object-key order come from ``maka_es.wire.js_text`` and are
+re-exported here, where callers have always found them.
 
 Why this module exists: the reference (TypeScript) runtime persists *bytes* — stable JSON of
 RuntimeEvents, SHA-256 identities of tool arguments, operation ids and boundary digests — and a

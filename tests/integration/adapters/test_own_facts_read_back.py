@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger import run_state, stored_events
+from maka_es.ledger import facts as stored_facts
+from maka_es.ledger import run as run_module
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
@@ -49,14 +50,14 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
     decodes a stored row with ``read_recorded_event``, trusted or strict, ADR 0025)."""
     seen: list[str] = []
-    original = stored_events.read_recorded_event
+    original = stored_facts.read_recorded_event
 
     def counting(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]:
         event, verified = original(fact)
         seen.append(event.id)
         return event, verified
 
-    monkeypatch.setattr(run_state, "read_recorded_event", counting)
+    monkeypatch.setattr(run_module, "read_recorded_event", counting)
     return seen
 
 

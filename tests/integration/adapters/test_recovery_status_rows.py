@@ -1,4 +1,4 @@
-"""The SQL read-model stores share one row encoding (``adapters/recovery_status_rows``).
+"""The SQL read-model stores share one row encoding (``adapters/recovery_status``).
 
 Pinned on a real SQLite file: a row written by the store reads back equal, the stored columns
 are exactly :func:`row_values` (booleans as SQLite integers 0/1, reasons as compact JSON, as
@@ -14,13 +14,17 @@ from uuid import uuid4
 
 import pytest
 
-from maka_es.adapters.recovery_status_rows import (
+from maka_es.adapters.recovery_status import (
     STATUS_COLUMNS,
+    SqliteRecoveryStatusBackend,
     row_from_values,
     row_values,
 )
-from maka_es.adapters.recovery_status_sqlite import SqliteRecoveryStatusStore
-from maka_es.recovery.status_store import RecoveryStatusConflictError, RunRecoveryStatus
+from maka_es.recovery.status_store import (
+    RecoveryStatusConflictError,
+    RecoveryStatusStore,
+    RunRecoveryStatus,
+)
 
 ROW = RunRecoveryStatus(
     run_id="run-1",
@@ -49,7 +53,7 @@ def test_row_values_round_trip() -> None:
 def test_sqlite_store_persists_the_shared_encoding(tmp_path: Path) -> None:
     db = str(tmp_path / "status.sqlite")
     stream = uuid4()
-    store = SqliteRecoveryStatusStore(db)
+    store = RecoveryStatusStore(SqliteRecoveryStatusBackend(db))
     try:
         store.commit([ROW], {stream: ROW.run_id}, 3)
         assert store.get(ROW.run_id) == ROW

@@ -17,7 +17,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,
@@ -25,12 +25,17 @@ from maka_es.continuation.claim import (
     continuation_start_event,
     source_boundary,
 )
-from maka_es.continuation.composite_replay import build_composite_replay
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import ContinuationStartConflictError
-from maka_es.ledger.facts import ContinuationStartRecorded, StartKind, claim_stream_id
-from maka_es.ledger.run import Run, bind_invocation
+from maka_es.ledger.facts import (
+    ContinuationStartRecorded,
+    StartKind,
+    bind_invocation,
+    claim_stream_id,
+)
+from maka_es.ledger.run import Run
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent

@@ -16,10 +16,10 @@ import pytest
 from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
+from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.continuation.executor import ContinuationRevalidationError
-from maka_es.continuation.gates import ContinuationPlan, WorkspaceCheckpointFact
 from maka_es.continuation.host import HostObservation
+from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpointFact
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,

@@ -13,11 +13,11 @@ import pytest
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation.boundary import build_segment, manifest_digest
-from maka_es.continuation.claim import claim_id_for
-from maka_es.continuation.composite_replay import build_composite_replay
-from maka_es.continuation.gates import ContinuationPlan
+from maka_es.continuation.claims import claim_id_for
 from maka_es.continuation.host import HostObservation, StaticHostInspector
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
+from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.testing.store_probe import store_snapshot
 

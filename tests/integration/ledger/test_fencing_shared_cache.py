@@ -20,9 +20,9 @@ import pytest
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError
-from maka_es.ledger import run_append
+from maka_es.ledger import run as run_module
 from maka_es.ledger.ownership import RunOwner
-from maka_es.ledger.run_state import RunState
+from maka_es.ledger.run import Run
 from maka_es.testing.store_probe import store_snapshot
 
 LEASE_MS = 1_000
@@ -99,7 +99,7 @@ def _after_owner_check(
     original = type(ownership).check_writer
     once = _once(interfere)
 
-    def check_then_interfere(run: RunState) -> None:
+    def check_then_interfere(run: Run) -> None:
         original(ownership, run)
         once()
 
@@ -164,7 +164,7 @@ def test_a_read_after_the_sealing_check_cannot_append_past_another_hosts_termina
     stored after b's terminal."""
     a, b = hosts
     ledger = _start(a)
-    original = run_append._check_writable
+    original = run_module._check_writable
 
     def recover_with_b() -> None:
         report = b.recover()
@@ -173,11 +173,11 @@ def test_a_read_after_the_sealing_check_cannot_append_past_another_hosts_termina
 
     once = _once(recover_with_b)
 
-    def checked_then_interfere(run: RunState, event: Any, terminal_seen: bool) -> None:
+    def checked_then_interfere(run: Run, event: Any, terminal_seen: bool) -> None:
         original(run, event, terminal_seen)
         once()
 
-    monkeypatch.setattr(run_append, "_check_writable", checked_then_interfere)
+    monkeypatch.setattr(run_module, "_check_writable", checked_then_interfere)
     with pytest.raises(ConcurrentWriteError):
         a.append_events("r1", [ledger.model_text("a's late write")])
     events = b.read_run_events("r1")

@@ -8,7 +8,7 @@ import pytest
 
 from maka_es import RuntimeApplication
 from maka_es.builders import Events
-from maka_es.tooljournal.scan_ids import HeadPositions
+from maka_es.tooljournal.scanner import HeadPositions
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import EVERY, _write_run
 

@@ -14,7 +14,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
     continuation_header,

@@ -21,18 +21,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es import failpoints
-from maka_es.adapters.recovery_status_factory import recovery_status_store_for
-from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
-from maka_es.adapters.recovery_status_store import (
-    INSIDE_COMMIT_FAILPOINT,
-    InMemoryRecoveryStatusStore,
-    SqliteRecoveryStatusStore,
+from maka_es.adapters.recovery_status import (
+    PostgresRecoveryStatusBackend,
+    SqliteRecoveryStatusBackend,
+    recovery_status_store_for,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
 from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,
@@ -46,6 +44,7 @@ from maka_es.recovery.status import (
     RecoveryStatusStore,
     RunRecoveryStatus,
 )
+from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, InMemoryRecoveryStatusBackend
 from maka_es.testing.raw_facts import commit_unchecked
 from tests.support.run_loads import count_loads
 
@@ -56,8 +55,9 @@ DIGEST_B = "sha256:" + "b" * 64
 def open_status_store(store_url: str) -> RecoveryStatusStore:
     """The read model on the store ``store_url`` names (SQLite file or PostgreSQL schema)."""
     if is_postgres_url(store_url):
-        return PostgresRecoveryStatusStore.from_env(postgres_env_from_url(store_url))
-    return SqliteRecoveryStatusStore(store_url)
+        backend = PostgresRecoveryStatusBackend.from_env(postgres_env_from_url(store_url))
+        return RecoveryStatusStore(backend)
+    return RecoveryStatusStore(SqliteRecoveryStatusBackend(store_url))
 
 
 def spine(run_id: str) -> Spine:
@@ -330,7 +330,7 @@ def test_catch_up_pages_through_the_log(app: RuntimeApplication, store_url: str)
     paged = app.recovery_status_projector(store, page_size=3)
     total = app.recorder.max_notification_id()
     assert paged.catch_up() == total
-    fresh = app.recovery_status_projector(InMemoryRecoveryStatusStore())
+    fresh = app.recovery_status_projector(RecoveryStatusStore(InMemoryRecoveryStatusBackend()))
     fresh.rebuild()
     assert paged.all() == fresh.all()
     store.close()
@@ -383,7 +383,7 @@ def test_rows_and_position_commit_in_one_transaction(
 
 def test_in_memory_store_commit_is_atomic_too(app: RuntimeApplication) -> None:
     start_run(app, "r1")
-    store = InMemoryRecoveryStatusStore()
+    store = RecoveryStatusStore(InMemoryRecoveryStatusBackend())
     projector = app.recovery_status_projector(store)
 
     def crash(_: str) -> None:
@@ -436,10 +436,11 @@ def test_a_stale_batch_is_refused(store: RecoveryStatusStore) -> None:
     assert store.position() == 5
 
 
-class _Interleaving:
+class _Interleaving(RecoveryStatusStore):
     """A store that lets another projector commit first, once: the race of two processes."""
 
     def __init__(self, inner: RecoveryStatusStore, rival: RecoveryStatusProjector) -> None:
+        super().__init__(inner.backend)
         self.inner = inner
         self.rival: RecoveryStatusProjector | None = rival
         self.conflicts = 0
@@ -483,15 +484,16 @@ def test_two_projectors_on_one_file_do_not_overwrite_newer_rows(
 def test_store_factory_follows_the_application(
     app: RuntimeApplication, store_url: str, memory_app: RuntimeApplication
 ) -> None:
-    store = recovery_status_store_for(app.env)
-    assert isinstance(store, SqliteRecoveryStatusStore)
+    store = recovery_status_store_for(app.recorder).backend
+    assert isinstance(store, SqliteRecoveryStatusBackend)
     assert store.db_path == store_url
     store.close()
-    assert isinstance(recovery_status_store_for(memory_app.env), InMemoryRecoveryStatusStore)
+    memory_store = recovery_status_store_for(memory_app.recorder)
+    assert isinstance(memory_store.backend, InMemoryRecoveryStatusBackend)
     read_only = RuntimeApplication.open(store_url, read_only=True)
     try:
-        ro_store = recovery_status_store_for(read_only.env)
-        assert isinstance(ro_store, SqliteRecoveryStatusStore)
+        ro_store = recovery_status_store_for(read_only.recorder).backend
+        assert isinstance(ro_store, SqliteRecoveryStatusBackend)
         assert ro_store.db_path == store_url
         ro_store.close()
     finally:
@@ -520,7 +522,7 @@ def test_in_memory_application_gets_an_in_memory_read_model(
     memory_app.open_session("s1", "/workspace")
     start_run(memory_app, "r1")
     projector = memory_app.recovery_status_projector()
-    assert isinstance(projector.store, InMemoryRecoveryStatusStore)
+    assert isinstance(projector.store.backend, InMemoryRecoveryStatusBackend)
     assert [s.run_id for s in projector.needing_attention()] == ["r1"]
 
 
@@ -617,7 +619,7 @@ def test_incremental_maintenance_equals_rebuild(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "runtime.sqlite"
         app = RuntimeApplication.open(str(path))
-        store = SqliteRecoveryStatusStore(str(path))
+        store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(path)))
         try:
             app.open_session("s1", "/workspace")
             projector = app.recovery_status_projector(store, page_size=page_size)
@@ -628,18 +630,22 @@ def test_incremental_maintenance_equals_rebuild(
             incremental = store.all()
             assert projector.catch_up() == 0
 
-            in_memory = app.recovery_status_projector(InMemoryRecoveryStatusStore())
+            in_memory = app.recovery_status_projector(
+                RecoveryStatusStore(InMemoryRecoveryStatusBackend())
+            )
             in_memory.rebuild()
             assert in_memory.all(catch_up=False) == incremental
 
-            other = SqliteRecoveryStatusStore(str(Path(tmp) / "other.sqlite"))
+            other = RecoveryStatusStore(
+                SqliteRecoveryStatusBackend(str(Path(tmp) / "other.sqlite"))
+            )
             fresh = app.recovery_status_projector(other)
             fresh.rebuild()
             assert other.all() == incremental
             assert other.position() == store.position()
             other.close()
 
-            reopened = SqliteRecoveryStatusStore(str(path))
+            reopened = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(path)))
             app.recovery_status_projector(reopened).rebuild()
             assert reopened.all() == incremental
             reopened.close()

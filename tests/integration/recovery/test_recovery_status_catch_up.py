@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from eventsourcing.persistence import Notification
 
-from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
+from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.recovery.status_store import RecoveryStatusStore
 from tests.support.run_loads import count_loads
 
 
@@ -37,9 +38,9 @@ def last_id(app: RuntimeApplication) -> int:
     return app._store.max_notification_id()
 
 
-def from_scratch(app: RuntimeApplication, path: Path) -> SqliteRecoveryStatusStore:
+def from_scratch(app: RuntimeApplication, path: Path) -> RecoveryStatusStore:
     """The read model built from the first notification into another SQLite file."""
-    other = SqliteRecoveryStatusStore(str(path))
+    other = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(path)))
     app.recovery_status_projector(other).rebuild()
     return other
 
@@ -59,7 +60,7 @@ def test_a_catch_up_loads_each_touched_run_once(
     page_size: int,
 ) -> None:
     ledgers = {run_id: start_run(app, run_id) for run_id in ("r0", "r1", "r2")}
-    store = SqliteRecoveryStatusStore(str(db_path))
+    store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db_path)))
     projector = app.recovery_status_projector(store, page_size=page_size)
     projector.catch_up()
     # Many pages of new facts for two runs, interleaved, then a new run and a header.
@@ -92,7 +93,7 @@ def test_a_rebuild_loads_each_run_once(
     for n in range(30):
         app.append_events("long", [ledger.model_text(f"step {n}")])
     start_run(app, "short")
-    store = SqliteRecoveryStatusStore(str(db_path))
+    store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db_path)))
     projector = app.recovery_status_projector(store, page_size=2)
     loaded = count_loads(app, monkeypatch)
     assert projector.rebuild() == last_id(app)
@@ -105,7 +106,7 @@ def test_facts_written_during_a_batch_wait_for_the_next_batch(
     app: RuntimeApplication, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledgers = {run_id: start_run(app, run_id) for run_id in ("r0", "r1")}
-    store = SqliteRecoveryStatusStore(str(db_path))
+    store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db_path)))
     projector = app.recovery_status_projector(store, page_size=2)
     end = last_id(app)
     commits: list[int] = []

@@ -16,7 +16,7 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 
 from maka_es.app import RuntimeApplication
-from maka_es.continuation.claim import ContinuationClaim, ContinuationTarget, SourceBoundary
+from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import claim_stream_id
 from maka_es.testing.raw_facts import commit_unchecked

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from maka_es.adapters.recovery_status_postgres import PostgresRecoveryStatusStore
+from maka_es.adapters.recovery_status import PostgresRecoveryStatusBackend
 from maka_es.adapters.store_url import postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreAuthFailedError, StoreDatabaseMissingError, StoreUnavailableError
@@ -96,7 +96,7 @@ def test_the_read_models_own_connection_classifies_the_refusal_alike(pg_store_ur
     env = postgres_env_from_url(_with(pg_store_url, password=WRONG_PASSWORD))
     started = time.monotonic()
     with pytest.raises(StoreAuthFailedError) as info:
-        PostgresRecoveryStatusStore.from_env(env)
+        PostgresRecoveryStatusBackend.from_env(env)
     assert time.monotonic() - started < PROMPT_S
     _assert_no_secret(info.value, WRONG_PASSWORD)
 

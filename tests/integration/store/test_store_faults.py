@@ -33,12 +33,12 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.recovery_status_store import SqliteRecoveryStatusStore
+from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import HostConfig, RuntimeApplication
 from maka_es.app_api import RuntimeApi
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.gates import ContinuationPlan
 from maka_es.continuation.host import HostObservation
+from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import (
     StorePathError,
@@ -128,8 +128,8 @@ def test_recover_on_a_full_disk(db_path: Path) -> None:
     _seed_interrupted(db_path, runs=8, id_padding=1000)
     with RuntimeApplication.open_sqlite(str(db_path)) as app:
         store = app.recovery_status.store
-        assert isinstance(store, SqliteRecoveryStatusStore)
-        connection = store._conn
+        assert isinstance(store.backend, SqliteRecoveryStatusBackend)
+        connection = store.backend._conn
         (pages,) = connection.execute("PRAGMA page_count").fetchone()
         connection.execute(f"PRAGMA max_page_count={pages}")
         before = store_snapshot(app)
@@ -433,5 +433,5 @@ def test_an_empty_store_setting_is_a_typed_refusal_and_creates_nothing(
 def test_recovery_status_store_where_no_store_can_be_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "missing-dir" / "store.sqlite"
     with pytest.raises(StorePathError) as info:
-        SqliteRecoveryStatusStore(str(path))
+        SqliteRecoveryStatusBackend(str(path))
     assert info.value.detail["reason"] == "directory_missing"

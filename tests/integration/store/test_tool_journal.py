@@ -37,8 +37,8 @@ from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
-from maka_es.tooljournal.resolution import ResolverIssue
 from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.scanner import ResolverIssue
 from maka_es.wire.codec import canonical_args_hash, canonical_json
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
 from maka_es.wire.events import RuntimeEvent

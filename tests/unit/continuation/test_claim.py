@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
     SourceBoundary,
@@ -25,7 +25,7 @@ from maka_es.continuation.claim import (
     record_start_fact,
     source_boundary,
 )
-from maka_es.continuation.composite_replay import build_composite_replay
+from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import ContinuationStartConflictError, StoreCorruptionError
 from maka_es.ledger.facts import (
     ContinuationClaimed,

@@ -8,34 +8,33 @@ from typing import Any, get_args
 import pytest
 
 from maka_es.builders import LedgerBuilder, Spine
-from maka_es.continuation.composite_replay import (
-    CompositeReplay,
-    ReplayBlockReason,
-    build_composite_replay,
-)
-from maka_es.continuation.gate_checks import (
+from maka_es.continuation.gates import (
     GateVerdicts,
-    continuation_identity_reused_gate,
-    ledger_empty_gate,
-    runtime_identity_gate,
-    runtime_offset_gate,
-)
-from maka_es.continuation.gates import build_continuation_plan, replay_blocked_plan
-from maka_es.continuation.host_gates import (
     HistoryEdges,
     checkpoint_restore_gate,
     composite_edges,
+    continuation_identity_reused_gate,
     cwd_gate,
+    ledger_empty_gate,
     legacy_edges,
     provider_boundary_gate,
     provider_head_gate,
+    runtime_identity_gate,
+    runtime_offset_gate,
     workspace_ref_gate,
 )
-from maka_es.continuation.plan_models import (
+from maka_es.continuation.plan import (
     REPLAY_PARK_REASONS,
     ContinuationFacts,
     WorkspaceCheckpointFact,
+    build_continuation_plan,
+    replay_blocked_plan,
     replay_park_reason,
+)
+from maka_es.continuation.replay import (
+    CompositeReplay,
+    ReplayBlockReason,
+    build_composite_replay,
 )
 from maka_es.resume.models import ResumeRejectionReason
 

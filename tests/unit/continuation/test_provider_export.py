@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.builders import Events, Spine
-from maka_es.continuation.gates import ContinuationFacts, build_continuation_plan
+from maka_es.continuation.plan import ContinuationFacts, build_continuation_plan
 from maka_es.continuation.provider_export import (
     ProviderExportError,
     ProviderMessage,
@@ -25,7 +25,7 @@ from maka_es.continuation.provider_export import (
     to_openai_chat_messages,
     tool_result_text,
 )
-from maka_es.continuation.replay_items import provider_replay_item
+from maka_es.continuation.replay import provider_replay_item
 from maka_es.errors import MakaError
 from maka_es.tooljournal.tools import outcome_unknown_result
 from maka_es.wire.codec import canonical_json

@@ -27,10 +27,11 @@ from maka_es.ledger.facts import (
     RunHeaderUpdated,
     RunSealed,
     RuntimeEventRecorded,
+    bind_invocation,
     invocation_stream_id,
     run_stream_id,
 )
-from maka_es.ledger.run import Run, bind_invocation
+from maka_es.ledger.run import Run
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import terminal_fact

@@ -13,8 +13,12 @@ from hypothesis import strategies as st
 
 from maka_es.builders import Events
 from maka_es.errors import InvalidRuntimeEventError, MakaError
-from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of, run_stream_id
-from maka_es.ledger.stored_events import decode_recorded_event
+from maka_es.ledger.facts import (
+    RuntimeEventRecorded,
+    decode_recorded_event,
+    payload_digest_of,
+    run_stream_id,
+)
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent, TextContent

@@ -9,8 +9,11 @@ import pytest
 
 from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError
-from maka_es.tooljournal.resolution import Resolution
-from maka_es.tooljournal.resolver import OPERATION_ISSUE_PRIORITY, resolve_tool_operations
+from maka_es.tooljournal.resolver import (
+    OPERATION_ISSUE_PRIORITY,
+    Resolution,
+    resolve_tool_operations,
+)
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.tooljournal.scan_ids import HeadIds, HeadPositions, id_index, load_id_index
+from maka_es.tooljournal.scanner import HeadIds, HeadPositions, id_index, load_id_index
 
 IDS = st.text(min_size=0, max_size=6)
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.builders import LedgerBuilder, Spine, run_header
-from maka_es.continuation.claim import (
+from maka_es.continuation.claims import (
     ContinuationTarget,
     SourceBoundary,
     continuation_start_event,
