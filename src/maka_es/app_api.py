@@ -61,11 +61,14 @@ class RuntimeApi:
         turn_id: str | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> TurnResult:
         """A whole turn on the agent loop every turn runs on: the run from the host config
         with the user message in ONE save, then model -> T1 -> tool -> T2 -> model to the
         answer, then its terminal. Refused (``turn_session_unfinished``, nothing written)
-        while the session's newest run is live, waiting or failed: ``resume`` first."""
+        while the session's newest run is live, waiting or failed: ``resume`` first. Every
+        request starts with the session's earlier completed turns (ADR 0038): at most
+        ``history_turns`` of them (``None``: all, ``0``: none)."""
         return self._turns.run_turn(
             session_id,
             prompt,
@@ -75,6 +78,7 @@ class RuntimeApi:
             turn_id=turn_id,
             system_prompt=system_prompt,
             step_limit=step_limit,
+            history_turns=history_turns,
         )
 
     def resume(
@@ -84,13 +88,19 @@ class RuntimeApi:
         *,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ResumeResult:
         """Continue the session's interrupted turn (a plan that continues is executed, a
         pending operator fork is run), or return the park with its reasons and the operator
         commands that get it out; ``nothing_to_resume`` when its newest run completed. Call
-        it at every start after ``recover()``, before new prompts."""
+        it at every start after ``recover()``, before new prompts. ``history_turns`` as for
+        ``run_turn`` (pass the same value: the resumed turn is then shown the same prefix)."""
         return self._session_resume.resume(
-            session_id, provider, system_prompt=system_prompt, step_limit=step_limit
+            session_id,
+            provider,
+            system_prompt=system_prompt,
+            step_limit=step_limit,
+            history_turns=history_turns,
         )
 
     # -- sessions and runs (Ledger) -------------------------------------------------------------
@@ -185,11 +195,19 @@ class RuntimeApi:
         )
 
     def execute_fork(
-        self, fork_run_id: str, provider: Provider, *, system_prompt: str | None = None
+        self,
+        fork_run_id: str,
+        provider: Provider,
+        *,
+        system_prompt: str | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """Run a fork (only its start committed) with the prefix it kept as its replay, through
-        the continuation's agent loop and tools; ``fork_not_pending`` otherwise (ADR 0022)."""
-        return self.run_forks.execute_fork(fork_run_id, provider, system_prompt=system_prompt)
+        the continuation's agent loop and tools; ``fork_not_pending`` otherwise (ADR 0022).
+        ``history_turns`` as for ``run_turn`` (ADR 0038)."""
+        return self.run_forks.execute_fork(
+            fork_run_id, provider, system_prompt=system_prompt, history_turns=history_turns
+        )
 
     # -- Phase 0 --------------------------------------------------------------------------------
 
@@ -233,11 +251,14 @@ class RuntimeApi:
         settings: PlannerSettings | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """Revalidate, claim the source boundary (one save), then run the agent loop: the
         provider, the tools it calls (through ``tool_runtime``, T1/T2), the provider again,
         at most ``step_limit`` provider calls (default ``DEFAULT_STEP_LIMIT``). A stale plan
-        or a lost claim raises ``ContinuationRevalidationError`` before any write."""
+        or a lost claim raises ``ContinuationRevalidationError`` before any write. Each
+        request starts with the session history of the source's turn (``history_turns`` as
+        for ``run_turn``, ADR 0038)."""
         return self._continuations.execute(
             plan,
             provider,
@@ -245,4 +266,5 @@ class RuntimeApi:
             settings=settings,
             system_prompt=system_prompt,
             step_limit=step_limit,
+            history_turns=history_turns,
         )

@@ -214,13 +214,15 @@ def attest(root: Path, store: str, run_id: str, operation_id: str, state: Seed) 
 
 
 def check_requests(root: Path) -> list[str]:
-    """Every request: each assistant tool call answered before anything else, one prompt."""
+    """Every request: each assistant tool call answered before anything else, each turn's
+    prompt once and in turn order (the earlier turns come first, as the session history,
+    ADR 0038; a turn's prompt is never repeated)."""
     problems: list[str] = []
-    prompts = {prompt for _, prompt, _ in live_agent.TURNS}
+    prompts = [prompt for _, prompt, _ in live_agent.TURNS]
     for n, line in enumerate((root / live_agent.REQUESTS).read_text().splitlines()):
         messages = json.loads(line)
         users = [m["content"] for m in messages if m["role"] == "user"]
-        if len(users) != 1 or users[0] not in prompts:
+        if not users or users != prompts[: len(users)]:
             problems.append(f"request {n}: user messages {users}")
         open_calls: list[str] = []
         for m in messages:

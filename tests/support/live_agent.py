@@ -122,8 +122,11 @@ class ScriptedClient:
         failpoints.hit(MODEL_CALL)
         self.n += 1
         n = self.n
-        prompt = next(str(m["content"]) for m in messages if m["role"] == "user")
-        results = [str(m["content"]) for m in messages if m["role"] == "tool"]
+        # this turn: its prompt is the last user message (the session history, ADR 0038,
+        # holds the earlier turns before it), its results the tool messages after it
+        last = max(n for n, m in enumerate(messages) if m["role"] == "user")
+        prompt = str(messages[last]["content"])
+        results = [str(m["content"]) for m in messages[last:] if m["role"] == "tool"]
         if prompt == TURNS[0][1]:
             if not results:
                 return _completion(n, None, ("ReadConfig", {"path": "config.json"}))

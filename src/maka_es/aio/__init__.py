@@ -158,6 +158,7 @@ class AsyncRuntimeApplication:
         turn_id: str | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> TurnResult:
         """``RuntimeApplication.run_turn`` as a conversation, ``provider`` (an async one such
         as ``AsyncOpenAIChatProvider``) awaited on this loop (:class:`LoopProvider`): the
@@ -174,6 +175,7 @@ class AsyncRuntimeApplication:
                 turn_id=turn_id,
                 system_prompt=system_prompt,
                 step_limit=step_limit,
+                history_turns=history_turns,
             )
         )
 
@@ -184,13 +186,18 @@ class AsyncRuntimeApplication:
         *,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ResumeResult:
         """``RuntimeApplication.resume`` as a conversation: the continuation (or pending fork)
         it executes runs as ``execute_continuation`` does, ``provider`` awaited on this loop."""
         bridge = LoopProvider(provider, asyncio.get_running_loop())
         return await self._converse(
             lambda: self.app.resume(
-                session_id, bridge, system_prompt=system_prompt, step_limit=step_limit
+                session_id,
+                bridge,
+                system_prompt=system_prompt,
+                step_limit=step_limit,
+                history_turns=history_turns,
             )
         )
 
@@ -308,13 +315,20 @@ class AsyncRuntimeApplication:
         )
 
     async def execute_fork(
-        self, fork_run_id: str, provider: AsyncProvider, *, system_prompt: str | None = None
+        self,
+        fork_run_id: str,
+        provider: AsyncProvider,
+        *,
+        system_prompt: str | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """``RuntimeApplication.execute_fork`` as a conversation, ``provider`` awaited on this
         loop (:class:`LoopProvider`)."""
         bridge = LoopProvider(provider, asyncio.get_running_loop())
         return await self._converse(
-            lambda: self.app.execute_fork(fork_run_id, bridge, system_prompt=system_prompt)
+            lambda: self.app.execute_fork(
+                fork_run_id, bridge, system_prompt=system_prompt, history_turns=history_turns
+            )
         )
 
     # -- resume, continuation, recovery ---------------------------------------------------------
@@ -354,6 +368,7 @@ class AsyncRuntimeApplication:
         settings: PlannerSettings | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """``RuntimeApplication.execute_continuation`` as a conversation, ``provider`` awaited
         on this loop (:class:`LoopProvider`); revalidation and the claim are one command, each
@@ -367,6 +382,7 @@ class AsyncRuntimeApplication:
                 settings=settings,
                 system_prompt=system_prompt,
                 step_limit=step_limit,
+                history_turns=history_turns,
             )
         )
 

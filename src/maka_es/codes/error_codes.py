@@ -376,6 +376,16 @@ TOOLS = (
         e.TurnRefusedError,
     ),
     error(
+        "session_history_unreplayable",
+        "A turn's session history (ADR 0038) could not be built: an earlier completed turn's "
+        "lineage no longer replays as its continuation recorded, or the run named is not a "
+        "run of the session; detail.runId and detail.reason. Nothing was written and the "
+        "model was not called.",
+        "Inspect the named run (maka-es report); to go on without the earlier turns, pass "
+        "history_turns=0 to run_turn or resume.",
+        e.SessionHistoryError,
+    ),
+    error(
         "tool_already_dispatched",
         "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
         "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",

@@ -42,10 +42,14 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "boundary_invalid"): ("continuation/boundary.py", "continuation/replay.py"),
     ("error", "tool_identity_invalid"): ("wire/codec.py",),
     ("error", "provider_replay_invalid"): ("continuation/replay.py",),
-    ("error", "invalid_plan_request"): ("continuation/service.py", "continuation/turns.py"),
+    ("error", "invalid_plan_request"): (
+        "continuation/service.py",
+        "continuation/session_history.py",
+        "continuation/turns.py",
+    ),
     ("error", "session_not_found"): ("adapters/event_store.py",),
     ("error", "session_already_exists"): ("ledger/service.py",),
-    ("error", "run_not_found"): ("adapters/event_store.py",),
+    ("error", "run_not_found"): ("adapters/event_store.py", "continuation/session_history.py"),
     ("error", "run_already_exists"): ("ledger/service.py",),
     ("error", "invocation_spine_conflict"): ("ledger/service.py",),
     ("error", "event_id_conflict"): (
@@ -115,6 +119,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "run_owner_live"): ("recovery/end_start_only.py",),
     ("error", "run_owner_unknown"): ("recovery/end_start_only.py",),
     ("error", "turn_session_unfinished"): ("continuation/turns.py",),
+    ("error", "session_history_unreplayable"): ("continuation/session_history.py",),
     ("error", "tool_already_dispatched"): ("tooljournal/runtime.py",),
     ("error", "protocol_marker_invalid"): ("tooljournal/scanner.py",),
     ("error", "duplicate_event_id"): ("resume/diagnostics.py", "tooljournal/scanner.py"),
@@ -380,8 +385,16 @@ SEE: Final[Mapping[tuple[CodeKind, str], str]] = {
         "([wire.md#boundary-digests](reference/wire.md#boundary-digests))"
     ),
     ("error", "invalid_plan_request"): (
-        "`plan_continuation` with a malformed request (e.g. a negative `expected_high_water`); "
+        "`plan_continuation` with a malformed request (e.g. a negative `expected_high_water`), "
+        "or a `step_limit` or `history_turns` that is not valid "
+        "([continuation.md#session-history](reference/continuation.md#session-history)); "
         "nothing was read"
+    ),
+    ("error", "session_history_unreplayable"): (
+        "`run_turn`, a continuation or a fork could not build its session history: an earlier "
+        "completed turn's lineage no longer replays as its continuation recorded "
+        "([continuation.md#session-history](reference/continuation.md#session-history)); "
+        "nothing was written"
     ),
     ("error", "run_already_exists"): (
         "creating an existing run with another header than it was created with (an exact retry "

@@ -35,12 +35,13 @@ before it ends the run (ADR 0019, ADR 0020).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
 from maka_es.continuation.provider_formats import ToolSpec
+from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.resume.replay import provider_replay_subset
@@ -50,7 +51,14 @@ from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.fact_shapes import tool_refs
 from maka_es.wire.run_header import RunHeader, terminal_event
 
-__all__ = ["DEFAULT_STEP_LIMIT", "AgentLoop", "LoopEnd", "commit_terminal"]
+__all__ = [
+    "DEFAULT_STEP_LIMIT",
+    "AgentLoop",
+    "LoopEnd",
+    "call_ids",
+    "commit_terminal",
+    "read_history",
+]
 
 #: Provider calls one continuation run may make (a setting: ``execute_continuation``'s
 #: ``step_limit``). Generous for a real turn, small enough to stop a model that loops.
@@ -142,7 +150,7 @@ class AgentLoop:
         self, target: RunHeader, turn: ProviderTurn, request: ProviderRequest, progress: _Progress
     ) -> list[dict[str, Any]]:
         """Append the turn's outputs in one save; return its calls (to execute in order)."""
-        _refuse_reused_call_ids(turn, request.replay_context)
+        _refuse_reused_call_ids(turn, request.conversation)
         events = []
         for content in turn.outputs:
             progress.outputs += 1
@@ -179,8 +187,9 @@ class AgentLoop:
 
 
 def _refuse_reused_call_ids(turn: ProviderTurn, conversation: Sequence[RuntimeEvent]) -> None:
-    """A call id the conversation already used would pair the new call with an old result
-    (the exporters pair by bare id) and, inside this run, name an existing operation."""
+    """A call id the conversation already used (the session history included, ADR 0038)
+    would pair the new call with an old result (the exporters pair by bare id and refuse a
+    repeated one) and, inside this run, name an existing operation."""
     used = {e.function_call.id for e in conversation if e.function_call is not None}
     for index, content in enumerate(turn.outputs):
         if content["kind"] == "function_call" and content["id"] in used:
@@ -212,4 +221,30 @@ def commit_terminal(
             message=failure_message,
             state_delta=None if failure_message is None else {"failureMessage": failure_message},
         ),
+    )
+
+
+def call_ids(events: Iterable[RuntimeEvent]) -> frozenset[str]:
+    """The tool call ids of ``events`` (a history must not reuse them, ADR 0038)."""
+    return frozenset(e.function_call.id for e in events if e.function_call is not None)
+
+
+def read_history(
+    ledger: Ledger,
+    session_id: str,
+    *,
+    turn_of: str | None,
+    max_turns: int | None,
+    reserved_call_ids: Iterable[str] = (),
+) -> tuple[RuntimeEvent, ...]:
+    """The session history of a turn (``session_history``) from the committed runs; nothing
+    is read when ``max_turns`` is ``0`` (the host switched it off)."""
+    if max_turns == 0:
+        return ()
+    return session_history(
+        ledger.list_runs(session_id),
+        ledger.read_run_events,
+        turn_of=turn_of,
+        max_turns=max_turns,
+        reserved_call_ids=reserved_call_ids,
     )

@@ -13,6 +13,8 @@ Order, and why:
    as event 1 and its header ``running`` (admitted), the invocation binding and the session's
    registration. A concurrent claimer, or a source that changed since step 1, loses on the
    store's uniqueness and leaves nothing.
+   The session history of the source's turn (ADR 0038: the earlier completed turns, the
+   same prefix the interrupted turn was shown) is read under the same lock, before the claim.
 3. **Only then** does the run's agent loop start (``agent_loop``,
    docs/reference/continuation.md#agent-loop): the provider is called with the validated
    replay context (no new user event, no duplicate of the original user message), its turn
@@ -28,6 +30,7 @@ Order, and why:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from maka_es import failpoints
@@ -35,7 +38,9 @@ from maka_es.continuation.agent_loop import (
     DEFAULT_STEP_LIMIT,
     AgentLoop,
     LoopEnd,
+    call_ids,
     commit_terminal,
+    read_history,
 )
 from maka_es.continuation.claims import Claims, ContinuationTarget, SourceBoundary
 from maka_es.continuation.host import HostInspector, HostObservation
@@ -98,6 +103,7 @@ class ContinuationExecutor:
         cwd_policy: CwdPolicy = "strict",
         system_prompt: str | None = None,
         step_limit: int = DEFAULT_STEP_LIMIT,
+        history_turns: int | None = None,
     ) -> None:
         self.claims = claims
         self.ledger = claims.ledger
@@ -107,6 +113,7 @@ class ContinuationExecutor:
         self.cwd_policy = cwd_policy
         self.system_prompt = system_prompt
         self.step_limit = step_limit
+        self.history_turns = history_turns
 
     # -- revalidation -----------------------------------------------------------------------------
 
@@ -141,6 +148,7 @@ class ContinuationExecutor:
             header, source, boundary, observation = self.revalidate(
                 continuation, session_id, current_cwd
             )
+            history = self.history_of(session_id, header.run_id, continuation.runtime_context)
             target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
@@ -150,6 +158,20 @@ class ContinuationExecutor:
             provider,
             source_run_id=boundary.run_id,
             tool_names=tuple(observation.available_tool_names),
+            history=history,
+        )
+
+    def history_of(
+        self, session_id: str, turn_of: str, replay: Sequence[RuntimeEvent]
+    ) -> tuple[RuntimeEvent, ...]:
+        """The session history of the turn ``turn_of`` belongs to (ADR 0038), none of whose
+        tool call ids the replay uses."""
+        return read_history(
+            self.ledger,
+            session_id,
+            turn_of=turn_of,
+            max_turns=self.history_turns,
+            reserved_call_ids=call_ids(replay),
         )
 
     def run_admitted(
@@ -160,9 +182,11 @@ class ContinuationExecutor:
         *,
         source_run_id: str,
         tool_names: tuple[str, ...],
+        history: tuple[RuntimeEvent, ...] = (),
     ) -> ContinuationOutcome:
         """The agent loop over an admitted target (its start committed by the claim), then its
-        terminal: shared by a continuation and an operator fork (ADR 0022)."""
+        terminal: shared by a continuation and an operator fork (ADR 0022); ``history`` is
+        the session history sent before the replay (ADR 0038)."""
         session_id = target_header.session_id
         self.telemetry.execution_started(
             session_id=session_id, source_run_id=source_run_id, target_run_id=target_header.run_id
@@ -175,6 +199,7 @@ class ContinuationExecutor:
             replay_context=replay_context,
             system_prompt=self.system_prompt,
             tool_names=tool_names,
+            history=history,
         )
         end = AgentLoop(self.ledger, self.tool_runtime, step_limit=self.step_limit).run(
             provider, request, target_header

@@ -61,6 +61,12 @@ class ProviderRequest:
     model-facing views. ``system_prompt`` and ``tool_names`` are rebuilt by the host for this
     call, never replayed from the ledger; ``tools`` are the specs of those tools (name and
     JSON Schema, filled by the agent loop from the tool catalogue) for a provider to offer.
+
+    ``history`` is the session's conversation before this turn (ADR 0038,
+    ``continuation.session_history``): the earlier completed turns, model-visible events
+    only, the same for a turn and for every continuation or fork of it. It is a separate
+    prefix, never part of the replay context (whose items and digests it leaves alone), and
+    every format renders it first: :attr:`conversation` is what a provider sends.
     """
 
     session_id: str
@@ -71,22 +77,30 @@ class ProviderRequest:
     system_prompt: str | None = None
     tool_names: tuple[str, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
+    history: tuple[RuntimeEvent, ...] = ()
 
     def __post_init__(self) -> None:
         context: Iterable[RuntimeEventInput] = self.replay_context
         object.__setattr__(self, "replay_context", decode_events(context))
+        earlier: Iterable[RuntimeEventInput] = self.history
+        object.__setattr__(self, "history", decode_events(earlier))
         object.__setattr__(self, "tool_names", tuple(self.tool_names))
         object.__setattr__(self, "tools", tuple(self.tools))
 
+    @property
+    def conversation(self) -> tuple[RuntimeEvent, ...]:
+        """What the model is shown: the session history, then the replay context."""
+        return self.history + self.replay_context
+
     def openai_messages(self) -> list[ProviderMessage]:
-        """The replay context as OpenAI chat-completions messages (system prompt not included:
+        """The conversation as OpenAI chat-completions messages (system prompt not included:
         a host prepends ``{"role": "system", ...}`` itself)."""
-        return to_openai_chat_messages(self.replay_context)
+        return to_openai_chat_messages(self.conversation)
 
     def anthropic_messages(self) -> list[ProviderMessage]:
-        """The replay context as Anthropic Messages API messages (the system prompt is the
+        """The conversation as Anthropic Messages API messages (the system prompt is the
         request's separate ``system`` parameter)."""
-        return to_anthropic_messages(self.replay_context)
+        return to_anthropic_messages(self.conversation)
 
 
 #: The content models a provider output may have, by ``kind``.

@@ -18,6 +18,7 @@ Writing: :func:`~maka_es.continuation.provider_export.to_anthropic_messages` plu
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 from maka_es.continuation.provider_export import to_anthropic_messages
@@ -89,14 +90,16 @@ def anthropic_messages_request(
     max_tokens: int,
     system_prompt: str | None = None,
     tools: Sequence[ToolSpec | Tool[Any]] = (),
+    history: Iterable[RuntimeEventInput] = (),
 ) -> dict[str, Any]:
-    """Messages create parameters: ``model``, ``max_tokens``, ``messages``, the system prompt
-    as ``system`` and the tools (``input_schema`` = the tool's JSON Schema). Refuses an
-    unpaired tool exchange or a non-object call input (``provider_export_invalid``)."""
+    """Messages create parameters: ``model``, ``max_tokens``, ``messages`` (the session
+    ``history`` before ``events``, ADR 0038), the system prompt as ``system`` and the tools
+    (``input_schema`` = the tool's JSON Schema). Refuses an unpaired tool exchange or a
+    non-object call input (``provider_export_invalid``)."""
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "messages": to_anthropic_messages(events),
+        "messages": to_anthropic_messages(chain(history, events)),
     }
     if system_prompt:
         request["system"] = system_prompt

@@ -13,6 +13,7 @@ plus the system prompt and the tools. The SDK is never imported (``provider_form
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 from maka_es.continuation.provider_export import ProviderMessage, to_openai_chat_messages
@@ -97,11 +98,13 @@ def openai_chat_request(
     model: str,
     system_prompt: str | None = None,
     tools: Sequence[ToolSpec | Tool[Any]] = (),
+    history: Iterable[RuntimeEventInput] = (),
 ) -> dict[str, Any]:
     """Chat-completions create parameters for a run's history: ``model``, ``messages`` (the
-    system prompt first, when given) and the ``function`` tools. Refuses an unpaired tool
-    exchange (``provider_export_invalid``)."""
-    messages: list[ProviderMessage] = to_openai_chat_messages(events)
+    system prompt first, when given, then the session ``history`` before ``events``, ADR
+    0038) and the ``function`` tools. Refuses an unpaired tool exchange
+    (``provider_export_invalid``)."""
+    messages: list[ProviderMessage] = to_openai_chat_messages(chain(history, events))
     if system_prompt:
         messages.insert(0, {"role": "system", "content": system_prompt})
     request: dict[str, Any] = {"model": model, "messages": messages}

@@ -20,6 +20,7 @@ it came from this API (it has an item id; the API refuses a reasoning item it di
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 from maka_es.continuation.provider_export import (
@@ -165,10 +166,15 @@ def openai_responses_request(
     model: str,
     system_prompt: str | None = None,
     tools: Sequence[ToolSpec | Tool[Any]] = (),
+    history: Iterable[RuntimeEventInput] = (),
 ) -> dict[str, Any]:
-    """Responses create parameters: ``model``, ``input``, the system prompt as
-    ``instructions`` and the ``function`` tools (not strict: the schema is the tool's own)."""
-    request: dict[str, Any] = {"model": model, "input": openai_responses_input(events)}
+    """Responses create parameters: ``model``, ``input`` (the session ``history`` before
+    ``events``, ADR 0038), the system prompt as ``instructions`` and the ``function`` tools
+    (not strict: the schema is the tool's own)."""
+    request: dict[str, Any] = {
+        "model": model,
+        "input": openai_responses_input(chain(history, events)),
+    }
     if system_prompt:
         request["instructions"] = system_prompt
     if tools:

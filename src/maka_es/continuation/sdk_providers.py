@@ -16,8 +16,10 @@ parameters with the format adapters (``provider_openai_chat``, ``provider_openai
 The client is duck-typed: this module never imports an SDK, so the core imports without the
 ``providers`` extra. The tools offered are the request's (the agent loop fills them from the
 application's catalogue) unless the provider was built with its own ``tools``; the system
-prompt is the request's, else the provider's. ``options`` are passed to every create call
-as given (``temperature``, ``max_tokens`` for chat, ``store=False`` for responses, ...).
+prompt is the request's, else the provider's. The request's session ``history`` (ADR 0038)
+goes first, before its replay context, in every format. ``options`` are passed to every
+create call as given (``temperature``, ``max_tokens`` for chat, ``store=False`` for
+responses, ...).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class _OpenAIChat(_SdkProvider):
             model=self.model,
             system_prompt=self._prompt(request),
             tools=self._tools(request),
+            history=request.history,
         )
         return {**params, **self.options}
 
@@ -113,6 +116,7 @@ class _OpenAIResponses(_SdkProvider):
             model=self.model,
             system_prompt=self._prompt(request),
             tools=self._tools(request),
+            history=request.history,
         )
         return {**params, **self.options}
 
@@ -146,6 +150,7 @@ class _AnthropicMessages(_SdkProvider):
             max_tokens=self.max_tokens,
             system_prompt=self._prompt(request),
             tools=self._tools(request),
+            history=request.history,
         )
         return {**params, **self.options}
 

@@ -21,6 +21,7 @@ from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import FEATURE_FLAG, ContinuationPlanner, PlannerSettings
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.revalidation import ContinuationRevalidationError
+from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
 from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
@@ -151,8 +152,10 @@ class Continuations:
         settings: PlannerSettings | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """See :meth:`maka_es.RuntimeApplication.execute_continuation`."""
+        max_turns = checked_history_turns(history_turns)
         if step_limit is not None and (type(step_limit) is not int or step_limit < 1):
             raise InvalidPlanRequestError(
                 "step_limit must be a positive integer",
@@ -174,6 +177,7 @@ class Continuations:
             cwd_policy=(settings or PlannerSettings()).cwd_policy,
             system_prompt=system_prompt,
             step_limit=DEFAULT_STEP_LIMIT if step_limit is None else step_limit,
+            history_turns=max_turns,
         )
         return executor.execute(
             plan, provider, session_id=header.session_id, current_cwd=current_cwd or session.cwd

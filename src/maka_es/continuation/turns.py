@@ -10,10 +10,13 @@ instead of one). :meth:`Turns.run_turn` does the whole turn instead, on the SAME
    live, waiting or failed (an interrupted run ends ``failed``; a ``cancelled`` one was the
    host's own decision): a new prompt beside an unfinished turn would leave two
    conversations, and ``resume`` is the way on (``maka_es.recovery.session_resume``);
-2. create the run from the host config with its user message (the T1 protocol marker) as
+2. read the session history (ADR 0038): the earlier completed turns' conversation, sent
+   before the turn's own messages in every request (``history_turns`` bounds it, ``0`` turns
+   it off); one that cannot be built refuses here, nothing written;
+3. create the run from the host config with its user message (the T1 protocol marker) as
    event 1, in ONE save (``RunStarts.create_run_with_events``): no run without its prompt exists;
-3. the agent loop: model, T1, tool, T2, model, to a text-only turn, an error or the step limit;
-4. its terminal, event before header (``commit_terminal``).
+4. the agent loop: model, T1, tool, T2, model, to a text-only turn, an error or the step limit;
+5. its terminal, event before header (``commit_terminal``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from maka_es.continuation.agent_loop import (
     AgentLoop,
     LoopEnd,
     commit_terminal,
+    read_history,
 )
 from maka_es.continuation.provider import Provider, ProviderRequest
+from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import error_class_of
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
 from maka_es.ledger.host_sessions import CLOCK_FIELDS, HostSessions
@@ -118,14 +123,17 @@ class Turns:
         turn_id: str | None = None,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> TurnResult:
         """One turn to its end (module docstring); the ids default to the id factory's."""
         if step_limit is not None and (type(step_limit) is not int or step_limit < 1):
             raise InvalidPlanRequestError(
                 "step_limit must be a positive integer", detail={"stepLimit": repr(step_limit)}
             )
+        max_turns = checked_history_turns(history_turns)
         with self._ledger.command():
             self.refuse_unfinished(session_id)
+            history = read_history(self._ledger, session_id, turn_of=None, max_turns=max_turns)
             header = self._sessions.header_for(
                 session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id
             )
@@ -140,6 +148,7 @@ class Turns:
             replay_context=(RuntimeEvent.model_validate(user),),
             system_prompt=system_prompt,
             tool_names=tuple(self._tool_runtime.tools),
+            history=history,
         )
         limit = DEFAULT_STEP_LIMIT if step_limit is None else step_limit
         loop = AgentLoop(self._ledger, self._tool_runtime, step_limit=limit)

@@ -48,6 +48,9 @@ from maka_es.errors.continuation import (
     RunForkRefusedError as RunForkRefusedError,
 )
 from maka_es.errors.continuation import (
+    SessionHistoryError as SessionHistoryError,
+)
+from maka_es.errors.continuation import (
     TurnRefusedError as TurnRefusedError,
 )
 from maka_es.errors.files import (

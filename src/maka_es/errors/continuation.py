@@ -44,6 +44,14 @@ class TurnRefusedError(MakaError):
     default_code = "turn_session_unfinished"
 
 
+class SessionHistoryError(MakaError):
+    """A turn's session history cannot be built (ADR 0038): an earlier turn's lineage no
+    longer replays as its continuation recorded, or the turn is not a run of the session;
+    ``detail.runId`` and ``detail.reason`` say which and why. Nothing was written."""
+
+    default_code = "session_history_unreplayable"
+
+
 class InvalidProviderOutputError(MakaError, ValueError):
     """A provider output is not a model ``text`` / ``thinking`` content (``detail.index``)."""
 

@@ -33,6 +33,7 @@ from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutc
 from maka_es.continuation.lineage import read_lineage
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, RunForkRefusedError
 from maka_es.ledger.facts import RunForked, fork_stream_id
@@ -221,32 +222,46 @@ class RunForks:
             )
 
     def execute_fork(
-        self, fork_run_id: str, provider: Provider, *, system_prompt: str | None = None
+        self,
+        fork_run_id: str,
+        provider: Provider,
+        *,
+        system_prompt: str | None = None,
+        history_turns: int | None = None,
     ) -> ContinuationOutcome:
         """Run a fork that holds only its start through the continuation executor's agent loop,
         with the kept prefix (recomputed, and checked against the digest its start recorded)
-        as replay. ``fork_not_pending`` if it is no fork, already ran or is being executed;
+        as replay, after the session history of the forked turn (ADR 0038: what that turn was
+        shown). ``fork_not_pending`` if it is no fork, already ran or is being executed;
         nothing is written.
 
         The check and the takeover (``_take_for_execution``: this process becomes the fork's one
         executor in one save, also against another process) hold the store's command lock; the
         agent loop does not (each of its commands takes it for itself, a provider call or a tool
         never holds it)."""
-        header, replay, source_run_id = self._take_pending(fork_run_id)
         executor = ContinuationExecutor(
-            self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
+            self._claims,
+            None,
+            self._telemetry,
+            self._tool_runtime,
+            system_prompt=system_prompt,
+            history_turns=checked_history_turns(history_turns),
         )
+        header, replay, source_run_id, history = self._take_pending(fork_run_id, executor)
         return executor.run_admitted(
             header,
             replay.runtime_context,
             provider,
             source_run_id=source_run_id,
             tool_names=tuple(self._tool_runtime.tools),
+            history=history,
         )
 
-    def _take_pending(self, fork_run_id: str) -> tuple[RunHeader, CompositeReplay, str]:
-        """The fork's header, its replay and its source, once it is proven waiting to run and
-        taken for execution (see ``execute_fork``)."""
+    def _take_pending(
+        self, fork_run_id: str, executor: ContinuationExecutor
+    ) -> tuple[RunHeader, CompositeReplay, str, tuple[RuntimeEvent, ...]]:
+        """The fork's header, its replay, its source and its session history, once it is
+        proven waiting to run and taken for execution (see ``execute_fork``)."""
         with self._ledger.command():
             header = self._ledger.get_run_header(fork_run_id)
             edge = header.continuation_source
@@ -273,8 +288,9 @@ class RunForks:
                     code="fork_replay_blocked",
                     detail={"reason": "runtime_lineage_replay_mismatch"},
                 )
+            history = executor.history_of(header.session_id, fork_run_id, replay.runtime_context)
             self._take_for_execution(fork_run_id)
-            return header, replay, fact.source_run_id
+            return header, replay, fact.source_run_id, history
 
     def _take_for_execution(self, fork_run_id: str) -> None:
         """Make this process the fork's one executor before its provider is called: the owner's

@@ -30,6 +30,7 @@ from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
+from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.turns import FINISHED, answer_of
 from maka_es.ledger.service import Ledger
 from maka_es.recovery.fork import RunForks
@@ -97,21 +98,29 @@ class SessionResume:
         *,
         system_prompt: str | None = None,
         step_limit: int | None = None,
+        history_turns: int | None = None,
     ) -> ResumeResult:
         """See the module docstring; a refusal of the execution itself (a stale plan, a lost
         claim) propagates typed, as from ``execute_continuation``."""
+        checked_history_turns(history_turns)
         runs = self._ledger.list_runs(session_id)
         if not runs or runs[-1].status in FINISHED:
             return ResumeResult("nothing_to_resume", runs[-1].run_id if runs else None)
         newest = runs[-1]
         if self._is_pending_fork(newest):
-            outcome = self._forks.execute_fork(newest.run_id, provider, system_prompt=system_prompt)
+            outcome = self._forks.execute_fork(
+                newest.run_id, provider, system_prompt=system_prompt, history_turns=history_turns
+            )
             return self._continued(newest.run_id, None, outcome)
         plan = self._continuations.plan(session_id, newest.run_id)
         if plan.continuation is None:
             return self._parked(newest, plan)
         outcome = self._continuations.execute(
-            plan, provider, system_prompt=system_prompt, step_limit=step_limit
+            plan,
+            provider,
+            system_prompt=system_prompt,
+            step_limit=step_limit,
+            history_turns=history_turns,
         )
         return self._continued(newest.run_id, plan, outcome)
 

@@ -4,7 +4,8 @@ Why: a host passes ``openai.OpenAI()`` or ``anthropic.Anthropic()`` and never co
 itself (ADR 0036). Each test runs a whole ``run_turn`` (two parallel calls, then the answer) on
 the real SQLite file with the SDK's own client pointed at an HTTP server on 127.0.0.1, and
 asserts the request bodies the model received: the prompt once, the tools offered, and the
-second call's history with one assistant turn holding both calls, each answered by its result.
+second call's history with one assistant turn holding both calls, each answered by its result;
+and a second turn's request, which starts with the first turn as the SDK sent it (ADR 0038).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def lookup(args: Lookup, context: ToolContext) -> dict[str, Any]:
     return {"kind": "text", "text": f"{args.key}=1"}
 
 
-def run_turn(tmp_path: Path, provider: Any) -> str | None:
+def run_turn(tmp_path: Path, provider: Any, *prompts: str) -> str | None:
     host = HostConfig(
         backend_kind="ai-sdk",
         llm_connection_slug="main",
@@ -60,6 +61,9 @@ def run_turn(tmp_path: Path, provider: Any) -> str | None:
         app.open_session("s1")
         result = app.run_turn("s1", PROMPT, provider, run_id="r1", system_prompt="be brief")
         assert result.status == "completed", result
+        for n, prompt in enumerate(prompts, start=2):  # later turns (ADR 0038)
+            later = app.run_turn("s1", prompt, provider, run_id=f"r{n}", system_prompt="be brief")
+            assert later.status == "completed", later
         return result.answer
 
 
@@ -262,3 +266,58 @@ def test_the_async_providers_over_the_real_async_clients() -> None:
         return [tuple(o["kind"] for o in turn.outputs) for turn in turns]
 
     assert asyncio.run(both()) == [("text",), (), ("text",)]
+
+
+NEXT = "and c?"
+
+
+def test_a_second_turn_starts_with_the_first_in_every_sdk_format(tmp_path: Path) -> None:
+    """Each format's second-turn body: the first turn (prompt, both calls, both results, the
+    answer) once, then the new prompt; the real clients sent them, the server saw them."""
+    for name in ("chat", "responses", "anthropic"):
+        (tmp_path / name).mkdir()
+    chat = [*CHAT_ANSWERS, chat_completion(3, {"role": "assistant", "content": "c?"}, "stop")]
+    with fake_model_server(chat) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
+        run_turn(tmp_path / "chat", OpenAIChatProvider(client, model="m"), NEXT)
+    system, *turns = server.bodies[2]["messages"]
+    assert system == {"role": "system", "content": "be brief"}
+    assert turns[:4] == server.bodies[1]["messages"][1:]  # the prompt, the calls, the results
+    assert turns[4:] == [
+        {"role": "assistant", "content": "both are 1"},
+        {"role": "user", "content": NEXT},
+    ]
+
+    text = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "both are 1", "annotations": []}],
+    }
+    answers = [
+        response(1, [responses_call("c1", "a"), responses_call("c2", "b")]),
+        response(2, [text]),
+        response(3, [{**text, "id": "msg_2"}]),
+    ]
+    with fake_model_server(answers) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
+        run_turn(tmp_path / "responses", OpenAIResponsesProvider(client, model="m"), NEXT)
+    items = server.bodies[2]["input"]
+    assert items[:5] == server.bodies[1]["input"]
+    assert [(i.get("type"), i.get("role"), i.get("content")) for i in items[5:]] == [
+        ("message", "assistant", "both are 1"),
+        ("message", "user", NEXT),
+    ]
+
+    claude = [*ANTHROPIC_ANSWERS, anthropic_message(3, [{"type": "text", "text": "c?"}], "end")]
+    with fake_model_server(claude) as server:
+        claude_client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        provider = AnthropicMessagesProvider(claude_client, model="m")
+        run_turn(tmp_path / "anthropic", provider, NEXT)
+    messages = server.bodies[2]["messages"]
+    assert messages[:3] == server.bodies[1]["messages"]
+    assert messages[3:] == [
+        {"role": "assistant", "content": [{"type": "text", "text": "both are 1"}]},
+        {"role": "user", "content": [{"type": "text", "text": NEXT}]},
+    ]

@@ -56,7 +56,8 @@ def request(**overrides: Any) -> ProviderRequest:
 
 def test_request_has_no_room_for_new_user_input() -> None:
     """A continuation request is the replay context plus host-rebuilt config, nothing else
-    (``tools``: the specs of the offered tools, rebuilt from the catalogue, ADR 0036)."""
+    (``tools``: the specs of the offered tools, rebuilt from the catalogue, ADR 0036;
+    ``history``: the session's earlier completed turns, committed, ADR 0038)."""
     assert [f.name for f in dataclasses.fields(ProviderRequest)] == [
         "session_id",
         "run_id",
@@ -66,6 +67,7 @@ def test_request_has_no_room_for_new_user_input() -> None:
         "system_prompt",
         "tool_names",
         "tools",
+        "history",
     ]
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from maka_es.builders import Events, Spine
 from maka_es.continuation.provider_anthropic import (
@@ -447,3 +448,69 @@ def test_the_core_and_the_adapters_import_without_the_sdks() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
     )
     assert (done.returncode, done.stdout.strip()) == (0, "blocked"), done.stderr
+
+
+# --- the session history before the replay (ADR 0038) -----------------------------------------
+
+NEXT = Spine("session-1", "invocation-2", "run-2", "turn-2")
+EV2 = Events.decoded(NEXT, ts=5)
+
+
+def next_turn() -> list[RuntimeEvent]:
+    """Turn 2 in the middle of its loop: its prompt, a call and its result."""
+    return [
+        EV2.user("user-2", "and the host?"),
+        EV2.call("call_c", "Read", {"path": "host.json"}, event_id="c-c", with_refs=True),
+        EV2.response(
+            "call_c", "Read", {"kind": "text", "text": "host: x"}, event_id="r-c", with_refs=True
+        ),
+    ]
+
+
+HISTORY_FORMATS: dict[str, tuple[Callable[..., dict[str, Any]], TypeAdapter[Any], str]] = {
+    "openai_chat": (
+        lambda events, **kw: openai_chat_request(events, model="gpt-test", **kw),
+        OPENAI_CHAT_REQUEST,
+        "messages",
+    ),
+    "openai_responses": (
+        lambda events, **kw: openai_responses_request(events, model="gpt-test", **kw),
+        OPENAI_RESPONSES_REQUEST,
+        "input",
+    ),
+    "anthropic": (
+        lambda events, **kw: anthropic_messages_request(
+            events, model="claude-test", max_tokens=64, **kw
+        ),
+        ANTHROPIC_REQUEST,
+        "messages",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HISTORY_FORMATS))
+def test_every_format_renders_the_history_first_and_the_sdk_accepts_it(name: str) -> None:
+    """The earlier turn (signed thinking, an OpenAI reasoning item, parallel calls, an error
+    result, the answer) goes first, exactly as it renders alone, then this turn's replay."""
+    build, adapter, key = HISTORY_FORMATS[name]
+    history = run_history()
+    request = build(next_turn(), history=history, system_prompt="Be brief.", tools=TOOLS)
+    assert sdk_validated(adapter, request) == request
+    plain = build(next_turn(), history=history)[key]
+    alone = build(history)[key]
+    assert plain[: len(alone)] == alone
+    assert plain[len(alone) :] == build(next_turn())[key]
+    assert request == build([*history, *next_turn()], system_prompt="Be brief.", tools=TOOLS)
+
+
+def test_a_history_ending_on_results_joins_the_next_prompt_for_anthropic() -> None:
+    """A turn that completed without a final text ends on its results: Anthropic requires
+    alternating roles, so the results and the next prompt are one user message."""
+    history = run_history()[:8]  # up to both results, no final text
+    request = anthropic_messages_request(
+        next_turn()[:1], model="claude-test", max_tokens=64, history=history
+    )
+    assert sdk_validated(ANTHROPIC_REQUEST, request) == request
+    last = request["messages"][-1]
+    assert last["role"] == "user"
+    assert [b["type"] for b in last["content"]] == ["tool_result", "tool_result", "text"]
