@@ -62,8 +62,7 @@ from eventsourcing.persistence import InfrastructureFactory, Mapper, Transcoder
 from eventsourcing.utils import Environment
 
 from maka_es.adapters.event_store import EventSourcedRunStore
-from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.mapper import FactMapper, JsonTranscoder
+from maka_es.adapters.fact_rows import FactMapper, JsonTranscoder
 from maka_es.adapters.recovery_status_factory import recovery_status_store_for
 from maka_es.adapters.store_url import (
     POSTGRES_MODULE,
@@ -72,7 +71,7 @@ from maka_es.adapters.store_url import (
     postgres_env_from_url,
     sqlite_path_of,
 )
-from maka_es.adapters.workspace_marker import workspace_identity_of
+from maka_es.adapters.workspace import LocalHostInspector, workspace_identity_of
 from maka_es.app_api import RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector

@@ -19,7 +19,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, Repository
 from eventsourcing.persistence import IntegrityError, Notification, PersistenceError
 
-from maka_es.adapters.fact_writer import RecorderFactWriter, SqliteFactWriter
+from maka_es.adapters.fact_rows import RecorderFactWriter, SqliteFactWriter
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.continuation.claims import ContinuationClaim, project_claim

@@ -24,8 +24,7 @@ import psycopg
 from psycopg import sql
 
 from maka_es import failpoints
-from maka_es.adapters.postgres import SessionSettings
-from maka_es.adapters.postgres_faults import typed_pg_faults
+from maka_es.adapters.postgres import SessionSettings, typed_pg_faults
 from maka_es.adapters.recovery_status_rows import (
     SCHEMA_VERSION,
     STATUS_COLUMNS,

@@ -30,7 +30,7 @@ from maka_es.adapters.recovery_status_rows import (
     row_values,
     stream_link_values,
 )
-from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.adapters.sqlite import typed_store_faults
 from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RunRecoveryStatus
 
 __all__ = ["SCHEMA_VERSION", "SqliteRecoveryStatusStore"]

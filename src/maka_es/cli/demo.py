@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from maka_es.adapters.local_host import LocalHostInspector
+from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.app import RuntimeApplication
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
