@@ -86,12 +86,14 @@ from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
 from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands
-from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
-from maka_es.recovery.fork import RunForks
-from maka_es.recovery.operator_actions import OperatorActions
-from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.operator_actions import (
+    EndRunReport,
+    OperatorActions,
+    RunForks,
+    end_start_only_run,
+)
 from maka_es.recovery.session_resume import SessionResume
-from maka_es.recovery.startup import StartupRecovery
+from maka_es.recovery.startup import StartupRecovery, StartupRecoveryReport
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,

@@ -26,8 +26,12 @@ from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.run_start import RunStarts
 from maka_es.ledger.service import AppendResult, Ledger, SessionInfo
 from maka_es.ledger.tool_commands import ToolCommands, ToolCommit
-from maka_es.recovery.fork import ForkReport, RunForks
-from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
+from maka_es.recovery.operator_actions import (
+    AttestationReport,
+    ForkReport,
+    OperatorActions,
+    RunForks,
+)
 from maka_es.recovery.session_resume import ResumeResult, SessionResume
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
