@@ -35,11 +35,9 @@ if TYPE_CHECKING:
     from maka_es.continuation.turns import TurnResult
     from maka_es.errors import MakaError
     from maka_es.ledger.host_config import HostConfig
-    from maka_es.recovery.end_start_only import EndRunReport
-    from maka_es.recovery.fork import ForkReport
-    from maka_es.recovery.operator_actions import AttestationReport
-    from maka_es.recovery.report import StartupRecoveryReport
+    from maka_es.recovery.operator_actions import AttestationReport, EndRunReport, ForkReport
     from maka_es.recovery.session_resume import ResumeResult
+    from maka_es.recovery.startup import StartupRecoveryReport
     from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
     from maka_es.resume.plan import build_resume_plan
     from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
@@ -76,10 +74,10 @@ _EXPORTS: dict[str, str] = {
     "TurnResult": "maka_es.continuation.turns",
     "MakaError": "maka_es.errors",
     "HostConfig": "maka_es.ledger.host_config",
-    "EndRunReport": "maka_es.recovery.end_start_only",
-    "ForkReport": "maka_es.recovery.fork",
+    "EndRunReport": "maka_es.recovery.operator_actions",
+    "ForkReport": "maka_es.recovery.operator_actions",
     "AttestationReport": "maka_es.recovery.operator_actions",
-    "StartupRecoveryReport": "maka_es.recovery.report",
+    "StartupRecoveryReport": "maka_es.recovery.startup",
     "ResumeResult": "maka_es.recovery.session_resume",
     "Diagnostic": "maka_es.resume.models",
     "ResumePlan": "maka_es.resume.models",

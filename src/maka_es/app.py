@@ -25,7 +25,7 @@ is on documented service attributes, one per concern (ADR 0039):
   ``resolve_run``, ``attestations`` (what ``app.tool_runtime`` runs on);
 * ``app.claims`` (:class:`~maka_es.continuation.claims.Claims`): the continuation claims;
 * ``app.ownership`` (:class:`~maka_es.ledger.host_leases.HostLeases`): ``lease(host_id)``;
-* ``app.run_forks`` (:class:`~maka_es.recovery.fork.RunForks`): a fork's ``provenance``;
+* ``app.run_forks`` (:class:`~maka_es.recovery.operator_actions.RunForks`): a fork's ``provenance``;
 * ``app.recovery_status``: the persisted read model of every run's recovery status.
 
 Every command validates against the current aggregates *before* anything is written, then
@@ -75,7 +75,6 @@ from typing import Any, Self, cast
 from eventsourcing.utils import Environment
 
 from maka_es.adapters.event_store import EventSourcedRunStore, EventStoreApplication
-from maka_es.adapters.local_host import LocalHostInspector
 from maka_es.adapters.recovery_status import recovery_status_store_for
 from maka_es.adapters.store_url import (
     READ_ONLY_ENV,
@@ -83,7 +82,7 @@ from maka_es.adapters.store_url import (
     postgres_env_from_url,
     sqlite_path_of,
 )
-from maka_es.adapters.workspace_marker import workspace_identity_of
+from maka_es.adapters.workspace import LocalHostInspector, workspace_identity_of
 from maka_es.app_api import EventInput, RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
@@ -103,12 +102,14 @@ from maka_es.ledger.service import (
     ToolCommands,
     ToolCommit,
 )
-from maka_es.recovery.end_start_only import EndRunReport, end_start_only_run
-from maka_es.recovery.fork import RunForks
-from maka_es.recovery.operator_actions import OperatorActions
-from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.operator_actions import (
+    EndRunReport,
+    OperatorActions,
+    RunForks,
+    end_start_only_run,
+)
 from maka_es.recovery.session_resume import SessionResume
-from maka_es.recovery.startup import StartupRecovery
+from maka_es.recovery.startup import StartupRecovery, StartupRecoveryReport
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,

@@ -26,8 +26,12 @@ from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import Ledger, SessionInfo
-from maka_es.recovery.fork import ForkReport, RunForks
-from maka_es.recovery.operator_actions import AttestationReport, OperatorActions
+from maka_es.recovery.operator_actions import (
+    AttestationReport,
+    ForkReport,
+    OperatorActions,
+    RunForks,
+)
 from maka_es.recovery.session_resume import ResumeResult, SessionResume
 from maka_es.resume.models import ResumePlan
 from maka_es.wire.events import RuntimeEvent

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maka_es.adapters.workspace_marker import resolve_workspace_identity
+from maka_es.adapters.workspace import resolve_workspace_identity
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from tests.support.send_tool import Killed, send_tool

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.recovery.report import recovered_terminal_id
+from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.ownership_soak import WorkerSpec, first_owner_writes_after_takeover, work
 
 SLOTS = 8

@@ -20,7 +20,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
-from maka_es.recovery.report import Repair
+from maka_es.recovery.startup import Repair
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
 from maka_es.testing.store_probe import store_snapshot

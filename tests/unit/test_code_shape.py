@@ -34,12 +34,11 @@ RESHAPED_MODULES = (
     "resume/plan.py",
     "resume/diagnostics.py",
     "resume/failpoint_catalog.py",
-    "adapters/json_prefix.py",
+    "adapters/jsonl.py",
     "recovery/status_store.py",
     "adapters/recovery_status.py",
-    "adapters/workspace_marker.py",
-    "adapters/git_exclude.py",
-    "adapters/bounded_read.py",
+    "adapters/workspace.py",
+    "adapters/confined_fs.py",
     "testing/strategies.py",
 )
 

@@ -71,7 +71,7 @@ def test_an_old_layer_folder_path_does_not_resolve() -> None:
     with pytest.raises(AttributeError, match="domain"):
         resolve("maka_es.domain.events.RuntimeEvent")
     with pytest.raises(AttributeError):
-        resolve("maka_es.adapters.local_host.NoSuchInspector")
+        resolve("maka_es.adapters.workspace.NoSuchInspector")
 
 
 def _layout_entries() -> set[str]:

@@ -1,10 +1,12 @@
-"""Confined file access: below a root, one component at a time, never through a symbolic link.
+"""File access where others may be: confined writes below a root, bounded reads of files the
+runtime does not own, and the check of an output path an operator names.
 
-Why it exists: the ``Write`` tool and the JSONL ledger write files whose names come from data
-(a tool argument, a session or run id). Checking a path string (``resolve()``) and opening it
-again later is a check-then-use race, and a plain ``open`` follows symlinks: a link planted in
-the workspace or the ledger tree would redirect a write to any file the process may write.
-Here instead:
+**Confined file access**: below a root, one component at a time, never through a symbolic
+link. The ``Write`` tool and the JSONL ledger write files whose names come from data (a tool
+argument, a session or run id). Checking a path string (``resolve()``) and opening it again
+later is a check-then-use race, and a plain ``open`` follows symlinks: a link planted in the
+workspace or the ledger tree would redirect a write to any file the process may write. Here
+instead:
 
 * every directory below the root is opened relative to its parent's descriptor with
   ``O_NOFOLLOW | O_DIRECTORY``, so a symlink anywhere below the root is refused, not followed,
@@ -21,8 +23,25 @@ Here instead:
   directory is fsynced: the file is always either the old or the new content.
 
 The root itself is followed: where it lives is the caller's choice (a symlinked workspace is
-fine). Nothing here knows about error codes: callers turn a :class:`Violation` into their own
-typed refusal. POSIX only (``O_NOFOLLOW``, ``dir_fd``), like the rest of the infrastructure.
+fine). The confined operations know no error codes: callers turn a :class:`Violation` into
+their own typed refusal.
+
+**Bounded reads**: consistent reads of small regular files that someone else may be changing.
+The workspace marker, Git's pointer files and Git's exclude file live in directories the
+runtime does not own. A hostile or runaway file must never be slurped whole, a FIFO or device
+must never block a reader, and a file swapped or rewritten while being read must be refused
+instead of trusted. Every bounded reader takes ``invalid``, which turns a short reason into the
+caller's own typed refusal, so each caller keeps its error code
+(docs/reference/continuation.md#workspace-identity).
+
+**Output paths**: where an operator asks for output (a run report, an exported JSONL ledger),
+usable or refused. ``report -o`` and ``export -o`` write what the operator names, and a path
+that cannot take it (its parent missing or a file, a directory where a file belongs or the
+reverse, a directory this process may not write) must be the same typed refusal,
+``report_output_invalid`` with ``detail.path`` and ``detail.reason``, raised before the store is
+read and before anything is created, instead of an ``OSError`` from halfway through the write.
+
+POSIX only (``O_NOFOLLOW``, ``dir_fd``), like the rest of the infrastructure.
 """
 
 from __future__ import annotations
@@ -37,6 +56,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from maka_es.errors import ReportOutputError
 
 __all__ = [
     "Refuse",
@@ -53,7 +74,16 @@ __all__ = [
     "replace_file",
     "temp_token",
     "write_all",
+    "SYMLINK_ERRNOS",
+    "Invalid",
+    "read_bounded",
+    "read_stable_bounded",
+    "OutputKind",
+    "refuse_unusable_output",
 ]
+
+
+# === confined file access below a root ============================================================
 
 ViolationKind = Literal["symlink", "not_directory", "not_regular_file", "temp_exists", "hardlink"]
 EntryKind = Literal["absent", "symlink", "directory", "regular", "other"]
@@ -318,3 +348,103 @@ def replace_file(dir_fd: int, name: str, data: bytes, rel: str, refuse: Refuse) 
             os.unlink(temp, dir_fd=dir_fd)
         raise
     fsync_directory(dir_fd)
+
+
+# === bounded reads of files someone else may be changing ==========================================
+
+#: ``open(O_NOFOLLOW)`` on a symlink fails with ELOOP (Linux, macOS) or EMLINK (FreeBSD).
+SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+
+#: Turns a short reason ("not a regular file", ...) into the caller's typed refusal.
+Invalid = Callable[[str], Exception]
+
+
+def read_bounded(fd: int, max_bytes: int, invalid: Invalid) -> bytes:
+    """At most ``max_bytes`` of a regular file, refusing anything else or anything larger."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise invalid("not a regular file")
+    if info.st_size > max_bytes:
+        raise invalid(f"larger than {max_bytes} bytes")
+    chunks: list[bytes] = []
+    total = 0
+    while total <= max_bytes:
+        chunk = os.pread(fd, max_bytes + 1 - total, total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > max_bytes:
+        raise invalid(f"larger than {max_bytes} bytes")
+    return b"".join(chunks)
+
+
+def read_stable_bounded(fd: int, path: str, max_bytes: int, invalid: Invalid) -> bytes:
+    """One consistent snapshot of the regular file at ``path`` opened as ``fd``.
+
+    The open file must still be the one named by ``path`` (same device/inode, checked with
+    ``lstat``) and must not change while being read; otherwise the read is refused instead of
+    trusting a file that was swapped or is being written.
+    """
+    before = _same_file_stat(fd, path, invalid)
+    data = read_bounded(fd, max_bytes, invalid)
+    after = _same_file_stat(fd, path, invalid)
+    if (
+        before.st_size != after.st_size
+        or before.st_mtime_ns != after.st_mtime_ns
+        or len(data) != before.st_size
+    ):
+        raise invalid("changed while being read")
+    return data
+
+
+def _same_file_stat(fd: int, path: str, invalid: Invalid) -> os.stat_result:
+    handle = os.fstat(fd)
+    try:
+        named = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise invalid("removed while being read") from None
+    if (
+        not stat.S_ISREG(handle.st_mode)
+        or not stat.S_ISREG(named.st_mode)
+        or (handle.st_dev, handle.st_ino) != (named.st_dev, named.st_ino)
+    ):
+        raise invalid("not a regular file")
+    return handle
+
+
+# === output paths an operator names ===============================================================
+
+#: What the output is: one file (a report) or a directory tree (a JSONL ledger root).
+OutputKind = Literal["file", "directory"]
+
+
+def _problem(target: Path, kind: OutputKind) -> str | None:
+    """Why nothing of ``kind`` can be written at ``target`` (``None``: it can be tried)."""
+    if target.exists():
+        if kind == "file" and target.is_dir():
+            return "is_a_directory"
+        if kind == "directory" and not target.is_dir():
+            return "not_a_directory"
+        where = target if kind == "directory" else target.parent
+    else:
+        where = target.parent
+        if not where.exists():
+            return "parent_missing"
+        if not where.is_dir():
+            return "parent_not_a_directory"
+    if not os.access(where, os.W_OK | os.X_OK):  # also false for root on an immutable directory
+        return "not_writable"
+    return None
+
+
+def refuse_unusable_output(target: Path, *, kind: OutputKind, what: str) -> None:
+    """Raise ``report_output_invalid`` when ``what`` (``"a report"``, ``"a ledger"``) cannot be
+    written at ``target``. A ``directory`` may exist (it is written into) or be created in an
+    existing, writable parent; a ``file`` replaces a file or is created in such a parent."""
+    problem = _problem(target, kind)
+    if problem is not None:
+        raise ReportOutputError(
+            f"cannot write {what} to {str(target)!r}: {problem.replace('_', ' ')}",
+            detail={"path": str(target), "reason": problem},
+        )

@@ -27,8 +27,12 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment
 
-from maka_es.adapters.fact_writer import RecorderFactWriter, SqliteFactWriter
-from maka_es.adapters.mapper import FactMapper, JsonTranscoder
+from maka_es.adapters.fact_rows import (
+    FactMapper,
+    JsonTranscoder,
+    RecorderFactWriter,
+    SqliteFactWriter,
+)
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.adapters.store_url import POSTGRES_MODULE

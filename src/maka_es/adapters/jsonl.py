@@ -1,4 +1,5 @@
-"""JSONL file ledger: the pre-SQLite ``FileRuntimeEventStore`` layout
+"""The JSONL file ledger: the pre-SQLite ``FileRuntimeEventStore`` layout, its torn-row rules,
+and the import of legacy ledgers into the event store and the export of runs back
 (docs/reference/ledger.md#jsonl).
 
 Why it exists: the Phase-0 crash contract was written against this layout, and runs exported
@@ -18,7 +19,27 @@ What makes it crash-safe:
   corrupt row must never be guessed at.
 * Appending repairs the tail first: a complete but unterminated row gets its ``\\n``, a torn row
   is truncated away (and the truncation fsynced), an impossible tail refuses the append.
-  (These byte rules live in :mod:`maka_es.adapters.jsonl_rows`.)
+  (These byte rules are the *rows* section below: they are about bytes only, what a crash in
+  the middle of a ``write`` can leave and what a reader or appender must make of it.)
+
+Why a hand-written tokenizer (:func:`classify_json_text`) instead of ``json.loads``: a crash
+can leave the last row cut at any byte. The store must tell a *torn* row (a prefix of a valid
+row: appending bytes could complete it, so it was never committed and is safely dropped) from a
+*corrupt* one (no suffix can ever make it valid: something other than a torn append wrote it,
+so reading must fail closed). ``json.loads`` only says "not valid"; it cannot say "valid so
+far". The scanner walks the text once and reports where it stopped:
+
+* ``"complete"`` - exactly one JSON value, optionally surrounded by JSON whitespace;
+* ``"incomplete-prefix"`` - the input ran out while the text was still a prefix of some valid
+  value (inside a string, escape, ``\\u`` escape, literal or number, after ``{``, ``[``, ``,`` or
+  ``:``, or before any value at all - the empty text is a prefix of every value);
+* ``"invalid"`` - no continuation can make it valid (impossible character, trailing comma,
+  raw control character in a string, bad escape, leading zero, nesting deeper than
+  :data:`MAX_DEPTH`, anything after a complete top-level value).
+
+A number at the very end of the text counts as ``"complete"`` at top level (``12`` is a whole
+document) even though more digits could follow; inside a container the container is still
+open, so the text is an incomplete prefix.
 
 Not implemented: the mutable ``runtime-partials/`` snapshots, AgentRun operational events and
 message proofs. Partial events are refused instead of being written to the immutable ledger.
@@ -37,15 +58,27 @@ name), which leaves any other name of the old file unchanged.
 Concurrency: appends to one run are serialised with an exclusive ``flock`` on the ledger file
 (POSIX), which also excludes other ledger instances and processes. Readers take no lock: a row
 being written is indistinguishable from a torn tail and is simply not visible yet.
+
+Import and export go both ways: hosts migrating from the reference runtime's file store keep
+their history (:func:`import_jsonl_ledgers` is idempotent, so it can run at every start), and
+any run in the store can be handed back to tools that read the reference layout,
+byte-compatibly (:func:`export_jsonl_run`, canonical JSON rows). Neither direction goes through
+a symlink below the ledger root (``ledger_symlink_refused``). On import such a link is refused,
+not read through and not skipped: the listing sees it before the first run is imported, so a
+refused import leaves the store as it was, and a run that is only a link away is never
+reported as imported or silently left out.
 """
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final, Literal, Protocol
 
 from maka_es.adapters.confined_fs import (
     Violation,
@@ -56,32 +89,410 @@ from maka_es.adapters.confined_fs import (
     open_directory,
     open_file,
     open_subdirectory,
+    read_all,
     read_file,
     replace_file,
+    write_all,
 )
-from maka_es.adapters.json_prefix import JsonTextClass, classify_json_text
-from maka_es.adapters.jsonl_rows import (
-    append_row,
-    classify_tail_bytes,
-    identity_mismatch,
-    scan_ledger,
-    strict_json_loads,
-)
-from maka_es.errors import InvalidRunHeaderError, JsonlLedgerError
+from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError, JsonlLedgerError
+from maka_es.ledger.service import AppendResult
+from maka_es.wire.base import loads_js
 from maka_es.wire.codec import canonical_json, js_sort_key
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
 __all__ = [
+    "JsonTextClass",
+    "MAX_DEPTH",
+    "classify_json_text",
+    "append_row",
+    "classify_tail_bytes",
+    "identity_mismatch",
+    "scan_ledger",
+    "strict_json_loads",
     "RUNTIME_EVENTS_FILE",
     "RUN_HEADER_FILE",
     "JsonlLedger",
-    "JsonTextClass",
-    "classify_json_text",
-    "classify_tail_bytes",
-    "strict_json_loads",
     "validate_safe_id",
+    "LedgerIo",
+    "ImportReport",
+    "import_jsonl_ledgers",
+    "export_jsonl_run",
 ]
+
+
+# === the torn-row classifier: complete, incomplete prefix or invalid JSON text ====================
+
+JsonTextClass = Literal["complete", "incomplete-prefix", "invalid"]
+
+#: Deepest container nesting accepted (matches the reference classifier).
+MAX_DEPTH: Final = 512
+
+_WHITESPACE: Final = frozenset(" \t\n\r")
+_DIGITS: Final = frozenset("0123456789")
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+_SIMPLE_ESCAPES: Final = frozenset('"\\/bfnrt')
+_LITERALS: Final = {"t": "true", "f": "false", "n": "null"}
+
+# Scanner outcomes for one scalar: a new position, or "ran out" / "impossible".
+_EOF: Final = -1
+_BAD: Final = -2
+
+
+def _scan_string(text: str, pos: int) -> int:
+    """Scan a string whose opening quote is at ``pos``; return the index after the closing
+    quote, or ``_EOF`` / ``_BAD``."""
+    end = len(text)
+    i = pos + 1
+    while i < end:
+        char = text[i]
+        if char == '"':
+            return i + 1
+        if char < " ":
+            return _BAD  # raw control characters must be escaped
+        if char == "\\":
+            i += 1
+            if i == end:
+                return _EOF
+            escape = text[i]
+            if escape == "u":
+                for _ in range(4):
+                    i += 1
+                    if i == end:
+                        return _EOF
+                    if text[i] not in _HEX:
+                        return _BAD
+            elif escape not in _SIMPLE_ESCAPES:
+                return _BAD
+        i += 1
+    return _EOF
+
+
+def _scan_digits(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _DIGITS:
+        i += 1
+    return i
+
+
+def _scan_number(text: str, pos: int) -> tuple[int, bool]:
+    """Scan a number starting at ``pos`` (a ``-`` or a digit).
+
+    Returns ``(next_index, finished)``: ``finished`` is False when the text ends where more
+    characters are *required* (``-``, ``1.``, ``1e``, ``1e+``); ``next_index`` is ``_BAD``
+    when a required digit is replaced by something else. A number that ends at the end of the
+    text but could be extended (``12``) is finished: whoever called decides what EOF means.
+    """
+    end = len(text)
+    i = pos
+    if text[i] == "-":
+        i += 1
+        if i == end:
+            return i, False
+    if text[i] == "0":
+        i += 1
+        if i < end and text[i] in _DIGITS:
+            return _BAD, False  # leading zero
+    elif text[i] in _DIGITS:
+        i = _scan_digits(text, i)
+    else:
+        return _BAD, False
+    if i < end and text[i] == ".":
+        i += 1
+        if i == end:
+            return i, False
+        if text[i] not in _DIGITS:
+            return _BAD, False
+        i = _scan_digits(text, i)
+    if i < end and text[i] in "eE":
+        i += 1
+        if i < end and text[i] in "+-":
+            i += 1
+        if i == end:
+            return i, False
+        if text[i] not in _DIGITS:
+            return _BAD, False
+        i = _scan_digits(text, i)
+    return i, True
+
+
+def _scan_literal(text: str, pos: int) -> int:
+    """Scan ``true`` / ``false`` / ``null`` starting at ``pos``."""
+    word = _LITERALS[text[pos]]
+    available = text[pos : pos + len(word)]
+    if not word.startswith(available):
+        return _BAD
+    if len(available) < len(word):
+        return _EOF
+    return pos + len(word)
+
+
+def classify_json_text(text: str) -> JsonTextClass:
+    """Classify ``text`` as one complete JSON value, an incomplete prefix of one, or invalid.
+
+    See the module docstring for the exact contract. The scan is iterative (an explicit stack
+    of open containers), so deep nesting cannot exhaust the Python stack.
+    """
+    return _Scanner(text).run()
+
+
+class _Scanner:
+    """One pass over ``text``: the position, the open containers and what may come next.
+
+    ``expect`` is what the grammar allows at the next non-whitespace character:
+
+    * ``"value"``      a value (start of text, after ``:`` or after ``,`` in an array)
+    * ``"value_or_]"`` a value or ``]`` (right after ``[``)
+    * ``"key_or_}"``   a key string or ``}`` (right after ``{``)
+    * ``"key"``        a key string (after ``,`` in an object: ``}`` here is a trailing comma)
+    * ``"colon"``      ``:`` after a key
+    * ``"after"``      ``,`` or the closer of the innermost container, or only whitespace at top
+
+    Each step consumes one token and returns ``None`` to go on, or the final verdict.
+    """
+
+    __slots__ = ("end", "expect", "i", "stack", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.end = len(text)
+        self.stack: list[str] = []  # open containers: "{" or "["
+        self.expect = "value"
+        self.i = 0
+
+    def run(self) -> JsonTextClass:
+        text, end = self.text, self.end
+        while True:
+            i = self.i
+            while i < end and text[i] in _WHITESPACE:
+                i += 1
+            self.i = i
+            if i == end:
+                if self.expect == "after" and not self.stack:
+                    return "complete"
+                return "incomplete-prefix"
+            char = text[i]
+            if self.expect == "after":
+                verdict = self._after_value(char)
+            elif self.expect == "colon":
+                verdict = self._colon(char)
+            elif self.expect in ("key", "key_or_}"):
+                verdict = self._key(char)
+            else:
+                verdict = self._value(char)
+            if verdict is not None:
+                return verdict
+
+    def _after_value(self, char: str) -> JsonTextClass | None:
+        stack = self.stack
+        if not stack:
+            return "invalid"  # trailing garbage after a complete value
+        closer = "}" if stack[-1] == "{" else "]"
+        if char == closer:
+            stack.pop()
+        elif char == ",":
+            self.expect = "key" if stack[-1] == "{" else "value"
+        else:
+            return "invalid"
+        self.i += 1
+        return None
+
+    def _colon(self, char: str) -> JsonTextClass | None:
+        if char != ":":
+            return "invalid"
+        self.expect = "value"
+        self.i += 1
+        return None
+
+    def _key(self, char: str) -> JsonTextClass | None:
+        if char == "}" and self.expect == "key_or_}":
+            self.stack.pop()
+            self.expect = "after"
+            self.i += 1
+            return None
+        if char != '"':
+            return "invalid"  # includes "}" after "," (trailing comma)
+        return self._scalar_end(_scan_string(self.text, self.i), then="colon")
+
+    def _value(self, char: str) -> JsonTextClass | None:
+        if char == "]" and self.expect == "value_or_]":
+            self.stack.pop()
+            self.expect = "after"
+            self.i += 1
+            return None
+        if char in "{[":
+            if len(self.stack) >= MAX_DEPTH:
+                return "invalid"
+            self.stack.append(char)
+            self.expect = "key_or_}" if char == "{" else "value_or_]"
+            self.i += 1
+            return None
+        if char == '"':
+            nxt = _scan_string(self.text, self.i)
+        elif char in _LITERALS:
+            nxt = _scan_literal(self.text, self.i)
+        elif char == "-" or char in _DIGITS:
+            nxt, finished = _scan_number(self.text, self.i)
+            if nxt != _BAD and not finished:
+                return "incomplete-prefix"
+        else:
+            return "invalid"  # includes "]" / "}" / "," where a value is required
+        return self._scalar_end(nxt, then="after")
+
+    def _scalar_end(self, nxt: int, *, then: str) -> JsonTextClass | None:
+        """Move past a scanned string, literal or number, or report why the scan stopped."""
+        if nxt == _BAD:
+            return "invalid"
+        if nxt == _EOF:
+            return "incomplete-prefix"
+        self.expect = then
+        self.i = nxt
+        return None
+
+
+# === rows: the torn-row read and append rules of one ledger file ==================================
+
+_BLANK = b" \t\r"  # JSON whitespace other than the "\n" line separator
+
+
+#: Strict JSON with JavaScript number semantics; one parser for every reader of ledger bytes.
+strict_json_loads = loads_js
+
+
+def classify_tail_bytes(raw: bytes) -> JsonTextClass:
+    """Classify the raw bytes of an unterminated last row.
+
+    A tear can split a multi-byte UTF-8 character. The undecodable *trailing* bytes are then
+    stood in for by a placeholder non-ASCII character: every non-ASCII character is valid in
+    exactly the same places (inside strings), so the answer is the one the completed character
+    would give. Invalid UTF-8 anywhere else is ``invalid``.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    try:
+        text = decoder.decode(raw, final=False)
+    except UnicodeDecodeError:
+        return "invalid"
+    pending, _ = decoder.getstate()
+    return classify_json_text(text + "\ufffd" if pending else text)
+
+
+def identity_mismatch(header: RunHeader, event: RuntimeEvent) -> str | None:
+    """Why ``event`` does not belong to the run of ``header`` (None when it does)."""
+    pairs = [
+        ("sessionId", event.session_id, header.session_id),
+        ("runId", event.run_id, header.run_id),
+        ("turnId", event.turn_id, header.turn_id),
+    ]
+    if header.invocation_id is not None:
+        pairs.append(("invocationId", event.invocation_id, header.invocation_id))
+    for key, got, expected in pairs:
+        if got != expected:
+            return f"{key} {got!r} does not match the run header ({expected!r})"
+    return None
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scan:
+    """A decoded ledger file: its committed events and where the next row must go."""
+
+    events: list[RuntimeEvent] = field(default_factory=list)
+    by_id: dict[str, tuple[int, RuntimeEvent]] = field(default_factory=dict)  # id -> (line, event)
+    torn_start: int | None = None  # byte offset of a tolerated torn last row
+
+
+def _line_error(run_id: str, line: int, reason: str) -> JsonlLedgerError:
+    return JsonlLedgerError(
+        f"Invalid RuntimeEvent JSONL line {line} for run {run_id}: {reason}",
+        line=line,
+        detail={"runId": run_id, "reason": reason},
+    )
+
+
+def scan_ledger(data: bytes, header: RunHeader) -> _Scan:
+    """Apply the torn-row READ rule (docs/reference/ledger.md#torn-rows) to the bytes of one
+    ledger file."""
+    run_id = header.run_id
+    segments = data.split(b"\n")
+    ends_with_newline = data.endswith(b"\n")
+    last_nonblank = max((i for i, s in enumerate(segments) if s.strip(_BLANK)), default=-1)
+    scan = _Scan()
+    offset = 0
+    for index, raw in enumerate(segments):
+        start, offset = offset, offset + len(raw) + 1
+        if not raw.strip(_BLANK):
+            continue
+        line = index + 1
+        try:
+            value = strict_json_loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError) as exc:  # incl. UnicodeDecodeError, JSONDecodeError
+            if (
+                index == last_nonblank
+                and not ends_with_newline
+                and classify_tail_bytes(raw) == "incomplete-prefix"
+            ):
+                scan.torn_start = start
+                break
+            raise _line_error(run_id, line, f"not strict JSON ({exc})") from None
+        try:
+            event = RuntimeEvent.model_validate(value)
+        except InvalidRuntimeEventError as exc:
+            raise _line_error(run_id, line, str(exc)) from None
+        mismatch = identity_mismatch(header, event)
+        if mismatch is not None:
+            raise _line_error(run_id, line, mismatch)
+        first = scan.by_id.get(event.id)
+        if first is not None:
+            raise _line_error(run_id, line, f"duplicate event id {event.id!r} (line {first[0]})")
+        scan.by_id[event.id] = (line, event)
+        scan.events.append(event)
+    return scan
+
+
+# --- appending -------------------------------------------------------------------------------
+
+
+def append_row(fd: int, header: RunHeader, event: RuntimeEvent) -> bool:
+    """The append rule (docs/reference/ledger.md#torn-rows) on the locked ledger file: repair the
+    tail, then write."""
+    row = (canonical_json(event) + "\n").encode("utf-8")
+    data = read_all(fd)
+    tail_start = data.rfind(b"\n") + 1
+    unterminated = tail_start < len(data)
+    tail_class = classify_tail_bytes(data[tail_start:]) if unterminated else None
+    if tail_class == "invalid":
+        raise JsonlLedgerError(
+            f"run {header.run_id}: the unterminated last row is neither complete JSON "
+            "nor a torn prefix; refusing to append after it",
+            code="torn_tail_invalid",
+            detail={"offset": tail_start},
+        )
+    scan = scan_ledger(data, header)
+    stored = scan.by_id.get(event.id)
+    if stored is not None:
+        line, previous = stored
+        if canonical_json(previous) != canonical_json(event):
+            raise JsonlLedgerError(
+                f"RuntimeEvent {event.id!r} already stored on line {line} of run "
+                f"{header.run_id} with different content",
+                line=line,
+                code="event_id_conflict",
+            )
+        os.fsync(fd)
+        return False
+    if scan.torn_start is not None or tail_class == "incomplete-prefix":
+        cut = scan.torn_start if scan.torn_start is not None else tail_start
+        os.ftruncate(fd, cut)
+        os.fsync(fd)
+    elif tail_class == "complete":
+        row = b"\n" + row
+    write_all(fd, row)
+    os.fsync(fd)
+    return True
+
+
+# === the ledger layout under a root ===============================================================
 
 RUN_HEADER_FILE = "run.json"
 RUNTIME_EVENTS_FILE = "runtime-events.jsonl"
@@ -375,3 +786,48 @@ class JsonlLedger:
             replace_file(
                 directory, RUN_HEADER_FILE, header_bytes, _rel(parts, RUN_HEADER_FILE), _refuse
             )
+
+
+# === import into the event store, export back =====================================================
+
+
+class LedgerIo(Protocol):
+    """The ledger commands and reads import and export use (``RuntimeApplication`` has them)."""
+
+    def import_run(
+        self,
+        header: RunHeader | Mapping[str, Any],
+        events: Sequence[RuntimeEvent | Mapping[str, Any]],
+    ) -> AppendResult: ...
+
+    def get_run_header(self, run_id: str) -> RunHeader: ...
+
+    def read_run_events(self, run_id: str) -> list[RuntimeEvent]: ...
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    runs: int
+    appended: int
+    retried: int
+
+
+def import_jsonl_ledgers(app: LedgerIo, ledger: JsonlLedger) -> ImportReport:
+    """Import every run found under the ledger root (sorted order). Each run is one save; a run
+    that fails its gates raises and the runs after it are not imported. A symlink in the layout
+    is refused while listing, before any run is imported."""
+    runs = appended = retried = 0
+    for session_id, run_id in ledger.list_runs():
+        header = ledger.read_header(session_id, run_id)
+        events = ledger.read_events(session_id, run_id)
+        result = app.import_run(header, events)
+        runs += 1
+        appended += result.appended
+        retried += result.retried
+    return ImportReport(runs, appended, retried)
+
+
+def export_jsonl_run(app: LedgerIo, ledger: JsonlLedger, run_id: str) -> None:
+    """Write one run's header and committed ledger in the reference JSONL layout."""
+    header = app.get_run_header(run_id)
+    ledger.export_run(header.session_id, run_id, header, app.read_run_events(run_id))

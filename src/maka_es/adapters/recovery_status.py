@@ -40,8 +40,7 @@ from uuid import UUID
 from eventsourcing.popo import POPORecorder
 from eventsourcing.sqlite import SQLiteRecorder
 
-from maka_es.adapters.sqlite import sqlite_path_from_dbname
-from maka_es.adapters.sqlite_faults import typed_store_faults
+from maka_es.adapters.sqlite import sqlite_path_from_dbname, typed_store_faults
 from maka_es.errors import RecoveryStatusUnsupportedError
 from maka_es.recovery.status_store import (
     InMemoryRecoveryStatusBackend,
@@ -452,7 +451,7 @@ class PostgresRecoveryStatusBackend(_SqlBackend):
 
     @contextmanager
     def _faults(self) -> Iterator[None]:
-        from maka_es.adapters.postgres_faults import typed_pg_faults
+        from maka_es.adapters.postgres import typed_pg_faults
 
         with self._lock, typed_pg_faults(self._where, secret=self._secret):
             yield

@@ -1,4 +1,5 @@
-"""SQLite persistence for eventsourcing, with maka_es durability (PostgreSQL: ``postgres``).
+"""The SQLite store: eventsourcing's SQLite persistence with maka_es durability, its faults
+typed, its file and write-ahead log pinned, and the fast writer of a command's facts.
 
 Why a factory of our own: eventsourcing's SQLite module switches file databases to WAL but
 leaves ``synchronous`` at the build default. maka_es promises that a commit that returned
@@ -9,28 +10,72 @@ Two more promises live here, at the one place every read and write passes (the d
 ``transaction()``):
 
 * store faults are the library's typed errors (``StoreUnavailableError`` and its subclasses,
-  see ``maka_es.adapters.sqlite_faults``), never raw ``sqlite3`` or eventsourcing errors;
+  see *Faults* below), never raw ``sqlite3`` or eventsourcing errors;
 * a write is acknowledged only while the path still names the file the store opened, and its
   ``-wal`` the log the store's connections opened: a database or a WAL deleted or replaced
   under a live application would otherwise take commits into an unlinked inode and lose them
-  (ADR 0014; the WAL side is ``maka_es.adapters.sqlite_wal``).
+  (ADR 0014; the WAL side is *The write-ahead log* below).
 
 Select it with ``PERSISTENCE_MODULE=maka_es.adapters.sqlite`` and ``SQLITE_DBNAME=<file>``
-(the RuntimeApplication default).
+(the RuntimeApplication default). The module holds only this store's factory: eventsourcing
+finds the factory of a persistence module by looking for its one ``InfrastructureFactory``.
+
+**The write-ahead log** must stay the file its connections opened (ADR 0014). In WAL mode a
+commit is durable once its frames are in the ``-wal`` file, and they reach the database file
+only at the next checkpoint. SQLite writes to the WAL inode it opened, so after the ``-wal``
+alone is deleted (or another file is moved into its name) commits still "succeed" into an
+unlinked file, and a crash before the next checkpoint loses every commit since the last one,
+those acknowledged before the deletion included. SQLite does not notice; a connection opened
+afterwards even creates a fresh, empty WAL beside the live one. So the connection pool keeps a
+:class:`WalWatch`:
+
+* the first connection pins the WAL's ``(st_dev, st_ino)`` right after opening it (a read of
+  the schema version makes SQLite open it); while any connection of the pool stays open, the
+  WAL cannot legitimately change: SQLite deletes it only when the last connection to the
+  database, in any process, closes, and a checkpoint (``TRUNCATE`` too) keeps the inode;
+* a later connection is refused before it connects, and each write transaction immediately
+  before COMMIT, when the path no longer names that inode (``store_unavailable``, reason
+  ``store_wal_deleted`` / ``store_wal_replaced``);
+* after the refused transaction rolled back, its connection, which still holds the old WAL,
+  runs a ``FULL`` checkpoint: the commits acknowledged before the loss are copied into the
+  database file and fsynced, so none is lost by a later crash. ``detail["checkpointed"]`` says
+  whether that checkpoint finished (readers in other processes can keep it from finishing).
+
+When every connection of the pool has closed, the pin is forgotten: the next connection may
+meet a WAL that SQLite itself deleted and recreated. Read-only and in-memory stores have
+nothing to watch.
+
+**Faults** become the library's own errors, one translation for every SQLite access. Every
+read and write of the event store goes through the datastore's ``transaction()`` and every
+statement of the recovery-status read model through its own connection wrapper. Translating at
+those two choke points covers every public entry point above them (``RuntimeApplication``, the
+tool runtime, the planners, startup recovery) without a ``try``/``except`` in each method, and
+a new entry point is covered the day it is written. What is translated: raw ``sqlite3`` errors
+and eventsourcing's ``PersistenceError`` family, except ``IntegrityError`` (a lost race on the
+store's uniqueness: the application classifies it as a conflict). Errors that are already ours
+(``MakaError``) pass through unchanged. The reason is read from SQLite's own error code
+(``sqlite_errorname``), not from message text, except for a missing table, which SQLite
+reports as a generic ``SQLITE_ERROR``.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote
 from uuid import UUID
 
 from eventsourcing import sqlite as es_sqlite
-from eventsourcing.persistence import ConnectionPoolClosedError, StoredEvent
+from eventsourcing.persistence import (
+    ConnectionPoolClosedError,
+    IntegrityError,
+    PersistenceError,
+    StoredEvent,
+)
 from eventsourcing.sqlite import (
     SQLiteApplicationRecorder,
     SQLiteConnection,
@@ -40,9 +85,226 @@ from eventsourcing.sqlite import (
 )
 
 from maka_es import failpoints
-from maka_es.adapters.sqlite_faults import typed_store_faults
-from maka_es.adapters.sqlite_wal import FileIdentity, WalWatch, file_identity
-from maka_es.errors import StoreUnavailableError
+from maka_es.errors import (
+    MakaError,
+    StoreFileCorruptionError,
+    StorePathError,
+    StoreSchemaMissingError,
+    StoreUnavailableError,
+)
+
+# === the write-ahead log stays the file the pool opened ===========================================
+
+FileIdentity = tuple[int, int]
+
+
+def file_identity(path: str) -> FileIdentity | None:
+    """``(st_dev, st_ino)`` of the file at ``path``; ``None`` when nothing is there."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+class WalWatch:
+    """Pins the ``-wal`` of one pool's store file and checkpoints after losing it (module doc)."""
+
+    def __init__(self, db_path: str | None, *, read_only: bool) -> None:
+        self.db_path = db_path
+        self.path = None if db_path is None or read_only else f"{db_path}-wal"
+        self.identity: FileIdentity | None = None
+        self._holders: list[SQLiteConnection] = []
+        self._lock = threading.Lock()
+        #: The refusal whose connection has not run its rescue checkpoint yet.
+        self._pending: StoreUnavailableError | None = None
+
+    def before_connect(self) -> None:
+        """Called before a new pool connection connects: forget the pin when no connection of
+        the pool holds the WAL any more, else refuse a WAL that is no longer the pinned one
+        (connecting would open a fresh, empty one beside it)."""
+        with self._lock:
+            self._holders = [held for held in self._holders if not held.closed]
+            if not self._holders:
+                self.identity = None
+        self.verify()
+
+    def pin(self, connection: SQLiteConnection) -> None:
+        """Called with a freshly connected pool connection: make SQLite open the WAL, then pin
+        its identity (first holder) or check it is the pinned one."""
+        if self.path is None:
+            return
+        connection._sqlite_conn.execute("PRAGMA schema_version;").fetchone()
+        current = file_identity(self.path)
+        with self._lock:
+            if self.identity is None:
+                self.identity = current
+        self.verify()
+        with self._lock:
+            self._holders.append(connection)
+
+    def verify(self) -> None:
+        """Refuse (``store_unavailable``) unless the WAL path still names the pinned file."""
+        if self.path is None or self.identity is None:
+            return
+        current = file_identity(self.path)
+        if current == self.identity:
+            return
+        deleted = current is None
+        refusal = StoreUnavailableError(
+            f"the store's write-ahead log {self.path!r} was "
+            f"{'deleted' if deleted else 'replaced by another file'} after the store opened it: "
+            "the write was refused and nothing of it is durable; the commits acknowledged "
+            f"before it are checkpointed into {self.db_path!r} (see detail.checkpointed); "
+            "reopen the store",
+            detail={
+                "reason": "store_wal_deleted" if deleted else "store_wal_replaced",
+                "path": self.path,
+                "checkpointed": False,
+            },
+        )
+        with self._lock:
+            self._pending = refusal
+        raise refusal
+
+    def rescue(self, connection: SQLiteConnection) -> None:
+        """After a refusal: copy every acknowledged commit from the lost WAL (still open on
+        ``connection``) into the database file with a ``FULL`` checkpoint."""
+        with self._lock:
+            refusal, self._pending = self._pending, None
+        if refusal is None or connection.closed:
+            return
+        raw: sqlite3.Connection = connection._sqlite_conn
+        if raw.in_transaction:
+            raw.rollback()
+        try:
+            busy, frames, copied = raw.execute("PRAGMA wal_checkpoint(FULL);").fetchone()
+        except sqlite3.Error:
+            return
+        refusal.detail["checkpointed"] = busy == 0 and frames == copied
+
+
+# === faults: every SQLite error becomes a typed store fault =======================================
+
+#: SQLite primary error names → the ``reason`` a host reads in ``detail``.
+_REASONS: Final = {
+    "SQLITE_BUSY": "locked",
+    "SQLITE_LOCKED": "locked",
+    "SQLITE_FULL": "full",
+    "SQLITE_READONLY": "read_only",
+    "SQLITE_IOERR": "io_error",
+    "SQLITE_CANTOPEN": "cannot_open",
+    "SQLITE_CORRUPT": "corrupt",
+    "SQLITE_NOTADB": "not_a_database",
+    "SQLITE_PERM": "permission_denied",
+    "SQLITE_AUTH": "permission_denied",
+}
+
+
+#: Reasons that are a verdict about the file, not a passing fault.
+_CORRUPTION: Final = frozenset({"corrupt", "not_a_database"})
+#: Reasons the path itself may explain (a directory opened read-only is an I/O error).
+_PATH_REASONS: Final = frozenset({"cannot_open", "io_error"})
+
+
+def _sqlite_cause(exc: BaseException) -> sqlite3.Error | None:
+    """The ``sqlite3`` error behind ``exc`` (eventsourcing wraps it as ``__cause__``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, sqlite3.Error):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _error_name(cause: sqlite3.Error | None) -> str | None:
+    name = getattr(cause, "sqlite_errorname", None)
+    return name if isinstance(name, str) else None
+
+
+def _reason(exc: BaseException, error_name: str | None) -> str:
+    if isinstance(exc, ConnectionPoolClosedError):
+        return "closed"
+    if error_name is not None:
+        primary = "_".join(error_name.split("_")[:2])  # SQLITE_READONLY_DBMOVED → SQLITE_READONLY
+        if primary in _REASONS:
+            return _REASONS[primary]
+    text = str(exc).lower()
+    if "no such table" in text:
+        return "schema_missing"
+    if "closed database" in text:
+        return "closed"
+    return "error"
+
+
+def _path_problem(path: str, read_only: bool) -> str | None:
+    """Why nothing can be opened at ``path``, when the filesystem says so (else ``None``)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return "directory_missing"
+    if os.path.isdir(path):
+        return "is_a_directory"
+    if read_only and not os.path.exists(path):
+        return "file_missing"
+    return None
+
+
+def store_fault(
+    exc: BaseException, *, path: str | None, read_only: bool = False
+) -> StoreUnavailableError:
+    """The typed refusal for a store fault ``exc`` on the store at ``path``."""
+    cause = _sqlite_cause(exc)
+    error_name = _error_name(cause)
+    reason = _reason(exc, error_name)
+    detail: dict[str, str] = {"reason": reason, "errorClass": type(exc).__name__}
+    if error_name is not None:
+        detail["sqliteError"] = error_name
+    if path is not None:
+        detail["path"] = path
+    where = f" at {path!r}" if path is not None else ""
+    if reason == "schema_missing":
+        return StoreSchemaMissingError(
+            f"the SQLite database{where} has no maka_es tables ({exc}): a wrong path or a "
+            "foreign file, a store opened read-only before anything created its tables, or "
+            "tables dropped under the application; nothing was read or written",
+            detail=detail,
+        )
+    if reason in _CORRUPTION:
+        return StoreFileCorruptionError(
+            f"the store file{where} is damaged or not a SQLite database ({error_name}): "
+            f"{exc}; nothing was read or written",
+            detail=detail,
+        )
+    if reason in _PATH_REASONS and path is not None:
+        problem = _path_problem(path, read_only)
+        if problem is not None:
+            detail["reason"] = problem
+            return StorePathError(
+                f"cannot open or create a SQLite store at {path!r}: "
+                f"{problem.replace('_', ' ')} ({exc})",
+                detail=detail,
+            )
+    return StoreUnavailableError(
+        f"the store{where} is unavailable ({reason}): {type(exc).__name__}: {exc}",
+        detail=detail,
+    )
+
+
+@contextmanager
+def typed_store_faults(path: str | None, *, read_only: bool = False) -> Iterator[None]:
+    """Re-raise store faults raised inside the block as :class:`StoreUnavailableError` (or a
+    subclass). ``IntegrityError`` and the library's own errors pass through unchanged."""
+    try:
+        yield
+    except (MakaError, IntegrityError):
+        raise
+    except (sqlite3.Error, PersistenceError, ConnectionPoolClosedError) as exc:
+        raise store_fault(exc, path=path, read_only=read_only) from exc
+
+
+# === the durable datastore, its recorder and the factory ==========================================
 
 SYNCHRONOUS_FULL = 2
 

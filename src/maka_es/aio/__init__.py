@@ -68,11 +68,9 @@ from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import SessionInfo
-from maka_es.recovery.end_start_only import EndRunReport
-from maka_es.recovery.fork import ForkReport
-from maka_es.recovery.operator_actions import AttestationReport
-from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.operator_actions import AttestationReport, EndRunReport, ForkReport
 from maka_es.recovery.session_resume import ResumeResult
+from maka_es.recovery.startup import StartupRecoveryReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.tooljournal.tools import ToolResult

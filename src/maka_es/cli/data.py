@@ -16,9 +16,8 @@ from typing import Annotated
 
 import typer
 
-from maka_es.adapters.jsonl import JsonlLedger
-from maka_es.adapters.ledger_io import export_jsonl_run, import_jsonl_ledgers
-from maka_es.adapters.output_path import refuse_unusable_output
+from maka_es.adapters.confined_fs import refuse_unusable_output
+from maka_es.adapters.jsonl import JsonlLedger, export_jsonl_run, import_jsonl_ledgers
 from maka_es.app import RuntimeApplication
 from maka_es.cli.output import console, emit_json
 from maka_es.cli.root import JsonFlag, app, settings

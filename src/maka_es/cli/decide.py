@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from maka_es.adapters.local_host import LocalHostInspector
+from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.cli.output import EXIT_PARKED, console, emit_json
 from maka_es.cli.providers import (
     DEFAULT_PROVIDER,

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from maka_es import example_agent
-from maka_es.adapters.local_host import LocalHostInspector
+from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.app import RuntimeApplication
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}

@@ -21,7 +21,7 @@ from maka_es.cli.output import EXIT_ERROR, console, emit_json, err_console
 from maka_es.cli.providers import DEFAULT_PROVIDER, load_provider, load_tools, outcome_document
 from maka_es.cli.root import JsonFlag, ToolsFactoryOption, app, settings
 from maka_es.cli.store import open_store
-from maka_es.recovery.report import LEFT_KINDS
+from maka_es.recovery.startup import LEFT_KINDS
 
 
 def _login_name() -> str:

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from maka_es.adapters.local_host import LocalHostInspector
+from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.cli.output import console
 from maka_es.cli.providers import host_tool_names, load_tools
 from maka_es.cli.root import ToolNamesOption, ToolsFactoryOption, app, settings

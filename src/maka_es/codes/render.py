@@ -136,7 +136,7 @@ def exception_classes() -> tuple[type[BaseException], ...]:
         for value in vars(errors).values()
         if isinstance(value, type)
         and issubclass(value, BaseException)
-        and value.__module__.startswith(errors.__name__ + ".")
+        and value.__module__ == errors.__name__
     )
 
 

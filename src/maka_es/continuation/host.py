@@ -11,7 +11,7 @@ caller parks (``safety_observation_unavailable`` / ``workspace_identity_missing`
 * :class:`HostObservation` - the exact fact shape (camelCase keys, ``null`` when absent).
 * :class:`HostInspector` - the protocol planners depend on.
 * :class:`BackgroundOperationRegistry` - where a host records operations that outlive a turn.
-* ``maka_es.adapters.local_host.LocalHostInspector`` - facts from this process: workspace
+* ``maka_es.adapters.workspace.LocalHostInspector`` - facts from this process: workspace
   marker, registry, tools.
 * :class:`StaticHostInspector` - for hosts (and tests) that already hold the facts.
 """

@@ -1,4 +1,5 @@
-"""Startup recovery: make every interrupted run terminal, and say what was done.
+"""Startup recovery: make every interrupted run terminal, and say what was done (the report, its
+repairs, and the steps: tool settlement, ownership, the start-only rule).
 
 The rules: docs/reference/continuation.md#startup-recovery; the decision: ADR 0012.
 
@@ -20,12 +21,12 @@ in this host. What it may repair, and what it must leave alone:
   called by recovery. A repair interrupted after its start is finished with the same terminal;
 * a continuation or fork started by runtime admission that holds nothing but its start: the
   recovered terminal ``run_interrupted`` (``start_only_ended``) once its owner is gone, else
-  left alone (``left_live_start``); the rule: ``recovery.start_only``, ADR 0035. One whose
+  left alone (``left_live_start``); the rule: *The start-only rule* below, ADR 0035. One whose
   agent loop committed more than its start (a model turn, a tool call) is recovered like any
   agent run: tools settled first, then the recovered terminal (ADR 0020).
 
 Before any of that seals a run, the tool catalogue settles what it can prove, for every run
-about to be ended (``recovery.tool_settlement``; ADR 0019): a run whose unsettled operation the
+about to be ended (*Tool settlement* below; ADR 0019): a run whose unsettled operation the
 catalogue could not settle but a recovery with the right tool could is left unsealed
 (``left_unreconciled``, naming the operation, the tool and why). Sealing it would make a landed
 write unreconcilable for good. A run whose interrupted call only an operator can settle
@@ -34,16 +35,74 @@ can still attest it after any number of restarts.
 
 Several hosts may share one store, and a live host may sweep periodically: a run this
 application instance holds is left alone, another host's run under a live lease too, one whose
-owner's lease expired is taken over first (``recovery.ownership``; ADR 0021).
+owner's lease expired is taken over first (*Ownership* below; ADR 0021).
 
 Every repair uses deterministic ids, so a recovery interrupted by another crash converges when
 it runs again, and running it twice changes nothing.
+
+**The report**: one ``Repair`` per run or claim recovery touched, in a
+``StartupRecoveryReport``. The ids recovery writes are derived once, deterministically
+(``repair_id``, ``recovered_terminal_id``), so a repair that a crash interrupted converges to
+the same facts (docs/reference/continuation.md#claim-repair).
+
+**Tool settlement**, the first step, run before anything is sealed (ADR 0019): a recovered
+terminal seals its run, and a sealed run accepts no recovery bundle and no T2 any more. A
+``Write`` that landed before the crash can then never be settled from what the file shows, and
+every continuation of the run parks for good. So, for every run recovery is about to end:
+
+1. when the run has operations with T1 and no T2, the application's
+   :class:`~maka_es.tooljournal.runtime.ToolRuntime` recovers them (reconcile, or re-execute an
+   idempotent / replay-safe tool with the same operation id;
+   docs/reference/continuation.md#tool-settlement);
+2. what is still unsettled is then sorted: an operation whose recorded recovery mode is one that
+   recovery settles by itself (``reconcile``, ``idempotent``, ``replay_safe``) but which this
+   recovery could not settle (its tool is not in the catalogue, the catalogue's tool has another
+   recovery mode than the one recorded at T1, or the tool runtime failed on the run) *holds* the
+   run: it is not sealed, and the report says which operation, which tool and why. A later
+   recovery with the right catalogue settles it. Every other unsettled operation
+   (``never_auto_retry``, ``outcome_unknown``, ``reattach``) stays indeterminate and holds the
+   run *awaiting the operator*: only an operator can decide those, and a sealed run could no
+   longer take the attested outcome (ADR 0019 and ADR 0022, amendments of 2026-12-01). Once
+   attested, the attestation finishes the run's recovery.
+
+A store fault while settling is raised: no run has been sealed at that point, so nothing is
+lost, and the next start repeats the whole recovery.
+
+**Ownership**: which runs a recovering host may repair, when several hosts share one store
+(docs/reference/continuation.md#run-ownership, ADR 0021). Ending a run is a write, and a write
+to a run another host owns under a live lease would end that host's live run. So recovery sorts
+its candidates first: a run owned by another host whose lease is live is left alone
+(``left_live_owner``); one whose owner's lease expired is taken over (``owner_taken_over``: one
+save at the run's next version, the store picks one winner between two recovering hosts)
+before recovery writes anything to it (a recovered terminal, or a lagging header made to follow
+its terminal event: the former owner's late header write is then fenced, not raced), unless
+this host's own heartbeat just waited on a locked store: the owner's lease may have lapsed
+only because nobody could write, so the takeover waits for a later sweep (``left_live_owner``
+with ``deferred: store_was_locked``); this
+host's own runs of its previous incarnation and ownerless runs are kept as they are. A run
+this application instance holds (created or took over, at the run's current epoch) is its own
+live run, whichever thread is running it: it is left alone (``left_own_live_run``), so a live
+host may call ``recover()`` periodically to sweep for dead hosts' runs. A run recovery would
+not write to is never taken over.
+
+**The start-only rule**: when a continuation that committed nothing but its start may be ended
+(ADR 0035; docs/reference/continuation.md#ledger-repair). Such a run (a continuation or an
+operator's fork killed before or during its first model call) has no fact that says whether
+its provider is still running. The reference therefore leaves it alone for good. maka_es
+records who owns a run (ADR 0021): once recovery's ownership step has run, a run that is this
+host's own is the run of a previous process of this host, or one just taken over from a host
+whose lease expired (whose late writes are fenced). Its owner is gone, so recovery ends it. A
+run without a recorded owner has no such proof and keeps the reference's rule, as does every
+run when the host asks for it (``end_start_only_continuations=False``). A claim-repair start is
+recovery's own write and is always finished (docs/reference/continuation.md#claim-repair).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from maka_es import failpoints
 from maka_es.continuation.claims import (
@@ -53,24 +112,17 @@ from maka_es.continuation.claims import (
     SourceBoundary,
     continuation_header,
     continuation_start_event,
+    is_continuation_start,
 )
+from maka_es.errors import MakaError
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.ports import is_store_fault
 from maka_es.ledger.run import Run
-from maka_es.recovery.ownership import sort_by_owner
+from maka_es.ledger.service import Ledger
 from maka_es.recovery.reason import recovery_reason_newest_first
-from maka_es.recovery.report import (
-    Repair,
-    StartupRecoveryReport,
-    recovered_terminal_id,
-    repair_id,
-)
-from maka_es.recovery.start_only import (
-    is_bare_continuation_start,
-    may_end_bare_start,
-    owner_is_gone,
-    start_fact,
-)
-from maka_es.recovery.tool_settlement import ToolSettlement, settle_run_tools
-from maka_es.tooljournal.runtime import ToolRuntime
+from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
+from maka_es.wire.actions import ContinuationStartV2
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import (
     ContinuationSourceV2,
@@ -80,6 +132,270 @@ from maka_es.wire.run_header import (
     terminal_failure_class,
     terminal_header_patch,
 )
+
+# === the report and its deterministic ids =========================================================
+
+RepairKind = Literal[
+    "header_repaired",
+    "terminal_recovered",
+    "claim_repaired",
+    "start_only_ended",
+    "left_live_start",
+    "left_ambiguous",
+    "left_claim_conflict",
+    "tools_recovered",
+    "left_unreconciled",
+    "left_awaiting_operator",
+    "left_live_owner",
+    "left_own_live_run",
+    "owner_taken_over",
+]
+
+#: Repair kinds that report a run left as it was (nothing written for it).
+LEFT_KINDS = frozenset(
+    {"left_live_start", "left_ambiguous", "left_claim_conflict", "left_unreconciled"}
+    | {"left_live_owner", "left_awaiting_operator", "left_own_live_run"}
+)
+
+
+@dataclass(frozen=True)
+class Repair:
+    run_id: str
+    kind: RepairKind
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StartupRecoveryReport:
+    """What ``recover()`` did, one :class:`Repair` per change or deliberate non-change, in the
+    order it made them: the host logs it and needs nothing else to decide."""
+
+    repairs: tuple[Repair, ...]
+
+    @property
+    def changed_anything(self) -> bool:
+        return any(r.kind not in LEFT_KINDS for r in self.repairs)
+
+
+def repair_id(kind: str, claim_id: str) -> str:
+    """Deterministic repair ids ``continuation-repair-<kind>-<32 hex>``
+    (docs/reference/continuation.md#claim-repair)."""
+    digest = hashlib.sha256(f"maka.continuation-repair.{kind}.v1\0{claim_id}".encode()).hexdigest()
+    return f"continuation-repair-{kind}-{digest[:32]}"
+
+
+def recovered_terminal_id(run_id: str) -> str:
+    """The deterministic id of the terminal recovery writes for a run (one per run, ever)."""
+    return f"{run_id}-recovered-terminal"
+
+
+# === tool settlement: the catalogue settles what it can, before any seal ==========================
+
+#: Recovery modes recovery settles by itself when it has the tool (docs/reference/tool-journal.md).
+SELF_SETTLING_MODES: Final = frozenset({"reconcile", "idempotent", "replay_safe"})
+
+#: Why an unsettled operation holds its run unsealed (``left_unreconciled`` detail ``reason``).
+TOOL_NOT_IN_CATALOGUE: Final = "tool_not_in_catalogue"
+RECOVERY_MODE_CHANGED: Final = "recovery_mode_changed"
+TOOL_RECOVERY_FAILED: Final = "tool_recovery_failed"
+
+
+@dataclass(frozen=True)
+class ToolSettlement:
+    """What settling one run's tool operations did, and what holds the run unsealed."""
+
+    run_id: str
+    #: What the tool runtime wrote (completed, parked or re-executed operations).
+    settled: tuple[RecoveryAction, ...]
+    #: ``{operationId, toolName, recoveryMode, reason}`` of each operation that holds the run.
+    held: tuple[dict[str, Any], ...]
+    #: The stable name of the tool runtime's failure on this run, if it failed.
+    error_class: str | None = None
+    #: ``{operationId, toolName, recoveryMode}`` of each operation only an operator can settle.
+    awaiting_operator: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def holds_run(self) -> bool:
+        return bool(self.held or self.awaiting_operator)
+
+
+def unsettled_operations(ledger: Ledger, run_id: str) -> list[ToolOperationState]:
+    """Operations of ``run_id`` with T1 and neither T2 nor a recovery decision."""
+    return [op for op in ledger.load_run(run_id).tool_operations if op.is_unsettled]
+
+
+def settle_run_tools(
+    ledger: Ledger, tool_runtime: ToolRuntime | None, run_id: str
+) -> ToolSettlement | None:
+    """Settle ``run_id``'s unsettled operations with ``tool_runtime`` (``None``: an empty
+    catalogue), then say which of the rest hold the run. ``None``: nothing was unsettled."""
+    if not unsettled_operations(ledger, run_id):
+        return None
+    settled: tuple[RecoveryAction, ...] = ()
+    error_class: str | None = None
+    if tool_runtime is not None:
+        try:
+            report = tool_runtime.recover(run_id, call_events=_call_events(ledger, run_id))
+        except Exception as exc:
+            if is_store_fault(exc):
+                raise  # nothing is sealed yet: the next start repeats the whole recovery
+            error_class = exc.code if isinstance(exc, MakaError) else type(exc).__name__
+        else:
+            settled = tuple(a for a in report.actions if a.action != "left_indeterminate")
+    catalogue = tool_runtime.tools if tool_runtime is not None else {}
+    held, awaiting = [], []
+    for operation in unsettled_operations(ledger, run_id):
+        named = {
+            "operationId": operation.operation_id,
+            "toolName": operation.tool_name,
+            "recoveryMode": operation.recovery_mode,
+        }
+        if operation.recovery_mode not in SELF_SETTLING_MODES:
+            awaiting.append(named)
+            continue
+        reason = _hold_reason(operation, catalogue, error_class)
+        if reason is not None:
+            held.append({**named, "reason": reason})
+    return ToolSettlement(run_id, settled, tuple(held), error_class, tuple(awaiting))
+
+
+def _call_events(ledger: Ledger, run_id: str) -> dict[str, RuntimeEvent]:
+    """The call events of ``run_id``'s unsettled operations, read from the run's last event
+    back and only as far as the oldest of them: an interrupted call is near the end, and a run
+    restored from a snapshot is not read whole (ADR 0012, ADR 0032). The last event with an id
+    wins, as in a map of every event."""
+    wanted = {op.call_event_id for op in unsettled_operations(ledger, run_id)}
+    wanted.discard(None)
+    found: dict[str, RuntimeEvent] = {}
+    if not wanted:
+        return found
+    for event in ledger.load_run(run_id).events_newest_first():
+        if event.id in wanted:
+            found[event.id] = event
+            wanted.discard(event.id)
+            if not wanted:
+                break
+    return found
+
+
+def _hold_reason(
+    operation: ToolOperationState, catalogue: dict[str, Any], error_class: str | None
+) -> str | None:
+    """Why ``operation`` (of a self-settling mode) keeps its run unsealed; ``None`` when the
+    tool runtime settled all it could and sealing loses nothing."""
+    tool = catalogue.get(operation.tool_name)
+    if tool is None:
+        return TOOL_NOT_IN_CATALOGUE
+    if tool.recovery_mode != operation.recovery_mode:
+        return RECOVERY_MODE_CHANGED
+    if error_class is not None:
+        return TOOL_RECOVERY_FAILED
+    return None
+
+
+# === ownership: which runs this host may repair ===================================================
+
+OwnershipKind = Literal["left_live_owner", "left_own_live_run", "owner_taken_over"]
+
+
+@dataclass
+class OwnerSorting:
+    """Runs recovery may repair (``kept``) and the report lines of the ownership step."""
+
+    kept: list[str] = field(default_factory=list)
+    report: list[tuple[str, OwnershipKind, dict[str, Any]]] = field(default_factory=list)
+
+
+def header_lags(run: Run) -> bool:
+    """Whether recovery would repair the run's header from its terminal event, or give a
+    terminal header its missing terminal event (docs/reference/continuation.md#ledger-repair)."""
+    terminal = run.terminal_event
+    if terminal is None:
+        return run.header.is_terminal
+    return not header_matches_terminal(run.header, terminal)
+
+
+def sort_by_owner(
+    ledger: Ledger, run_ids: list[str], would_end: Callable[[str], bool]
+) -> OwnerSorting:
+    """Sort ``run_ids`` by owner (see module docstring); ``would_end``: whether recovery
+    would append a terminal to the run. Only runs recovery writes to are taken over."""
+    ownership = ledger.ownership
+    sorting = OwnerSorting()
+    if ownership is None:
+        sorting.kept.extend(run_ids)
+        return sorting
+    for run_id in run_ids:
+        run = ledger.load_run(run_id)
+        verdict = ownership.verdict(run)
+        if verdict == "held":
+            owner = run.owner
+            assert owner is not None
+            detail = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
+            sorting.report.append((run_id, "left_own_live_run", detail))
+            continue
+        if verdict == "expired" and (header_lags(run) or would_end(run_id)):
+            previous = run.owner
+            if ownership.take_over(run_id):
+                owner = ledger.load_run(run_id).owner
+                assert previous is not None
+                assert owner is not None
+                detail = {"previousHostId": previous.host_id, "epoch": owner.epoch}
+                sorting.report.append((run_id, "owner_taken_over", detail))
+                sorting.kept.append(run_id)
+                continue
+            run = ledger.load_run(run_id)  # another host took it over first, or deferred
+        elif verdict != "live":
+            sorting.kept.append(run_id)
+            continue
+        owner = run.owner
+        assert owner is not None
+        left: dict[str, Any] = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
+        if verdict == "expired" and ownership.store_waited_recently():
+            left["deferred"] = "store_was_locked"
+        sorting.report.append((run_id, "left_live_owner", left))
+    return sorting
+
+
+# === the start-only rule ==========================================================================
+
+
+def is_bare_continuation_start(header: RunHeader, events: Sequence[RuntimeEvent]) -> bool:
+    """A continuation run that holds its start fact and nothing else: no provider turn of its
+    agent loop was committed (docs/reference/continuation.md#ledger-repair). Only such a run
+    is left to the start-only rule; one that went further is recovered like any interrupted
+    run (ADR 0020)."""
+    return (
+        header.continuation_source is not None
+        and len(events) == 1
+        and is_continuation_start(events[0])
+    )
+
+
+def start_fact(run: Run) -> ContinuationStartV2 | None:
+    """The V2 start fact of a bare start (``None``: the Original P1 form)."""
+    actions = run.events[0].actions
+    return actions.continuation_start if actions is not None else None
+
+
+def may_end_bare_start(run: Run, *, end_start_only_continuations: bool) -> bool:
+    """Whether recovery ends this bare start once its owner is gone: a claim-repair start
+    always; a runtime-admission one under the start-only rule, when an owner is recorded."""
+    start = start_fact(run)
+    if start is not None and start.provenance == "claim_repair":
+        return True
+    return end_start_only_continuations and run.owner is not None
+
+
+def owner_is_gone(ownership: HostLeases | None, run: Run) -> bool:
+    """Whether ``run``'s owner is proven gone, asked after the ownership step (which leaves
+    other hosts' live runs and the runs this instance is running alone, and takes over expired
+    ones): the run is this host's previous incarnation's, or this recovery just took it over
+    from an expired owner (both ``own``: a run recovery took over is no live turn)."""
+    return ownership is not None and ownership.verdict(run) == "own"
+
+
+# === startup recovery =============================================================================
 
 ABANDONED = "continuation_abandoned_before_provider_dispatch"
 APP_RESTARTED = "app_restarted"
@@ -174,7 +490,7 @@ class StartupRecovery:
     def _would_end(self, run_id: str) -> bool:
         """Whether :meth:`_repair_run` would append a terminal to ``run_id`` once its owner is
         gone: no terminal event, not sealed by a claim; a bare continuation start only under
-        its rule (``recovery.start_only``). The ownership step takes over an expired owner's
+        its rule (the start-only rule above). The ownership step takes over an expired owner's
         run only when this says yes, and tools are settled first."""
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:

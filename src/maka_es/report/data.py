@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.plan import ContinuationPlan
-from maka_es.recovery.fork import ForkReport
+from maka_es.recovery.operator_actions import ForkReport
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolver import Resolution

@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from maka_es.adapters.output_path import refuse_unusable_output
+from maka_es.adapters.confined_fs import refuse_unusable_output
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ReportOutputError
 from maka_es.report.read import read_run_report, read_session_report

@@ -15,7 +15,7 @@ from typing import TypeVar
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS
-from maka_es.recovery.fork import ForkReport
+from maka_es.recovery.operator_actions import ForkReport
 from maka_es.report.data import PlanFailure, ReportData, RunData
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 

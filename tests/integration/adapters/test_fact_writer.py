@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es import failpoints
-from maka_es.adapters.fact_writer import SqliteFactWriter
+from maka_es.adapters.fact_rows import SqliteFactWriter
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, StoreUnavailableError

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.workspace_marker import WORKSPACE_MARKER_FILE, resolve_workspace_identity
+from maka_es.adapters.workspace import WORKSPACE_MARKER_FILE, resolve_workspace_identity
 from maka_es.errors import WorkspaceIdentityError
 from maka_es.testing.hostile_fs import Outside, make_outside
 from tests.integration.adapters.test_workspace_marker import make_git_dir

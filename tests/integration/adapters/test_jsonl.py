@@ -18,11 +18,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.adapters.json_prefix import MAX_DEPTH, classify_json_text
 from maka_es.adapters.jsonl import (
+    MAX_DEPTH,
     RUN_HEADER_FILE,
     RUNTIME_EVENTS_FILE,
     JsonlLedger,
+    classify_json_text,
     classify_tail_bytes,
     strict_json_loads,
     validate_safe_id,

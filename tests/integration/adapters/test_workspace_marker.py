@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.workspace_marker import (
+from maka_es.adapters.workspace import (
     MAX_GIT_EXCLUDE_BYTES,
     MAX_WORKSPACE_MARKER_BYTES,
     WORKSPACE_IDENTITY_PREFIX,

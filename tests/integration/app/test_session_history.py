@@ -162,7 +162,9 @@ def test_a_fork_is_shown_the_history_of_the_turn_it_forks(store_url: str, cwd: P
         app.recover()
         app.open_session("s1")
         assert app.resume("s1", forked).status == "parked"
-        (op,) = [o.operation_id for o in app.tool_journal.tool_operations("r2") if o.tool_call_id == "c2"]
+        (op,) = [
+            o.operation_id for o in app.tool_journal.tool_operations("r2") if o.tool_call_id == "c2"
+        ]
         app.fork_run("r2", before_operation=op, actor="ops")
         assert app.resume("s1", forked).answer == "b was not looked up"
         app.run_turn("s1", P3, after, run_id="r3")

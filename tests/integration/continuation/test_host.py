@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from maka_es.adapters.local_host import LocalHostInspector
-from maka_es.adapters.workspace_marker import WORKSPACE_MARKER_FILE
+from maka_es.adapters.workspace import WORKSPACE_MARKER_FILE, LocalHostInspector
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import (
     BackgroundOperationRegistry,

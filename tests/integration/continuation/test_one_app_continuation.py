@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from maka_es import HostConfig
-from maka_es.adapters.local_host import LocalHostInspector
+from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider

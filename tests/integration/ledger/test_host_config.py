@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from maka_es import HostConfig
-from maka_es.adapters.workspace_marker import WORKSPACE_MARKER_FILE
+from maka_es.adapters.workspace import WORKSPACE_MARKER_FILE
 from maka_es.app import RuntimeApplication
 from maka_es.errors import (
     InvalidRunHeaderError,

@@ -16,7 +16,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError, RunSealedError
 from maka_es.ledger.ownership import RunOwner, decide_take_over
-from maka_es.recovery.report import recovered_terminal_id
+from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolResult
 

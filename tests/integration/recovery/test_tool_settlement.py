@@ -22,7 +22,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.errors import StoreUnavailableError
-from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.startup import StartupRecoveryReport
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
     ReconcileObservation,

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.jsonl import JsonlLedger
-from maka_es.adapters.ledger_io import export_jsonl_run, import_jsonl_ledgers
+from maka_es.adapters.jsonl import JsonlLedger, export_jsonl_run, import_jsonl_ledgers
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import JsonlLedgerError, MakaError

@@ -12,7 +12,7 @@ from eventsourcing.persistence import StoredEvent
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.adapters.mapper import FactMapper, JsonTranscoder
+from maka_es.adapters.fact_rows import FactMapper, JsonTranscoder
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 
