@@ -43,18 +43,18 @@ __all__ = [
     "WorkspaceCheckpointFact",
     "background_operation_gate",
     "checkpoint_restore_gate",
-    "composite_edges",
     "continuation_identity_reused_gate",
     "cwd_gate",
     "js_sorted",
     "ledger_empty_gate",
     "ledger_readable_gate",
-    "legacy_edges",
     "normalize_cwd",
     "pending_permission_gate",
-    "phase0_gate",
     "provider_boundary_gate",
-    "provider_head_gate",
+    "provider_history_start_gate",
+    "provider_item_edges",
+    "resume_plan_gate",
+    "runtime_context_edges",
     "runtime_identity_gate",
     "runtime_offset_gate",
     "terminal_boundary_consistent",
@@ -223,12 +223,12 @@ def _pending_permissions(events: Sequence[RuntimeEvent]) -> list[Diagnostic]:
     ]
 
 
-def phase0_gate(gates: GateVerdicts, legacy: ResumePlan) -> None:
-    """(a) legacy path: the Phase 0 verdict over the source ledger, its reasons first."""
-    gates.diagnostics.extend(legacy.diagnostics)
-    for reason in legacy.rejection_reasons:
+def resume_plan_gate(gates: GateVerdicts, resume_plan: ResumePlan) -> None:
+    """(a) single-run path: the Phase 0 verdict over the source ledger, its reasons first."""
+    gates.diagnostics.extend(resume_plan.diagnostics)
+    for reason in resume_plan.rejection_reasons:
         gates.reasons.setdefault(reason)
-    if legacy.disposition != "safe_replay" and not legacy.rejection_reasons:
+    if resume_plan.disposition != "safe_replay" and not resume_plan.rejection_reasons:
         gates.reasons.setdefault("dangling_tool_state")  # fail closed on a reasonless block
 
 
@@ -243,7 +243,7 @@ def pending_permission_gate(gates: GateVerdicts, events: Sequence[RuntimeEvent])
 def runtime_offset_gate(
     gates: GateVerdicts, expected_high_water: int | None, last_event_seq: int
 ) -> None:
-    """(c) composite path only (the legacy path checks it inside Phase 0)."""
+    """(c) lineage path only (the single-run path checks it inside Phase 0)."""
     if expected_high_water is not None and expected_high_water != last_event_seq:
         gates.park(
             "runtime_offset_mismatch",
@@ -432,7 +432,7 @@ class HistoryEdges(NamedTuple):
     last_id: str | None
 
 
-def legacy_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
+def runtime_context_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
     """The first/last model-visible event of the runtime context and its ledger role
     (``user``, ``model``, ``tool``, ``system``)."""
     first = next((event for event in runtime_context if event.is_model_visible), None)
@@ -445,7 +445,7 @@ def legacy_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
     )
 
 
-def composite_edges(replay: CompositeReplay) -> HistoryEdges:
+def provider_item_edges(replay: CompositeReplay) -> HistoryEdges:
     """The first/last provider item and its provider role (``user``, ``assistant``,
     ``system``, ``tool``)."""
     items = replay.provider_items
@@ -464,7 +464,7 @@ def _item_event_id(item: dict[str, JsonValue] | None) -> str | None:
     return event_id if isinstance(event_id, str) else None
 
 
-def provider_head_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
+def provider_history_start_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
     """(o) ``provider_resume_head_unsupported``: the history must start with the user."""
     if edges.first_role != "user":
         gates.park(

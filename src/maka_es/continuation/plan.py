@@ -55,18 +55,18 @@ from maka_es.continuation.gates import (
     WorkspaceCheckpointFact,
     background_operation_gate,
     checkpoint_restore_gate,
-    composite_edges,
     continuation_identity_reused_gate,
     cwd_gate,
     js_sorted,
     ledger_empty_gate,
     ledger_readable_gate,
-    legacy_edges,
     normalize_cwd,
     pending_permission_gate,
-    phase0_gate,
     provider_boundary_gate,
-    provider_head_gate,
+    provider_history_start_gate,
+    provider_item_edges,
+    resume_plan_gate,
+    runtime_context_edges,
     runtime_identity_gate,
     runtime_offset_gate,
     terminal_boundary_consistent,
@@ -158,8 +158,8 @@ class ContinuationBoundary(ReportModel):
     manifest_digest: str
 
 
-#: Fields only a composite (HEAD) plan has; a legacy plan omits them from its dump.
-_COMPOSITE_ONLY_FIELDS = (
+#: Fields only a lineage plan (``replay=`` given) has; a single-run plan omits them from its dump.
+_LINEAGE_ONLY_FIELDS = (
     "claim_id",
     "source_runtime_context",
     "boundary",
@@ -171,12 +171,12 @@ _COMPOSITE_ONLY_FIELDS = (
 class RuntimeContinuation(ReportModel):
     """Fresh target identity, the source boundary and the validated replay context.
 
-    A composite (HEAD) plan also carries what execution must find unchanged and what the claim
-    will record (docs/reference/continuation.md#plan): ``claimId`` (derived from the source
-    boundary, so every planner of one boundary names the same claim), ``boundary``,
-    ``providerReplayDigest``, ``providerProjectionVersion`` and, when there are ancestors,
-    ``sourceRuntimeContext`` (the source segment's own replay events). A legacy plan has none of
-    them and its dump omits the keys.
+    A lineage plan (``replay=`` given) also carries what execution must find unchanged and
+    what the claim will record (docs/reference/continuation.md#plan): ``claimId`` (derived
+    from the source boundary, so every planner of one boundary names the same claim),
+    ``boundary``, ``providerReplayDigest``, ``providerProjectionVersion`` and, when there are
+    ancestors, ``sourceRuntimeContext`` (the source segment's own replay events). A single-run
+    plan has none of them and its dump omits the keys.
     """
 
     invocation_id: str
@@ -201,11 +201,11 @@ class RuntimeContinuation(ReportModel):
         return None if events is None else [event.to_wire() for event in events]
 
     @model_serializer(mode="wrap")
-    def _omit_absent_composite_fields(
+    def _omit_absent_lineage_fields(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for name in _COMPOSITE_ONLY_FIELDS:
+        for name in _LINEAGE_ONLY_FIELDS:
             if getattr(self, name) is None:
                 data.pop(to_camel(name) if info.by_alias else name, None)
         return data
@@ -301,14 +301,14 @@ def build_continuation_plan(
     run's ``events``.
 
     ``events`` is everything the store returned for the source run (partial snapshots included:
-    the legacy high-water is the input count). ``ancestors`` is the lineage context inherited
+    the single-run high-water is the input count). ``ancestors`` is the lineage context inherited
     from continuation ancestors, oldest first, each already reduced to its trimmed replay
     events (e.g. ``build_composite_replay([...]).segments[i].replay_runtime_events``); it is
     prepended to the source replay for the tool-catalog gate (n), the head/tail gates (o, p)
     and the planned ``runtimeContext``. The source ledger itself is checked by Phase 0
-    (gate a), which is what makes this the *legacy* path.
+    (gate a), which is what makes this the *single-run* path.
 
-    ``replay`` selects the HEAD composite path instead: pass the
+    ``replay`` selects the *lineage* path instead: pass the
     :func:`build_composite_replay` of the lineage whose last segment is ``events``. A blocked
     replay parks with a single reason (``runtime_ledger_unreadable`` for unsettled or corrupt
     tool facts); otherwise gate (a) is replaced by the replay, gate (c) compares the expected
@@ -316,7 +316,7 @@ def build_continuation_plan(
     context and provider items. ``ancestors`` must then be empty (the replay carries them).
 
     The gates, all evaluated, reasons in this order: (a) Phase 0 not ``safe_replay`` → its
-    reasons; (b) ``pending_permission``; (c) ``runtime_offset_mismatch`` (composite only);
+    reasons; (b) ``pending_permission``; (c) ``runtime_offset_mismatch`` (lineage path only);
     (d) ``runtime_ledger_empty``; (e) ``runtime_identity_mismatch``;
     (f) ``continuation_identity_reused``; (g) ``runtime_ledger_unreadable``;
     (h) ``terminal_repair_failed``; (i) cwd (see module docstring);
@@ -327,10 +327,10 @@ def build_continuation_plan(
     (o and p only for a non-empty single-identity ledger).
     """
     if replay is None:
-        return _legacy_plan(events, facts, ancestors)
+        return _single_run_plan(events, facts, ancestors)
     if ancestors:
         raise ValueError("ancestors are part of the composite replay; pass one or the other")
-    return _composite_plan(events, facts, replay)
+    return _lineage_plan(events, facts, replay)
 
 
 def _expected_high_water(facts: ContinuationFacts) -> int | None:
@@ -341,7 +341,7 @@ def _expected_high_water(facts: ContinuationFacts) -> int | None:
     return facts.expected_runtime_event_high_water
 
 
-def _legacy_plan(
+def _single_run_plan(
     events: Sequence[RuntimeEventInput],
     facts: ContinuationFacts,
     ancestors: Sequence[Sequence[RuntimeEventInput]],
@@ -349,17 +349,17 @@ def _legacy_plan(
     """Gates a, b, d-p: Phase 0 judges the source ledger; the context is the ancestors'
     trimmed events followed by the source's replay events."""
     decoded = decode_events(events)
-    legacy = build_resume_plan(decoded, _expected_high_water(facts))
+    resume_plan = build_resume_plan(decoded, _expected_high_water(facts))
     gates = GateVerdicts()
-    phase0_gate(gates, legacy)  # (a)
+    resume_plan_gate(gates, resume_plan)  # (a)
     pending_permission_gate(gates, decoded)  # (b)
     inherited = [event for segment in ancestors for event in decode_events(segment)]
-    runtime_context = (*inherited, *legacy.replay_runtime_events)
-    _shared_gates(gates, decoded, facts, runtime_context, legacy_edges(runtime_context))
+    runtime_context = (*inherited, *resume_plan.replay_runtime_events)
+    _shared_gates(gates, decoded, facts, runtime_context, runtime_context_edges(runtime_context))
     return _verdict(gates, decoded, facts, runtime_context, len(decoded), {})
 
 
-def _composite_plan(
+def _lineage_plan(
     events: Sequence[RuntimeEventInput], facts: ContinuationFacts, replay: CompositeReplay
 ) -> ContinuationPlan:
     """A blocked replay parks alone; otherwise gates b-p, with gate c comparing the expected
@@ -372,8 +372,8 @@ def _composite_plan(
     last_seq = source_boundary(replay).high_water
     runtime_offset_gate(gates, _expected_high_water(facts), last_seq)  # (c)
     runtime_context = replay.runtime_context
-    _shared_gates(gates, decoded, facts, runtime_context, composite_edges(replay))
-    return _verdict(gates, decoded, facts, runtime_context, last_seq, _composite_fields(replay))
+    _shared_gates(gates, decoded, facts, runtime_context, provider_item_edges(replay))
+    return _verdict(gates, decoded, facts, runtime_context, last_seq, _lineage_fields(replay))
 
 
 def _shared_gates(
@@ -398,7 +398,7 @@ def _shared_gates(
     checkpoint_restore_gate(gates, facts.workspace_checkpoint)  # (m)
     tool_catalog_gate(gates, facts, runtime_context)  # (n)
     if source is not None and not gates.fired("runtime_identity_mismatch"):
-        provider_head_gate(gates, edges)  # (o)
+        provider_history_start_gate(gates, edges)  # (o)
         provider_boundary_gate(gates, edges)  # (p)
 
 
@@ -408,7 +408,7 @@ def _verdict(
     facts: ContinuationFacts,
     runtime_context: Sequence[RuntimeEvent],
     source_high_water: int,
-    composite_fields: dict[str, Any],
+    lineage_fields: dict[str, Any],
 ) -> ContinuationPlan:
     """``park`` with every reason, or ``continue`` with the planned continuation."""
     source = decoded[0] if decoded else None
@@ -431,7 +431,7 @@ def _verdict(
             source_turn_id=source.turn_id,
             source_runtime_event_high_water=source_high_water,
             runtime_context=tuple(runtime_context),
-            **composite_fields,
+            **lineage_fields,
             safety_snapshot=_safety_snapshot(facts),
         ),
     )
@@ -456,8 +456,9 @@ def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
     )
 
 
-def _composite_fields(replay: CompositeReplay) -> dict[str, Any]:
-    """The HEAD-only plan fields of a replayable composite replay (the legacy path has none)."""
+def _lineage_fields(replay: CompositeReplay) -> dict[str, Any]:
+    """The lineage-only plan fields of a replayable composite replay (a single-run plan has
+    none)."""
     source = replay.segments[-1]
     assert replay.manifest_digest is not None
     return {

@@ -148,15 +148,17 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
     )
     f = facts(availableToolNames=["Bash"], sourceHeader=child_header)
 
-    legacy = build_continuation_plan(child, f, ancestors=[replay.segments[0].replay_runtime_events])
-    assert legacy.disposition == "continue", legacy.rejection_reasons
-    assert legacy.continuation is not None
-    assert event_ids(legacy.continuation.runtime_context) == expected
-    assert event_ids(legacy.continuation.runtime_context[2:]) == event_ids(
+    single_run = build_continuation_plan(
+        child, f, ancestors=[replay.segments[0].replay_runtime_events]
+    )
+    assert single_run.disposition == "continue", single_run.rejection_reasons
+    assert single_run.continuation is not None
+    assert event_ids(single_run.continuation.runtime_context) == expected
+    assert event_ids(single_run.continuation.runtime_context[2:]) == event_ids(
         child
     )  # source segment, whole
-    assert legacy.continuation.source_run_id == "run-2"
-    assert legacy.continuation.source_runtime_event_high_water == 4
+    assert single_run.continuation.source_run_id == "run-2"
+    assert single_run.continuation.source_runtime_event_high_water == 4
 
     composite = build_continuation_plan(child, f, replay=replay)
     assert composite.disposition == "continue", composite.rejection_reasons
@@ -728,7 +730,7 @@ def test_terminal_repair_flag_fails_even_with_consistent_header() -> None:
     assert codes(plan) == ["terminal_repair_failed"]
 
 
-# --- gate order, de-duplication, composite path ------------------------------------------------
+# --- gate order, de-duplication, lineage path -------------------------------------------------
 
 
 def test_all_gates_accumulate_in_order() -> None:
