@@ -105,7 +105,7 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
         EV.terminal("root-terminal", "failed", error_code=None),
     ]
     child = [
-        on_child(EV.legacy_continuation_start("continuation-start")),
+        on_child(EV.state_delta_continuation_start("continuation-start")),
         on_child(
             EV.call(
                 "tool-2", "Bash", {"command": "npm test"}, event_id="child-call", with_refs=True
@@ -501,7 +501,7 @@ def test_item22_history_ending_with_model_text() -> None:
 def test_item23_history_not_starting_with_user() -> None:
     plan = plan_of(
         [
-            EV.legacy_continuation_start("continuation-start"),
+            EV.state_delta_continuation_start("continuation-start"),
             EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
             EV.response(
                 "tool-1",

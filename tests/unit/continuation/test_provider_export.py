@@ -39,7 +39,7 @@ EXPORTERS: list[Exporter] = [to_openai_chat_messages, to_anthropic_messages]
 
 def fact(event_id: str) -> RuntimeEvent:
     """A content-less system fact (continuation start, Original P1 form)."""
-    return EV.legacy_continuation_start(event_id, marker=True)
+    return EV.state_delta_continuation_start(event_id, marker=True)
 
 
 def history() -> list[RuntimeEvent]:
