@@ -94,7 +94,7 @@ def harness_ledger(
 
     ``[user(text), function_call(tool-1, Bash), function_response(tool-1, Bash), terminal(failed,
     endInvocation)]`` with ids ``user``/``call``/``response``/``terminal`` and ts 1..4. No
-    protocol marker, so the resolver applies legacy semantics (a lone call is indeterminate).
+    protocol marker, so the resolver reads it as unmarked (a lone call is indeterminate).
     ``response_is_error`` gives the failed-result variant.
     """
     count = committed_event_count(prefix)

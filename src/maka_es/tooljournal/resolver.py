@@ -161,7 +161,8 @@ class ResolverState(ToolScanner):
 
     @property
     def tool_boundary_protocol(self) -> ToolBoundaryProtocol | None:
-        """``t1_after_preflight_v1`` iff the first event declared it; else legacy (``None``)."""
+        """``t1_after_preflight_v1`` iff the first event declared it; else ``None`` (an
+        unmarked ledger, where a call without a dispatch fact proves nothing)."""
         return self._protocol
 
     @property
