@@ -28,10 +28,10 @@ from maka_es.continuation.sdk_providers import (
 from maka_es.continuation.turns import TurnResult
 from maka_es.errors import MakaError
 from maka_es.ledger.host_config import HostConfig
-from maka_es.recovery.end_start_only import EndRunReport
-from maka_es.recovery.fork import ForkReport
-from maka_es.recovery.operator_actions import AttestationReport
-from maka_es.recovery.report import StartupRecoveryReport
+from maka_es.recovery.end_start_only import EndRunOutcome
+from maka_es.recovery.fork import ForkOutcome
+from maka_es.recovery.operator_actions import AttestationOutcome
+from maka_es.recovery.report import StartupRecoveryOutcome
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
 from maka_es.resume.plan import build_resume_plan
@@ -77,10 +77,10 @@ __all__ = (
     "TurnResult",
     "ResumeResult",
     "ContinuationOutcome",
-    "StartupRecoveryReport",
-    "AttestationReport",
-    "ForkReport",
-    "EndRunReport",
+    "StartupRecoveryOutcome",
+    "AttestationOutcome",
+    "ForkOutcome",
+    "EndRunOutcome",
     "AppendResult",
     "SessionInfo",
     "RunHeader",

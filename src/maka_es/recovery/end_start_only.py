@@ -25,11 +25,11 @@ from maka_es.recovery.report import Repair
 from maka_es.recovery.start_only import is_bare_continuation_start, start_fact
 from maka_es.recovery.startup import StartupRecovery
 
-__all__ = ["EndRunReport", "end_start_only_run"]
+__all__ = ["EndRunOutcome", "end_start_only_run"]
 
 
 @dataclass(frozen=True, slots=True)
-class EndRunReport:
+class EndRunOutcome:
     """What ``end_start_only_run`` wrote: recovery's terminal of ``run_id``."""
 
     run_id: str
@@ -84,7 +84,7 @@ def _check_endable(claims: Claims, run: Run) -> None:
         )
 
 
-def end_start_only_run(claims: Claims, run_id: str) -> EndRunReport:
+def end_start_only_run(claims: Claims, run_id: str) -> EndRunOutcome:
     """End ``run_id`` with recovery's terminal (see module docstring)."""
     ledger = claims.ledger
     _check_endable(claims, ledger.load_run(run_id))
@@ -103,13 +103,13 @@ def end_start_only_run(claims: Claims, run_id: str) -> EndRunReport:
             code="run_already_ended",
             detail={"runId": run_id, "reason": "ending_elsewhere"},
         )
-    return _report(ledger.load_run(run_id), ended, repairs)
+    return _outcome(ledger.load_run(run_id), ended, repairs)
 
 
-def _report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> EndRunReport:
+def _outcome(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> EndRunOutcome:
     taken = next((r for r in repairs if r.kind == "owner_taken_over"), None)
     start = start_fact(run)
-    return EndRunReport(
+    return EndRunOutcome(
         run.run_id,
         None if start is None else start.claim_id,
         str(ended.detail.get("recoveryReason", "")),

@@ -45,13 +45,13 @@ from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
-__all__ = ["ForkReport", "RunForks"]
+__all__ = ["ForkOutcome", "RunForks"]
 
 
 @dataclass(frozen=True, slots=True)
-class ForkReport:
+class ForkOutcome:
     """What ``fork_run`` did: ``created=False`` when the same fork was already committed
-    (the report is then the first one, with its original time)."""
+    (the outcome is then the first one, with its original time)."""
 
     source_run_id: str
     fork_run_id: str
@@ -77,8 +77,8 @@ class ForkReport:
         }
 
 
-def _report(fact: RunForked, *, created: bool) -> ForkReport:
-    return ForkReport(
+def _outcome(fact: RunForked, *, created: bool) -> ForkOutcome:
+    return ForkOutcome(
         fact.source_run_id,
         fact.fork_run_id,
         fact.claim_id,
@@ -151,7 +151,7 @@ class RunForks:
 
     def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
-    ) -> ForkReport:
+    ) -> ForkOutcome:
         """Fork ``run_id`` before the call of ``before_operation``; a refusal raises
         :class:`RunForkRefusedError` (or ``operator_action_invalid``) and writes nothing."""
         if not isinstance(actor, str) or not actor.strip() or not isinstance(note, str):
@@ -162,7 +162,7 @@ class RunForks:
         with self._ledger.command():
             return self._fork(run_id, before_operation, actor, note)
 
-    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
+    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkOutcome:
         self._end_awaiting_source(run_id)
         header = self._ledger.get_run_header(run_id)
         source = self._ledger.load_run(run_id)
@@ -204,7 +204,7 @@ class RunForks:
             provenance=(fact,),
         )
         self._emit(header.session_id, fact)
-        return _report(fact, created=True)
+        return _outcome(fact, created=True)
 
     def _end_awaiting_source(self, run_id: str) -> None:
         """A source that recovery left awaiting the operator (not ended, ADR 0019 amendment)
@@ -331,11 +331,11 @@ class RunForks:
             )
         return replay
 
-    def provenance(self, claim_id: str) -> ForkReport | None:
+    def provenance(self, claim_id: str) -> ForkOutcome | None:
         """The fork recorded under ``claim_id`` (``created=False``: it was read, not made), or
         ``None`` when that claim is an ordinary continuation: how a reader tells the two apart."""
         fact = self._fork_fact(claim_id)
-        return None if fact is None else _report(fact, created=False)
+        return None if fact is None else _outcome(fact, created=False)
 
     def _fork_fact(self, claim_id: str) -> RunForked | None:
         record = self._store.load(fork_stream_id(claim_id), _project_fork)
@@ -343,7 +343,7 @@ class RunForks:
 
     def _existing(
         self, boundary: SourceBoundary, operation_id: str, actor: str, note: str
-    ) -> ForkReport | None:
+    ) -> ForkOutcome | None:
         """The same fork again is ``created=False``; any other claim of it is a conflict."""
         if not self._claims.claim_exists(boundary.claim_id):
             return None
@@ -353,7 +353,7 @@ class RunForks:
             actor,
             note,
         ):
-            return _report(fact, created=False)
+            return _outcome(fact, created=False)
         raise RunForkRefusedError(
             f"boundary {boundary.claim_id} is already claimed",
             code="fork_conflict",

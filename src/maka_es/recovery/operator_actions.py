@@ -17,16 +17,16 @@ from pydantic import ValidationError
 
 from maka_es.continuation.telemetry import OperatorAttestedEvent, Telemetry
 from maka_es.ledger.service import Ledger, ToolCommands
-from maka_es.recovery.report import Repair, StartupRecoveryReport
+from maka_es.recovery.report import Repair, StartupRecoveryOutcome
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
 from maka_es.tooljournal.attestation import OperatorAttestation
 
-__all__ = ["AttestationReport", "OperatorActions"]
+__all__ = ["AttestationOutcome", "OperatorActions"]
 
 
 @dataclass(frozen=True, slots=True)
-class AttestationReport:
+class AttestationOutcome:
     """What ``attest_operation`` did: ``created=False`` when the same decision was already
     committed (``attestation`` is then the first one, with its original time)."""
 
@@ -55,7 +55,7 @@ class OperatorActions:
         ledger: Ledger,
         tool_commands: ToolCommands,
         telemetry: Telemetry,
-        recover_run: Callable[[str], StartupRecoveryReport] | None = None,
+        recover_run: Callable[[str], StartupRecoveryOutcome] | None = None,
     ) -> None:
         self._ledger = ledger
         self._tools = tool_commands
@@ -71,7 +71,7 @@ class OperatorActions:
         result: Any = None,
         actor: str,
         note: str = "",
-    ) -> AttestationReport:
+    ) -> AttestationOutcome:
         """Record that the indeterminate operation took effect (``applied=True``, with the
         ``result`` the model should see) or did not (``applied=False``); see
         :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
@@ -83,7 +83,9 @@ class OperatorActions:
         if commit.created:
             self._emit(run_id, attestation)
         recovery = self._finish_recovery(run_id)
-        return AttestationReport(run_id, commit.operation_id, commit.created, attestation, recovery)
+        return AttestationOutcome(
+            run_id, commit.operation_id, commit.created, attestation, recovery
+        )
 
     def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
         """Startup recovery left the run unsealed only because an operator had to decide

@@ -33,10 +33,10 @@ OwnershipKind = Literal["left_live_owner", "left_own_live_run", "owner_taken_ove
 
 @dataclass
 class OwnerSorting:
-    """Runs recovery may repair (``kept``) and the report lines of the ownership step."""
+    """Runs recovery may repair (``kept``) and the repair lines of the ownership step."""
 
     kept: list[str] = field(default_factory=list)
-    report: list[tuple[str, OwnershipKind, dict[str, Any]]] = field(default_factory=list)
+    repairs: list[tuple[str, OwnershipKind, dict[str, Any]]] = field(default_factory=list)
 
 
 def header_lags(run: Run) -> bool:
@@ -65,7 +65,7 @@ def sort_by_owner(
             owner = run.owner
             assert owner is not None
             detail = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
-            sorting.report.append((run_id, "left_own_live_run", detail))
+            sorting.repairs.append((run_id, "left_own_live_run", detail))
             continue
         if verdict == "expired" and (header_lags(run) or would_end(run_id)):
             previous = run.owner
@@ -74,7 +74,7 @@ def sort_by_owner(
                 assert previous is not None
                 assert owner is not None
                 detail = {"previousHostId": previous.host_id, "epoch": owner.epoch}
-                sorting.report.append((run_id, "owner_taken_over", detail))
+                sorting.repairs.append((run_id, "owner_taken_over", detail))
                 sorting.kept.append(run_id)
                 continue
             run = ledger.load_run(run_id)  # another host took it over first, or deferred
@@ -86,5 +86,5 @@ def sort_by_owner(
         left: dict[str, Any] = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
         if verdict == "expired" and ownership.store_waited_recently():
             left["deferred"] = "store_was_locked"
-        sorting.report.append((run_id, "left_live_owner", left))
+        sorting.repairs.append((run_id, "left_live_owner", left))
     return sorting

@@ -1,6 +1,7 @@
-"""What startup recovery did: one ``Repair`` per run or claim it touched, and the report.
+"""What startup recovery did: one ``Repair`` per run or claim it touched, and the outcome
+(:class:`StartupRecoveryOutcome`).
 
-Why a module of its own: hosts, the CLI and tests read the report without importing the repair
+Why a module of its own: hosts, the CLI and tests read the outcome without importing the repair
 machinery, and the ids recovery writes are derived here once, deterministically, so a repair
 that a crash interrupted converges to the same facts (docs/reference/continuation.md#claim-repair).
 """
@@ -42,7 +43,7 @@ class Repair:
 
 
 @dataclass(frozen=True)
-class StartupRecoveryReport:
+class StartupRecoveryOutcome:
     """What ``recover()`` did, one :class:`Repair` per change or deliberate non-change, in the
     order it made them: the host logs it and needs nothing else to decide."""
 

@@ -59,7 +59,7 @@ from maka_es.recovery.ownership import sort_by_owner
 from maka_es.recovery.reason import recovery_reason_newest_first
 from maka_es.recovery.report import (
     Repair,
-    StartupRecoveryReport,
+    StartupRecoveryOutcome,
     recovered_terminal_id,
     repair_id,
 )
@@ -131,7 +131,7 @@ class StartupRecovery:
 
     def run(
         self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
-    ) -> StartupRecoveryReport:
+    ) -> StartupRecoveryOutcome:
         """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim).
 
         The tool catalogue settles every run about to be ended first, before anything is
@@ -151,12 +151,12 @@ class StartupRecovery:
             repair = self._repair_run(run_id)
             if repair is not None:
                 repairs.append(repair)
-        return StartupRecoveryReport(tuple(repairs))
+        return StartupRecoveryOutcome(tuple(repairs))
 
     def _take_ownership(self, run_ids: list[str]) -> tuple[list[str], list[Repair]]:
-        """The runs this host may repair, and the report lines of the others (ADR 0021)."""
+        """The runs this host may repair, and the repair lines of the others (ADR 0021)."""
         sorting = sort_by_owner(self.ledger, run_ids, self._would_end)
-        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.report]
+        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.repairs]
         return sorting.kept, repairs
 
     # -- tools ------------------------------------------------------------------------------------
@@ -392,7 +392,7 @@ class StartupRecovery:
 
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
-    """The report lines of one run's tool settlement: what the tools wrote
+    """The repair lines of one run's tool settlement: what the tools wrote
     (``tools_recovered``), and why the run is left unsealed (``left_unreconciled``: a tool is
     missing or failed; ``left_awaiting_operator``: only an operator can settle a call)."""
     repairs = []

@@ -80,13 +80,13 @@ def settle_run_tools(
     error_class: str | None = None
     if tool_runtime is not None:
         try:
-            report = tool_runtime.recover(run_id, call_events=_call_events(ledger, run_id))
+            outcome = tool_runtime.recover(run_id, call_events=_call_events(ledger, run_id))
         except Exception as exc:
             if is_store_fault(exc):
                 raise  # nothing is sealed yet: the next start repeats the whole recovery
             error_class = exc.code if isinstance(exc, MakaError) else type(exc).__name__
         else:
-            settled = tuple(a for a in report.actions if a.action != "left_indeterminate")
+            settled = tuple(a for a in outcome.actions if a.action != "left_indeterminate")
     catalogue = tool_runtime.tools if tool_runtime is not None else {}
     held, awaiting = [], []
     for operation in unsettled_operations(ledger, run_id):
