@@ -26,12 +26,12 @@ from maka_es.continuation.replay import CompositeReplay, provider_item_role
 from maka_es.resume.models import Diagnostic, DiagnosticCode, ResumePlan, ResumeRejectionReason
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
 from maka_es.wire.run_header import (
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
 )
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "ContinuationFacts",
@@ -74,7 +74,7 @@ _HighWater = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 # --------------------------------------------------------------------------------------------
 
 
-class ContinuationIdentity(ReportModel):
+class ContinuationIdentity(ValueModel):
     """The fresh execution identity the continuation Run will use."""
 
     invocation_id: StrictStr
@@ -82,7 +82,7 @@ class ContinuationIdentity(ReportModel):
     turn_id: StrictStr
 
 
-class WorkspaceCheckpointFact(ReportModel):
+class WorkspaceCheckpointFact(ValueModel):
     """A host-reported workspace checkpoint (Phase 4 is design-only; this is a trusted fact)."""
 
     ref: StrictStr | None = None
@@ -90,7 +90,7 @@ class WorkspaceCheckpointFact(ReportModel):
     runtime_event_high_water: _HighWater
 
 
-class ContinuationFacts(ReportModel):
+class ContinuationFacts(ValueModel):
     """Host observations the ledger cannot prove (docs/reference/continuation.md#gates; the
     inspector that reports them: docs/reference/continuation.md#host-facts).
 

@@ -30,7 +30,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator
 # to ``ContinuationFacts`` as is.
 from maka_es.continuation.plan import WorkspaceCheckpointFact
 from maka_es.wire.codec import js_sort_key
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "BackgroundOperationRegistry",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-class HostObservation(ReportModel):
+class HostObservation(ValueModel):
     """What the host observed about the session's environment, right now.
 
     ``available_tool_names`` is always de-duplicated and sorted (JavaScript order), whatever the

@@ -84,7 +84,7 @@ from maka_es.continuation.replay import (
 from maka_es.resume.models import Diagnostic, ResumeRejectionReason
 from maka_es.resume.plan import build_resume_plan
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "REPLAY_PARK_REASONS",
@@ -131,14 +131,14 @@ def replay_park_reason(reason: ReplayBlockReason) -> ResumeRejectionReason:
 # --------------------------------------------------------------------------------------------
 
 
-class SnapshotCheckpoint(ReportModel):
+class SnapshotCheckpoint(ValueModel):
     """The checkpoint a continuation was planned against (ref + covered high-water)."""
 
     ref: str
     runtime_event_high_water: int
 
 
-class ContinuationSafetySnapshot(ReportModel):
+class ContinuationSafetySnapshot(ValueModel):
     """The host facts the plan relied on; execution revalidates them
     (docs/reference/continuation.md#revalidation)."""
 
@@ -148,7 +148,7 @@ class ContinuationSafetySnapshot(ReportModel):
     workspace_checkpoint: SnapshotCheckpoint | None = None
 
 
-class ContinuationBoundary(ReportModel):
+class ContinuationBoundary(ValueModel):
     """The boundary cursor a continuation is bound to (docs/reference/wire.md#boundary-digests):
     every lineage segment (``runtime_prefix_segment_v1``, oldest → source) and their manifest
     digest. Execution re-reads exactly these segments before it claims anything."""
@@ -168,7 +168,7 @@ _LINEAGE_ONLY_FIELDS = (
 )
 
 
-class RuntimeContinuation(ReportModel):
+class RuntimeContinuation(ValueModel):
     """Fresh target identity, the source boundary and the validated replay context.
 
     A lineage plan (``replay=`` given) also carries what execution must find unchanged and
@@ -211,7 +211,7 @@ class RuntimeContinuation(ReportModel):
         return data
 
 
-class ContinuationPlan(ReportModel):
+class ContinuationPlan(ValueModel):
     """``continue`` with a :class:`RuntimeContinuation`, or ``park`` with stable reasons."""
 
     disposition: ContinuationDisposition

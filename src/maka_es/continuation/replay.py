@@ -58,7 +58,7 @@ from maka_es.wire.events import (
     TextContent,
     ThinkingContent,
 )
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "CompositeReplay",
@@ -357,7 +357,7 @@ ReplayDiagnosticCode = Literal[
 _Screened = Literal["skip", "project"]
 
 
-class ReplayDiagnostic(ReportModel):
+class ReplayDiagnostic(ValueModel):
     """The fact that blocked a replay segment (``segmentIndex`` is on the replay itself)."""
 
     code: ReplayDiagnosticCode
@@ -559,7 +559,7 @@ _BLOCKING_PROJECTION_CODES: frozenset[str] = frozenset(
 )
 
 
-class ReplaySegment(ReportModel):
+class ReplaySegment(ValueModel):
     """One projected lineage segment.
 
     ``boundary`` is the ``runtime_prefix_segment_v1`` of the whole immutable prefix (trimming
@@ -580,7 +580,7 @@ class ReplaySegment(ReportModel):
         return [event.to_wire() for event in events]
 
 
-class CompositeReplay(ReportModel):
+class CompositeReplay(ValueModel):
     """The composite replay plan of a lineage, or why it is blocked
     (docs/reference/continuation.md#composite-replay).
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import terminal_fact, unbound_response
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "FAILPOINT_PREFIXES",
@@ -33,7 +33,7 @@ CommittedPrefix = Literal[
 ]
 
 
-class Failpoint(ReportModel):
+class Failpoint(ValueModel):
     """One crash-injection point: ``committed_prefix`` is the last fully committed prefix."""
 
     id: str

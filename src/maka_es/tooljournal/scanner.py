@@ -35,7 +35,7 @@ from maka_es.wire.events import (
     RuntimeEvent,
 )
 from maka_es.wire.lanes import LaneClassification, classify_lane
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "EventRef",
@@ -80,7 +80,7 @@ ResolverIssueCode = Literal[
 ]
 
 
-class ResolverIssue(ReportModel):
+class ResolverIssue(ValueModel):
     """A ledger-level defect found by the resolver's scan (``{code, eventId}``)."""
 
     code: ResolverIssueCode
