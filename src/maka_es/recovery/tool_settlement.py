@@ -13,7 +13,7 @@ the run parks for good. So, for every run recovery is about to end:
    recovery settles by itself (``reconcile``, ``idempotent``, ``replay_safe``) but which this
    recovery could not settle (its tool is not in the catalogue, the catalogue's tool has another
    recovery mode than the one recorded at T1, or the tool runtime failed on the run) *holds* the
-   run: it is not sealed, and the report says which operation, which tool and why. A later
+   run: it is not sealed, and the outcome says which operation, which tool and why. A later
    recovery with the right catalogue settles it. Every other unsettled operation
    (``never_auto_retry``, ``outcome_unknown``, ``reattach``) stays indeterminate and holds the
    run *awaiting the operator*: only an operator can decide those, and a sealed run could no

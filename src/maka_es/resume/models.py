@@ -4,7 +4,7 @@ Why separate models instead of plain dicts: the resume plan and the resolution a
 hosts and later phases consume by key (``toolCallId``, ``settlementOrigin`` ...). Frozen pydantic
 models give one exact key set, snake_case in Python and camelCase on the wire, and make it
 impossible for a consumer to edit a decision after the fact. Unlike the ``RuntimeEvent`` wire
-models, absent optionals dump as ``null``: a report always has every key, so a reader never has
+models, absent optionals dump as ``null``: a value always has every key, so a reader never has
 to distinguish "missing" from "not applicable".
 """
 
