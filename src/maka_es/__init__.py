@@ -14,7 +14,7 @@ from maka_es.adapters.file_write import file_write_tool
 from maka_es.aio import AsyncProvider, AsyncRuntimeApplication, async_tool
 from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationFacts, ContinuationPlan, build_continuation_plan
+from maka_es.continuation.plan import ContinuationInputs, ContinuationPlan, build_continuation_plan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
 from maka_es.continuation.sdk_providers import (
@@ -89,7 +89,7 @@ __all__ = (
     "Diagnostic",
     "ToolOperation",
     "ContinuationPlan",
-    "ContinuationFacts",
+    "ContinuationInputs",
     "Resolution",
     "ToolDecision",
     # the pure planners and the canonical encoding (for tools and tests over a ledger)

@@ -53,7 +53,7 @@ PUBLIC = [
     "Diagnostic",
     "ToolOperation",
     "ContinuationPlan",
-    "ContinuationFacts",
+    "ContinuationInputs",
     "Resolution",
     "ToolDecision",
     "build_resume_plan",

@@ -2,7 +2,7 @@
 #gates).
 
 Why a separate plan from Phase 0: a ``safe_replay`` prefix only says the committed ledger can be
-shown to the provider again. Continuing it as a *new* Run additionally needs facts the ledger
+shown to the provider again. Continuing it as a *new* Run additionally needs inputs the ledger
 cannot prove — the workspace is the same one, nothing is still running in the background, every
 historical tool still exists, a supplied checkpoint was restored — and a provider history that
 ends where a new model turn may legally start. Every gate (:mod:`maka_es.continuation.gates`)
@@ -10,7 +10,7 @@ is evaluated and every failure is reported (reasons in gate order, de-duplicated
 can show all blockers at once; the plan says ``continue`` only when no gate fired. Uncertainty
 is never converted into a retry.
 
-Pure and deterministic: the host supplies its observations as :class:`ContinuationFacts`
+Pure and deterministic: the host supplies its observations as :class:`ContinuationInputs`
 (including the fresh continuation ids), the function reads no clock, store or filesystem and
 never mutates its inputs. Hosts, the planner, the executor and the telemetry read the plan's
 models from here; this is also the one place that says how a blocked composite replay parks
@@ -46,13 +46,13 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from maka_es.continuation.gates import (
-    ContinuationFacts,
     ContinuationIdentity,
+    ContinuationInputs,
     CwdPolicy,
     GateVerdicts,
     HistoryEdges,
     TerminalPolicy,
-    WorkspaceCheckpointFact,
+    WorkspaceCheckpoint,
     background_operation_gate,
     checkpoint_restore_gate,
     continuation_identity_reused_gate,
@@ -90,7 +90,7 @@ __all__ = [
     "REPLAY_PARK_REASONS",
     "ContinuationBoundary",
     "ContinuationDisposition",
-    "ContinuationFacts",
+    "ContinuationInputs",
     "ContinuationIdentity",
     "ContinuationPlan",
     "ContinuationSafetySnapshot",
@@ -98,7 +98,7 @@ __all__ = [
     "RuntimeContinuation",
     "SnapshotCheckpoint",
     "TerminalPolicy",
-    "WorkspaceCheckpointFact",
+    "WorkspaceCheckpoint",
     "build_continuation_plan",
     "normalize_cwd",
     "replay_blocked_plan",
@@ -139,7 +139,7 @@ class SnapshotCheckpoint(ValueModel):
 
 
 class ContinuationSafetySnapshot(ValueModel):
-    """The host facts the plan relied on; execution revalidates them
+    """The host inputs the plan relied on; execution revalidates them
     (docs/reference/continuation.md#revalidation)."""
 
     workspace_identity: str
@@ -292,7 +292,7 @@ def _str_or_none(value: JsonValue) -> str | None:
 
 def build_continuation_plan(
     events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     *,
     ancestors: Sequence[Sequence[RuntimeEventInput]] = (),
     replay: CompositeReplay | None = None,
@@ -327,40 +327,40 @@ def build_continuation_plan(
     (o and p only for a non-empty single-identity ledger).
     """
     if replay is None:
-        return _single_run_plan(events, facts, ancestors)
+        return _single_run_plan(events, inputs, ancestors)
     if ancestors:
         raise ValueError("ancestors are part of the composite replay; pass one or the other")
-    return _lineage_plan(events, facts, replay)
+    return _lineage_plan(events, inputs, replay)
 
 
-def _expected_high_water(facts: ContinuationFacts) -> int | None:
+def _expected_high_water(inputs: ContinuationInputs) -> int | None:
     """The checkpoint's high-water when a checkpoint is given, else the caller's."""
-    checkpoint = facts.workspace_checkpoint
+    checkpoint = inputs.workspace_checkpoint
     if checkpoint is not None:
         return checkpoint.runtime_event_high_water
-    return facts.expected_runtime_event_high_water
+    return inputs.expected_runtime_event_high_water
 
 
 def _single_run_plan(
     events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     ancestors: Sequence[Sequence[RuntimeEventInput]],
 ) -> ContinuationPlan:
     """Gates a, b, d-p: Phase 0 judges the source ledger; the context is the ancestors'
     trimmed events followed by the source's replay events."""
     decoded = decode_events(events)
-    resume_plan = build_resume_plan(decoded, _expected_high_water(facts))
+    resume_plan = build_resume_plan(decoded, _expected_high_water(inputs))
     gates = GateVerdicts()
     resume_plan_gate(gates, resume_plan)  # (a)
     pending_permission_gate(gates, decoded)  # (b)
     inherited = [event for segment in ancestors for event in decode_events(segment)]
     runtime_context = (*inherited, *resume_plan.replay_runtime_events)
-    _shared_gates(gates, decoded, facts, runtime_context, runtime_context_edges(runtime_context))
-    return _verdict(gates, decoded, facts, runtime_context, len(decoded), {})
+    _shared_gates(gates, decoded, inputs, runtime_context, runtime_context_edges(runtime_context))
+    return _verdict(gates, decoded, inputs, runtime_context, len(decoded), {})
 
 
 def _lineage_plan(
-    events: Sequence[RuntimeEventInput], facts: ContinuationFacts, replay: CompositeReplay
+    events: Sequence[RuntimeEventInput], inputs: ContinuationInputs, replay: CompositeReplay
 ) -> ContinuationPlan:
     """A blocked replay parks alone; otherwise gates b-p, with gate c comparing the expected
     high-water with the source segment's ``lastEventSeq`` and n-p reading the replay."""
@@ -370,16 +370,16 @@ def _lineage_plan(
     gates = GateVerdicts()
     pending_permission_gate(gates, decoded)  # (b)
     last_seq = source_boundary(replay).high_water
-    runtime_offset_gate(gates, _expected_high_water(facts), last_seq)  # (c)
+    runtime_offset_gate(gates, _expected_high_water(inputs), last_seq)  # (c)
     runtime_context = replay.runtime_context
-    _shared_gates(gates, decoded, facts, runtime_context, provider_item_edges(replay))
-    return _verdict(gates, decoded, facts, runtime_context, last_seq, _lineage_fields(replay))
+    _shared_gates(gates, decoded, inputs, runtime_context, provider_item_edges(replay))
+    return _verdict(gates, decoded, inputs, runtime_context, last_seq, _lineage_fields(replay))
 
 
 def _shared_gates(
     gates: GateVerdicts,
     decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     runtime_context: Sequence[RuntimeEvent],
     edges: HistoryEdges,
 ) -> None:
@@ -388,15 +388,15 @@ def _shared_gates(
     source = decoded[0] if decoded else None
     ledger_empty_gate(gates, source)  # (d)
     runtime_identity_gate(gates, decoded, source)  # (e)
-    continuation_identity_reused_gate(gates, facts, source)  # (f)
-    ledger_readable_gate(gates, facts)  # (g)
-    terminal_repair_gate(gates, facts, decoded)  # (h)
-    cwd_gate(gates, facts)  # (i)
-    workspace_identity_gate(gates, facts)  # (j)
-    background_operation_gate(gates, facts)  # (k)
-    workspace_ref_gate(gates, facts.workspace_checkpoint)  # (l)
-    checkpoint_restore_gate(gates, facts.workspace_checkpoint)  # (m)
-    tool_catalog_gate(gates, facts, runtime_context)  # (n)
+    continuation_identity_reused_gate(gates, inputs, source)  # (f)
+    ledger_readable_gate(gates, inputs)  # (g)
+    terminal_repair_gate(gates, inputs, decoded)  # (h)
+    cwd_gate(gates, inputs)  # (i)
+    workspace_identity_gate(gates, inputs)  # (j)
+    background_operation_gate(gates, inputs)  # (k)
+    workspace_ref_gate(gates, inputs.workspace_checkpoint)  # (l)
+    checkpoint_restore_gate(gates, inputs.workspace_checkpoint)  # (m)
+    tool_catalog_gate(gates, inputs, runtime_context)  # (n)
     if source is not None and not gates.fired("runtime_identity_mismatch"):
         provider_history_start_gate(gates, edges)  # (o)
         provider_boundary_gate(gates, edges)  # (p)
@@ -405,7 +405,7 @@ def _shared_gates(
 def _verdict(
     gates: GateVerdicts,
     decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     runtime_context: Sequence[RuntimeEvent],
     source_high_water: int,
     lineage_fields: dict[str, Any],
@@ -423,24 +423,24 @@ def _verdict(
         rejection_reasons=(),
         diagnostics=tuple(gates.diagnostics),
         continuation=RuntimeContinuation(
-            invocation_id=facts.continuation_identity.invocation_id,
-            run_id=facts.continuation_identity.run_id,
-            turn_id=facts.continuation_identity.turn_id,
+            invocation_id=inputs.continuation_identity.invocation_id,
+            run_id=inputs.continuation_identity.run_id,
+            turn_id=inputs.continuation_identity.turn_id,
             source_invocation_id=source.invocation_id,
             source_run_id=source.run_id,
             source_turn_id=source.turn_id,
             source_runtime_event_high_water=source_high_water,
             runtime_context=tuple(runtime_context),
             **lineage_fields,
-            safety_snapshot=_safety_snapshot(facts),
+            safety_snapshot=_safety_snapshot(inputs),
         ),
     )
 
 
-def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
-    """The host facts a continuing plan relied on (execution revalidates them)."""
-    assert facts.current_workspace_identity is not None  # gate (j) parks otherwise
-    checkpoint = facts.workspace_checkpoint
+def _safety_snapshot(inputs: ContinuationInputs) -> ContinuationSafetySnapshot:
+    """The host inputs a continuing plan relied on (execution revalidates them)."""
+    assert inputs.current_workspace_identity is not None  # gate (j) parks otherwise
+    checkpoint = inputs.workspace_checkpoint
     snapshot_checkpoint = (
         SnapshotCheckpoint(
             ref=checkpoint.ref, runtime_event_high_water=checkpoint.runtime_event_high_water
@@ -449,9 +449,9 @@ def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
         else None
     )
     return ContinuationSafetySnapshot(
-        workspace_identity=facts.current_workspace_identity,
+        workspace_identity=inputs.current_workspace_identity,
         background_operations_settled=True,
-        available_tool_names=js_sorted(set(facts.available_tool_names)),
+        available_tool_names=js_sorted(set(inputs.available_tool_names)),
         workspace_checkpoint=snapshot_checkpoint,
     )
 

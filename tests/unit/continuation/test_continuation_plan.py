@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from maka_es.builders import Events, Spine, event_ids, run_header
 from maka_es.continuation.plan import (
-    ContinuationFacts,
+    ContinuationInputs,
     ContinuationPlan,
     build_continuation_plan,
     normalize_cwd,
@@ -32,7 +32,7 @@ CHILD = {
 }
 
 
-def facts(**overrides: Any) -> ContinuationFacts:
+def facts(**overrides: Any) -> ContinuationInputs:
     """The reference ``safeBoundaryFacts()`` with camelCase overrides."""
     base: dict[str, Any] = {
         "ledgerReadable": True,
@@ -50,7 +50,7 @@ def facts(**overrides: Any) -> ContinuationFacts:
         },
     }
     base.update(overrides)
-    return ContinuationFacts.model_validate(base)
+    return ContinuationInputs.model_validate(base)
 
 
 def header(status: str = "failed", **overrides: Any) -> RunHeader:
@@ -865,7 +865,7 @@ def test_composite_and_ancestors_are_exclusive() -> None:
 
 def test_facts_accept_camel_and_snake_case() -> None:
     camel = facts(workspaceCheckpoint={"ref": "c", "restored": True, "runtimeEventHighWater": 1})
-    snake = ContinuationFacts.model_validate(
+    snake = ContinuationInputs.model_validate(
         {
             "source_cwd": "/workspace/repo",
             "current_cwd": "/workspace/repo",

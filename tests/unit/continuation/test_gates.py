@@ -25,8 +25,8 @@ from maka_es.continuation.gates import (
 )
 from maka_es.continuation.plan import (
     REPLAY_PARK_REASONS,
-    ContinuationFacts,
-    WorkspaceCheckpointFact,
+    ContinuationInputs,
+    WorkspaceCheckpoint,
     build_continuation_plan,
     replay_blocked_plan,
     replay_park_reason,
@@ -39,7 +39,7 @@ from maka_es.continuation.replay import (
 from maka_es.resume.models import ResumeRejectionReason
 
 
-def facts(**overrides: Any) -> ContinuationFacts:
+def facts(**overrides: Any) -> ContinuationInputs:
     base: dict[str, Any] = {
         "sourceCwd": "/workspace",
         "currentCwd": "/workspace",
@@ -49,7 +49,7 @@ def facts(**overrides: Any) -> ContinuationFacts:
         "availableToolNames": ["Bash"],
         "continuationIdentity": {"invocationId": "i9", "runId": "r9", "turnId": "t9"},
     }
-    return ContinuationFacts.model_validate({**base, **overrides})
+    return ContinuationInputs.model_validate({**base, **overrides})
 
 
 def blocked(reason: ReplayBlockReason) -> CompositeReplay:
@@ -138,7 +138,7 @@ def test_cwd_gate_parks_when_strict_and_only_notes_when_relocatable() -> None:
 def test_checkpoint_gates_fire_at_most_one_of_l_and_m(
     ref: str | None, restored: bool, expected: list[str]
 ) -> None:
-    checkpoint = WorkspaceCheckpointFact(ref=ref, restored=restored, runtime_event_high_water=1)
+    checkpoint = WorkspaceCheckpoint(ref=ref, restored=restored, runtime_event_high_water=1)
     gates = GateVerdicts()
     workspace_ref_gate(gates, checkpoint)
     checkpoint_restore_gate(gates, checkpoint)

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.builders import Events, Spine
-from maka_es.continuation.plan import ContinuationFacts, build_continuation_plan
+from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
 from maka_es.continuation.provider_export import (
     ProviderExportError,
     ProviderMessage,
@@ -473,7 +473,7 @@ def test_continuation_runtime_context_exports_without_a_new_user_message() -> No
         ),
         EV.terminal("terminal-1", "failed", error_code=None),
     ]
-    facts = ContinuationFacts.model_validate(
+    facts = ContinuationInputs.model_validate(
         {
             "ledgerReadable": True,
             "terminalRepairSucceeded": True,
