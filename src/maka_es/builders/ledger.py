@@ -121,7 +121,7 @@ class LedgerBuilder:
         event_id: str | None = None,
         **kw: Any,
     ) -> Wire:
-        """A function_response without ``refs`` (pre-T1 or legacy), unless ``kw`` asks."""
+        """A function_response without ``refs`` (pre-T1 or unmarked), unless ``kw`` asks."""
         kit = self._kit()
         event = kit.response(
             call_id, name, result, event_id=self._id(event_id), is_error=is_error, **kw

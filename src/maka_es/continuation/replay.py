@@ -193,7 +193,7 @@ def provider_replay_item(
 
     Returns None for partial, model-hidden, content-less, empty-text, error-content, system
     (unless ``include_system``) and wrong-role events. Plan-level rules — call/result pairing,
-    dropping unmatched calls, skipping signed thinking in legacy tool turns, suffix trimming —
+    dropping unmatched calls, skipping signed thinking in unpaired tool turns, suffix trimming —
     belong to the replay planner, not here. ``project_tool_output(toolName, output)`` applies
     the reference's tool-specific model projections of results (Bash / Write / Edit /
     FormatJson summaries); without it the stored result (or ``providerOutput`` for
@@ -462,7 +462,7 @@ def _screen(event: RuntimeEvent, unpaired_turns: frozenset[str]) -> ReplayDiagno
         and content.signature
         and event.turn_id in unpaired_turns
     ):
-        return "skip"  # legacy tool turn: reasoning cannot be paired to its tool-use message
+        return "skip"  # unpaired tool turn: reasoning cannot be paired to its tool-use message
     return "project"
 
 
