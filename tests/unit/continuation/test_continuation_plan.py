@@ -836,7 +836,7 @@ def test_composite_offset_gate_uses_last_event_seq() -> None:
     assert plan.diagnostics[0].detail == {"expected": 3, "actual": 2}
 
 
-def test_composite_head_and_tail_read_provider_items() -> None:
+def test_lineage_path_head_and_tail_read_provider_items() -> None:
     start_only = [
         EV.event("start", actions={"stateDelta": {"x": 1}}),
         EV.terminal(status="failed", error_code=None),
