@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
     from maka_es.continuation.executor import ContinuationOutcome
     from maka_es.continuation.plan import (
-        ContinuationFacts,
+        ContinuationInputs,
         ContinuationPlan,
         build_continuation_plan,
     )
@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from maka_es.continuation.turns import TurnResult
     from maka_es.errors import MakaError
     from maka_es.ledger.host_config import HostConfig
-    from maka_es.recovery.operator_actions import AttestationReport, EndRunReport, ForkReport
+    from maka_es.recovery.operator_actions import AttestationOutcome, EndRunOutcome, ForkOutcome
     from maka_es.recovery.session_resume import ResumeResult
-    from maka_es.recovery.startup import StartupRecoveryReport
+    from maka_es.recovery.startup import StartupRecoveryOutcome
     from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
     from maka_es.resume.plan import build_resume_plan
     from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
@@ -58,7 +58,7 @@ _EXPORTS: dict[str, str] = {
     "RuntimeApplication": "maka_es.app",
     "SessionInfo": "maka_es.app",
     "ContinuationOutcome": "maka_es.continuation.executor",
-    "ContinuationFacts": "maka_es.continuation.plan",
+    "ContinuationInputs": "maka_es.continuation.plan",
     "ContinuationPlan": "maka_es.continuation.plan",
     "build_continuation_plan": "maka_es.continuation.plan",
     "PlannerSettings": "maka_es.continuation.planner",
@@ -74,10 +74,10 @@ _EXPORTS: dict[str, str] = {
     "TurnResult": "maka_es.continuation.turns",
     "MakaError": "maka_es.errors",
     "HostConfig": "maka_es.ledger.host_config",
-    "EndRunReport": "maka_es.recovery.operator_actions",
-    "ForkReport": "maka_es.recovery.operator_actions",
-    "AttestationReport": "maka_es.recovery.operator_actions",
-    "StartupRecoveryReport": "maka_es.recovery.startup",
+    "EndRunOutcome": "maka_es.recovery.operator_actions",
+    "ForkOutcome": "maka_es.recovery.operator_actions",
+    "AttestationOutcome": "maka_es.recovery.operator_actions",
+    "StartupRecoveryOutcome": "maka_es.recovery.startup",
     "ResumeResult": "maka_es.recovery.session_resume",
     "Diagnostic": "maka_es.resume.models",
     "ResumePlan": "maka_es.resume.models",
@@ -152,10 +152,10 @@ __all__ = (
     "TurnResult",
     "ResumeResult",
     "ContinuationOutcome",
-    "StartupRecoveryReport",
-    "AttestationReport",
-    "ForkReport",
-    "EndRunReport",
+    "StartupRecoveryOutcome",
+    "AttestationOutcome",
+    "ForkOutcome",
+    "EndRunOutcome",
     "AppendResult",
     "SessionInfo",
     "RunHeader",
@@ -164,7 +164,7 @@ __all__ = (
     "Diagnostic",
     "ToolOperation",
     "ContinuationPlan",
-    "ContinuationFacts",
+    "ContinuationInputs",
     "Resolution",
     "ToolDecision",
     # the pure planners and the canonical encoding (for tools and tests over a ledger)

@@ -103,13 +103,13 @@ from maka_es.ledger.service import (
     ToolCommit,
 )
 from maka_es.recovery.operator_actions import (
-    EndRunReport,
+    EndRunOutcome,
     OperatorActions,
     RunForks,
     end_start_only_run,
 )
 from maka_es.recovery.session_resume import SessionResume
-from maka_es.recovery.startup import StartupRecovery, StartupRecoveryReport
+from maka_es.recovery.startup import StartupRecovery, StartupRecoveryOutcome
 from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
@@ -310,7 +310,7 @@ class RuntimeApplication(RuntimeApi):
             self._recovery_status = self.recovery_status_projector()
         return self._recovery_status
 
-    def end_start_only_run(self, run_id: str) -> EndRunReport:
+    def end_start_only_run(self, run_id: str) -> EndRunOutcome:
         """End one continuation or fork that holds only its start and whose process is gone
         (its owner's lease is not live), with startup recovery's terminal (ADR 0035); a typed
         ``RunEndRefusedError`` otherwise, nothing written."""
@@ -321,7 +321,7 @@ class RuntimeApplication(RuntimeApi):
         *,
         tool_runtime: ToolRuntime | None = None,
         end_start_only_continuations: bool = True,
-    ) -> StartupRecoveryReport:
+    ) -> StartupRecoveryOutcome:
         """Startup recovery (docs/reference/continuation.md#startup-recovery; ADR 0019).
 
         Interrupted tool operations are settled with the application's own catalogue
@@ -350,7 +350,7 @@ class RuntimeApplication(RuntimeApi):
         self.recovery_status.catch_up()
         return report
 
-    def _recover_one_run(self, run_id: str) -> StartupRecoveryReport:
+    def _recover_one_run(self, run_id: str) -> StartupRecoveryOutcome:
         """Startup recovery of ``run_id`` alone, with the application's catalogue: how an
         attestation finishes the recovery of a run that awaited it (ADR 0022 amendment)."""
         return StartupRecovery(self.claims, self.tool_runtime).run([run_id], [])

@@ -27,8 +27,8 @@ from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import Ledger, SessionInfo
 from maka_es.recovery.operator_actions import (
-    AttestationReport,
-    ForkReport,
+    AttestationOutcome,
+    ForkOutcome,
     OperatorActions,
     RunForks,
 )
@@ -182,7 +182,7 @@ class RuntimeApi:
         result: Any = None,
         actor: str,
         note: str = "",
-    ) -> AttestationReport:
+    ) -> AttestationOutcome:
         """An operator's recorded decision about an indeterminate operation: it took effect
         (``result`` is what the model sees) or it did not. Never made automatically."""
         return self._operator_actions.attest_operation(
@@ -191,7 +191,7 @@ class RuntimeApi:
 
     def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
-    ) -> ForkReport:
+    ) -> ForkOutcome:
         """A new run continuing ``run_id``'s prefix before the call of ``before_operation``;
         the source is untouched and the fork claims it like a continuation (ADR 0022)."""
         return self.run_forks.fork_run(

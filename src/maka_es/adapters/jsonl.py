@@ -115,7 +115,7 @@ __all__ = [
     "JsonlLedger",
     "validate_safe_id",
     "LedgerIo",
-    "ImportReport",
+    "ImportOutcome",
     "import_jsonl_ledgers",
     "export_jsonl_run",
 ]
@@ -806,13 +806,13 @@ class LedgerIo(Protocol):
 
 
 @dataclass(frozen=True)
-class ImportReport:
+class ImportOutcome:
     runs: int
     appended: int
     retried: int
 
 
-def import_jsonl_ledgers(app: LedgerIo, ledger: JsonlLedger) -> ImportReport:
+def import_jsonl_ledgers(app: LedgerIo, ledger: JsonlLedger) -> ImportOutcome:
     """Import every run found under the ledger root (sorted order). Each run is one save; a run
     that fails its gates raises and the runs after it are not imported. A symlink in the layout
     is refused while listing, before any run is imported."""
@@ -824,7 +824,7 @@ def import_jsonl_ledgers(app: LedgerIo, ledger: JsonlLedger) -> ImportReport:
         runs += 1
         appended += result.appended
         retried += result.retried
-    return ImportReport(runs, appended, retried)
+    return ImportOutcome(runs, appended, retried)
 
 
 def export_jsonl_run(app: LedgerIo, ledger: JsonlLedger, run_id: str) -> None:

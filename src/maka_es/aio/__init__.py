@@ -68,9 +68,9 @@ from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import SessionInfo
-from maka_es.recovery.operator_actions import AttestationReport, EndRunReport, ForkReport
+from maka_es.recovery.operator_actions import AttestationOutcome, EndRunOutcome, ForkOutcome
 from maka_es.recovery.session_resume import ResumeResult
-from maka_es.recovery.startup import StartupRecoveryReport
+from maka_es.recovery.startup import StartupRecoveryOutcome
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.tooljournal.tools import ToolResult
@@ -292,7 +292,7 @@ class AsyncRuntimeApplication:
         result: Any = None,
         actor: str,
         note: str = "",
-    ) -> AttestationReport:
+    ) -> AttestationOutcome:
         """``RuntimeApplication.attest_operation`` as a coroutine, off the event loop (same
         parameters, same refusals)."""
         return await self._write(
@@ -303,7 +303,7 @@ class AsyncRuntimeApplication:
 
     async def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
-    ) -> ForkReport:
+    ) -> ForkOutcome:
         """``RuntimeApplication.fork_run`` as a coroutine, off the event loop (same parameters,
         same refusals)."""
         return await self._write(
@@ -384,14 +384,14 @@ class AsyncRuntimeApplication:
             )
         )
 
-    async def end_start_only_run(self, run_id: str) -> EndRunReport:
+    async def end_start_only_run(self, run_id: str) -> EndRunOutcome:
         """End a start-only continuation or fork whose process is gone (ADR 0035), as a
         command."""
         return await self._write(lambda: self.app.end_start_only_run(run_id))
 
     async def recover(
         self, *, tool_runtime: ToolRuntime | None = None, end_start_only_continuations: bool = True
-    ) -> StartupRecoveryReport:
+    ) -> StartupRecoveryOutcome:
         """Startup recovery (docs/reference/continuation.md#startup-recovery), as a command."""
         return await self._write(
             lambda: self.app.recover(

@@ -171,7 +171,7 @@ class ConversationEvents(EventKit[EventT]):
         )
         return self._fact(wire, overrides)
 
-    def legacy_continuation_start(
+    def state_delta_continuation_start(
         self,
         event_id: str | None = None,
         *,
@@ -180,9 +180,9 @@ class ConversationEvents(EventKit[EventT]):
         marker: bool = False,
         **overrides: Any,
     ) -> EventT:
-        """The Original P1 start form (``stateDelta.continuationStart``), still recognised by
-        planning and recovery though never written by maka_es; ``source`` adds the
-        ``refs.source*`` keys (docs/reference/continuation.md#start-fact)."""
+        """The V1 start form (``stateDelta.continuationStart``), still recognised by planning
+        and recovery though never written by maka_es; ``source`` adds the ``refs.source*`` keys
+        (docs/reference/continuation.md#start-fact)."""
         fields: dict[str, Any] = {
             "actions": {"stateDelta": {"continuationStart": True}, **marker_actions(marker)}
         }

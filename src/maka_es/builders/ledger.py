@@ -121,7 +121,7 @@ class LedgerBuilder:
         event_id: str | None = None,
         **kw: Any,
     ) -> Wire:
-        """A function_response without ``refs`` (pre-T1 or legacy), unless ``kw`` asks."""
+        """A function_response without ``refs`` (pre-T1 or unmarked), unless ``kw`` asks."""
         kit = self._kit()
         event = kit.response(
             call_id, name, result, event_id=self._id(event_id), is_error=is_error, **kw
@@ -207,6 +207,6 @@ class LedgerBuilder:
         """The V2 start fact (id ``<runId>-start``) continuing ``source``."""
         return self.add(self._kit().continuation_start(source, high_water, **kw))
 
-    def legacy_continuation_start(self, **kw: Any) -> Wire:
-        """The Original P1 start form (id ``<runId>-start``)."""
-        return self.add(self._kit().legacy_continuation_start(**kw))
+    def state_delta_continuation_start(self, **kw: Any) -> Wire:
+        """The ``stateDelta.continuationStart`` start form (id ``<runId>-start``)."""
+        return self.add(self._kit().state_delta_continuation_start(**kw))

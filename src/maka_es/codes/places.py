@@ -556,7 +556,7 @@ SEE: Final[Mapping[tuple[CodeKind, str], str]] = {
     ),
     ("park_reason", "dangling_tool_state"): (
         "Phase 0 ([phase0.md#rejection-reasons](reference/phase0.md#rejection-reasons)); gate a "
-        "(legacy path)"
+        "(single-run path)"
     ),
     ("park_reason", "pending_permission"): "gate b",
     ("park_reason", "workspace_identity_mismatch"): "gate j'",

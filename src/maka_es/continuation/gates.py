@@ -1,4 +1,4 @@
-"""The gates of a continuation plan and the host facts they judge
+"""The gates of a continuation plan and the host inputs they judge
 (docs/reference/continuation.md#gates).
 
 Why one function per gate: the plan reports *every* blocker, in gate order, so each gate is an
@@ -10,9 +10,9 @@ The workspace and provider gates judge what the ledger cannot prove - the host's
 (cwd, identity, checkpoint), its background work and tool catalog - and whether the replayed
 history has a head and a tail a new model turn may continue from.
 
-The host's observations arrive as :class:`ContinuationFacts`; they are defined here, next to
-the gates that read them, and re-exported by the plan module. Pure: no I/O, never mutates its
-inputs.
+The host's observations arrive as :class:`ContinuationInputs`; they are defined here, next to
+the gates that read them, and re-exported by the plan module. ("Fact" is kept for what the
+ledger commits; what the host supplies is an input.) Pure: no I/O, never mutates its inputs.
 """
 
 from __future__ import annotations
@@ -26,35 +26,35 @@ from maka_es.continuation.replay import CompositeReplay, provider_item_role
 from maka_es.resume.models import Diagnostic, DiagnosticCode, ResumePlan, ResumeRejectionReason
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
 from maka_es.wire.run_header import (
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
 )
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
-    "ContinuationFacts",
+    "ContinuationInputs",
     "ContinuationIdentity",
     "CwdPolicy",
     "GateVerdicts",
     "HistoryEdges",
     "TerminalPolicy",
-    "WorkspaceCheckpointFact",
+    "WorkspaceCheckpoint",
     "background_operation_gate",
     "checkpoint_restore_gate",
-    "composite_edges",
     "continuation_identity_reused_gate",
     "cwd_gate",
     "js_sorted",
     "ledger_empty_gate",
     "ledger_readable_gate",
-    "legacy_edges",
     "normalize_cwd",
     "pending_permission_gate",
-    "phase0_gate",
     "provider_boundary_gate",
-    "provider_head_gate",
+    "provider_history_start_gate",
+    "provider_item_edges",
+    "resume_plan_gate",
+    "runtime_context_edges",
     "runtime_identity_gate",
     "runtime_offset_gate",
     "terminal_boundary_consistent",
@@ -70,11 +70,11 @@ _HighWater = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 
 
 # --------------------------------------------------------------------------------------------
-# The host facts
+# The host inputs
 # --------------------------------------------------------------------------------------------
 
 
-class ContinuationIdentity(ReportModel):
+class ContinuationIdentity(ValueModel):
     """The fresh execution identity the continuation Run will use."""
 
     invocation_id: StrictStr
@@ -82,15 +82,15 @@ class ContinuationIdentity(ReportModel):
     turn_id: StrictStr
 
 
-class WorkspaceCheckpointFact(ReportModel):
-    """A host-reported workspace checkpoint (Phase 4 is design-only; this is a trusted fact)."""
+class WorkspaceCheckpoint(ValueModel):
+    """A host-reported workspace checkpoint (Phase 4 is design-only; a trusted observation)."""
 
     ref: StrictStr | None = None
     restored: StrictBool
     runtime_event_high_water: _HighWater
 
 
-class ContinuationFacts(ReportModel):
+class ContinuationInputs(ValueModel):
     """Host observations the ledger cannot prove (docs/reference/continuation.md#gates; the
     inspector that reports them: docs/reference/continuation.md#host-facts).
 
@@ -101,8 +101,8 @@ class ContinuationFacts(ReportModel):
     ``source_header``: when given, gate (h) also checks the header against the ledger's
     terminal fact (see ``terminal_policy``); when absent, gate (h) relies on
     ``terminal_repair_succeeded`` alone (the host's own verdict). ``source_cwd`` and the
-    workspace identities are always taken from these facts, never from the header.
-    A missing (``None``) workspace identity on either side is a missing fact and parks with
+    workspace identities are always taken from these inputs, never from the header.
+    A missing (``None``) workspace identity on either side is a missing input and parks with
     ``workspace_identity_missing`` at gate (j).
     """
 
@@ -115,7 +115,7 @@ class ContinuationFacts(ReportModel):
     background_operations_settled: StrictBool
     available_tool_names: list[StrictStr]
     continuation_identity: ContinuationIdentity
-    workspace_checkpoint: WorkspaceCheckpointFact | None = None
+    workspace_checkpoint: WorkspaceCheckpoint | None = None
     expected_runtime_event_high_water: _HighWater | None = None
     cwd_policy: CwdPolicy = "strict"
     terminal_policy: TerminalPolicy = "strict"
@@ -223,12 +223,12 @@ def _pending_permissions(events: Sequence[RuntimeEvent]) -> list[Diagnostic]:
     ]
 
 
-def phase0_gate(gates: GateVerdicts, legacy: ResumePlan) -> None:
-    """(a) legacy path: the Phase 0 verdict over the source ledger, its reasons first."""
-    gates.diagnostics.extend(legacy.diagnostics)
-    for reason in legacy.rejection_reasons:
+def resume_plan_gate(gates: GateVerdicts, resume_plan: ResumePlan) -> None:
+    """(a) single-run path: the Phase 0 verdict over the source ledger, its reasons first."""
+    gates.diagnostics.extend(resume_plan.diagnostics)
+    for reason in resume_plan.rejection_reasons:
         gates.reasons.setdefault(reason)
-    if legacy.disposition != "safe_replay" and not legacy.rejection_reasons:
+    if resume_plan.disposition != "safe_replay" and not resume_plan.rejection_reasons:
         gates.reasons.setdefault("dangling_tool_state")  # fail closed on a reasonless block
 
 
@@ -243,7 +243,7 @@ def pending_permission_gate(gates: GateVerdicts, events: Sequence[RuntimeEvent])
 def runtime_offset_gate(
     gates: GateVerdicts, expected_high_water: int | None, last_event_seq: int
 ) -> None:
-    """(c) composite path only (the legacy path checks it inside Phase 0)."""
+    """(c) lineage path only (the single-run path checks it inside Phase 0)."""
     if expected_high_water is not None and expected_high_water != last_event_seq:
         gates.park(
             "runtime_offset_mismatch",
@@ -276,12 +276,12 @@ def runtime_identity_gate(
 
 
 def continuation_identity_reused_gate(
-    gates: GateVerdicts, facts: ContinuationFacts, source: RuntimeEvent | None
+    gates: GateVerdicts, inputs: ContinuationInputs, source: RuntimeEvent | None
 ) -> None:
     """(f) ``continuation_identity_reused``: the target must not reuse any source id."""
     if source is None:
         return
-    fresh = facts.continuation_identity
+    fresh = inputs.continuation_identity
     if (
         fresh.invocation_id == source.invocation_id
         or fresh.run_id == source.run_id
@@ -293,23 +293,23 @@ def continuation_identity_reused_gate(
         )
 
 
-def ledger_readable_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+def ledger_readable_gate(gates: GateVerdicts, inputs: ContinuationInputs) -> None:
     """(g) ``runtime_ledger_unreadable``: the host could not read the ledger reliably."""
-    if not facts.ledger_readable:
+    if not inputs.ledger_readable:
         gates.park("runtime_ledger_unreadable", "RuntimeEvent ledger could not be read reliably")
 
 
 def terminal_repair_gate(
-    gates: GateVerdicts, facts: ContinuationFacts, events: Sequence[RuntimeEvent]
+    gates: GateVerdicts, inputs: ContinuationInputs, events: Sequence[RuntimeEvent]
 ) -> None:
     """(h) ``terminal_repair_failed``: the host's repair failed, or (with a source header) the
     header and the ledger do not form one terminal boundary."""
-    if not facts.terminal_repair_succeeded:
+    if not inputs.terminal_repair_succeeded:
         gates.park(
             "terminal_repair_failed", "source run terminal repair did not complete successfully"
         )
-    elif facts.source_header is not None and not terminal_boundary_consistent(
-        facts.source_header, events, facts.terminal_policy
+    elif inputs.source_header is not None and not terminal_boundary_consistent(
+        inputs.source_header, events, inputs.terminal_policy
     ):
         gates.park(
             "terminal_repair_failed",
@@ -336,15 +336,15 @@ def js_sorted(values: set[str]) -> tuple[str, ...]:
     return tuple(sorted(values, key=js_sort_key))
 
 
-def cwd_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+def cwd_gate(gates: GateVerdicts, inputs: ContinuationInputs) -> None:
     """(i) a changed cwd parks under ``strict`` and is only noted under ``relocatable``."""
-    if normalize_cwd(facts.source_cwd) == normalize_cwd(facts.current_cwd):
+    if normalize_cwd(inputs.source_cwd) == normalize_cwd(inputs.current_cwd):
         return
     cwd_detail: dict[str, JsonValue] = {
-        "sourceCwd": facts.source_cwd,
-        "currentCwd": facts.current_cwd,
+        "sourceCwd": inputs.source_cwd,
+        "currentCwd": inputs.current_cwd,
     }
-    if facts.cwd_policy == "strict":
+    if inputs.cwd_policy == "strict":
         gates.park(
             "workspace_cwd_mismatch",
             "current cwd differs from the source resume boundary",
@@ -358,19 +358,19 @@ def cwd_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
         )
 
 
-def workspace_identity_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+def workspace_identity_gate(gates: GateVerdicts, inputs: ContinuationInputs) -> None:
     """(j) an unknown workspace identity is missing; a different one is a mismatch."""
     identity_detail: dict[str, JsonValue] = {
-        "sourceWorkspaceIdentity": facts.source_workspace_identity,
-        "currentWorkspaceIdentity": facts.current_workspace_identity,
+        "sourceWorkspaceIdentity": inputs.source_workspace_identity,
+        "currentWorkspaceIdentity": inputs.current_workspace_identity,
     }
-    if facts.source_workspace_identity is None or facts.current_workspace_identity is None:
+    if inputs.source_workspace_identity is None or inputs.current_workspace_identity is None:
         gates.park(
             "workspace_identity_missing",
             "workspace identity is unknown, so the source workspace cannot be proven",
             detail=identity_detail,
         )
-    elif facts.source_workspace_identity != facts.current_workspace_identity:
+    elif inputs.source_workspace_identity != inputs.current_workspace_identity:
         gates.park(
             "workspace_identity_mismatch",
             "current workspace identity differs from the source resume boundary",
@@ -378,13 +378,13 @@ def workspace_identity_gate(gates: GateVerdicts, facts: ContinuationFacts) -> No
         )
 
 
-def background_operation_gate(gates: GateVerdicts, facts: ContinuationFacts) -> None:
+def background_operation_gate(gates: GateVerdicts, inputs: ContinuationInputs) -> None:
     """(k) ``background_operation_pending``: something the source started still runs."""
-    if not facts.background_operations_settled:
+    if not inputs.background_operations_settled:
         gates.park("background_operation_pending", "a background or child operation is not settled")
 
 
-def workspace_ref_gate(gates: GateVerdicts, checkpoint: WorkspaceCheckpointFact | None) -> None:
+def workspace_ref_gate(gates: GateVerdicts, checkpoint: WorkspaceCheckpoint | None) -> None:
     """(l) ``workspace_ref_missing``: a checkpoint without a restorable ref."""
     if checkpoint is not None and not checkpoint.ref:
         gates.park(
@@ -392,9 +392,7 @@ def workspace_ref_gate(gates: GateVerdicts, checkpoint: WorkspaceCheckpointFact 
         )
 
 
-def checkpoint_restore_gate(
-    gates: GateVerdicts, checkpoint: WorkspaceCheckpointFact | None
-) -> None:
+def checkpoint_restore_gate(gates: GateVerdicts, checkpoint: WorkspaceCheckpoint | None) -> None:
     """(m) ``checkpoint_restore_failed``: a checkpoint with a ref the host did not restore
     (a checkpoint without a ref already parked at gate l)."""
     if checkpoint is not None and checkpoint.ref and not checkpoint.restored:
@@ -406,10 +404,10 @@ def checkpoint_restore_gate(
 
 
 def tool_catalog_gate(
-    gates: GateVerdicts, facts: ContinuationFacts, runtime_context: Sequence[RuntimeEvent]
+    gates: GateVerdicts, inputs: ContinuationInputs, runtime_context: Sequence[RuntimeEvent]
 ) -> None:
     """(n) ``tool_catalog_mismatch``: a replayed call names a tool the host no longer has."""
-    available = set(facts.available_tool_names)
+    available = set(inputs.available_tool_names)
     unavailable = {
         call.name
         for event in runtime_context
@@ -432,7 +430,7 @@ class HistoryEdges(NamedTuple):
     last_id: str | None
 
 
-def legacy_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
+def runtime_context_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
     """The first/last model-visible event of the runtime context and its ledger role
     (``user``, ``model``, ``tool``, ``system``)."""
     first = next((event for event in runtime_context if event.is_model_visible), None)
@@ -445,7 +443,7 @@ def legacy_edges(runtime_context: Sequence[RuntimeEvent]) -> HistoryEdges:
     )
 
 
-def composite_edges(replay: CompositeReplay) -> HistoryEdges:
+def provider_item_edges(replay: CompositeReplay) -> HistoryEdges:
     """The first/last provider item and its provider role (``user``, ``assistant``,
     ``system``, ``tool``)."""
     items = replay.provider_items
@@ -464,7 +462,7 @@ def _item_event_id(item: dict[str, JsonValue] | None) -> str | None:
     return event_id if isinstance(event_id, str) else None
 
 
-def provider_head_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
+def provider_history_start_gate(gates: GateVerdicts, edges: HistoryEdges) -> None:
     """(o) ``provider_resume_head_unsupported``: the history must start with the user."""
     if edges.first_role != "user":
         gates.park(

@@ -27,10 +27,10 @@ from typing import Annotated, Protocol, runtime_checkable
 from pydantic import Field, StrictBool, StrictStr, field_validator
 
 # One checkpoint fact shape for host and planner: an observation's checkpoint can be handed
-# to ``ContinuationFacts`` as is.
-from maka_es.continuation.plan import WorkspaceCheckpointFact
+# to ``ContinuationInputs`` as is.
+from maka_es.continuation.plan import WorkspaceCheckpoint
 from maka_es.wire.codec import js_sort_key
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "BackgroundOperationRegistry",
@@ -39,11 +39,11 @@ __all__ = [
     "HostObservation",
     "PendingOperation",
     "StaticHostInspector",
-    "WorkspaceCheckpointFact",
+    "WorkspaceCheckpoint",
 ]
 
 
-class HostObservation(ReportModel):
+class HostObservation(ValueModel):
     """What the host observed about the session's environment, right now.
 
     ``available_tool_names`` is always de-duplicated and sorted (JavaScript order), whatever the
@@ -54,7 +54,7 @@ class HostObservation(ReportModel):
     workspace_path: StrictStr | None = None
     background_operations_settled: StrictBool
     available_tool_names: tuple[StrictStr, ...]
-    workspace_checkpoint: WorkspaceCheckpointFact | None = None
+    workspace_checkpoint: WorkspaceCheckpoint | None = None
 
     @field_validator("available_tool_names", mode="after")
     @classmethod
@@ -70,7 +70,7 @@ class HostInspector(Protocol):
 
 
 #: Reads the optional checkpoint fact of a session (``None``: no checkpoint).
-CheckpointReader = Callable[[str], WorkspaceCheckpointFact | None]
+CheckpointReader = Callable[[str], WorkspaceCheckpoint | None]
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 #gates).
 
 Why a separate plan from Phase 0: a ``safe_replay`` prefix only says the committed ledger can be
-shown to the provider again. Continuing it as a *new* Run additionally needs facts the ledger
+shown to the provider again. Continuing it as a *new* Run additionally needs inputs the ledger
 cannot prove — the workspace is the same one, nothing is still running in the background, every
 historical tool still exists, a supplied checkpoint was restored — and a provider history that
 ends where a new model turn may legally start. Every gate (:mod:`maka_es.continuation.gates`)
@@ -10,7 +10,7 @@ is evaluated and every failure is reported (reasons in gate order, de-duplicated
 can show all blockers at once; the plan says ``continue`` only when no gate fired. Uncertainty
 is never converted into a retry.
 
-Pure and deterministic: the host supplies its observations as :class:`ContinuationFacts`
+Pure and deterministic: the host supplies its observations as :class:`ContinuationInputs`
 (including the fresh continuation ids), the function reads no clock, store or filesystem and
 never mutates its inputs. Hosts, the planner, the executor and the telemetry read the plan's
 models from here; this is also the one place that says how a blocked composite replay parks
@@ -46,27 +46,27 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from maka_es.continuation.gates import (
-    ContinuationFacts,
     ContinuationIdentity,
+    ContinuationInputs,
     CwdPolicy,
     GateVerdicts,
     HistoryEdges,
     TerminalPolicy,
-    WorkspaceCheckpointFact,
+    WorkspaceCheckpoint,
     background_operation_gate,
     checkpoint_restore_gate,
-    composite_edges,
     continuation_identity_reused_gate,
     cwd_gate,
     js_sorted,
     ledger_empty_gate,
     ledger_readable_gate,
-    legacy_edges,
     normalize_cwd,
     pending_permission_gate,
-    phase0_gate,
     provider_boundary_gate,
-    provider_head_gate,
+    provider_history_start_gate,
+    provider_item_edges,
+    resume_plan_gate,
+    runtime_context_edges,
     runtime_identity_gate,
     runtime_offset_gate,
     terminal_boundary_consistent,
@@ -84,13 +84,13 @@ from maka_es.continuation.replay import (
 from maka_es.resume.models import Diagnostic, ResumeRejectionReason
 from maka_es.resume.plan import build_resume_plan
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "REPLAY_PARK_REASONS",
     "ContinuationBoundary",
     "ContinuationDisposition",
-    "ContinuationFacts",
+    "ContinuationInputs",
     "ContinuationIdentity",
     "ContinuationPlan",
     "ContinuationSafetySnapshot",
@@ -98,7 +98,7 @@ __all__ = [
     "RuntimeContinuation",
     "SnapshotCheckpoint",
     "TerminalPolicy",
-    "WorkspaceCheckpointFact",
+    "WorkspaceCheckpoint",
     "build_continuation_plan",
     "normalize_cwd",
     "replay_blocked_plan",
@@ -131,15 +131,15 @@ def replay_park_reason(reason: ReplayBlockReason) -> ResumeRejectionReason:
 # --------------------------------------------------------------------------------------------
 
 
-class SnapshotCheckpoint(ReportModel):
+class SnapshotCheckpoint(ValueModel):
     """The checkpoint a continuation was planned against (ref + covered high-water)."""
 
     ref: str
     runtime_event_high_water: int
 
 
-class ContinuationSafetySnapshot(ReportModel):
-    """The host facts the plan relied on; execution revalidates them
+class ContinuationSafetySnapshot(ValueModel):
+    """The host inputs the plan relied on; execution revalidates them
     (docs/reference/continuation.md#revalidation)."""
 
     workspace_identity: str
@@ -148,7 +148,7 @@ class ContinuationSafetySnapshot(ReportModel):
     workspace_checkpoint: SnapshotCheckpoint | None = None
 
 
-class ContinuationBoundary(ReportModel):
+class ContinuationBoundary(ValueModel):
     """The boundary cursor a continuation is bound to (docs/reference/wire.md#boundary-digests):
     every lineage segment (``runtime_prefix_segment_v1``, oldest → source) and their manifest
     digest. Execution re-reads exactly these segments before it claims anything."""
@@ -158,8 +158,8 @@ class ContinuationBoundary(ReportModel):
     manifest_digest: str
 
 
-#: Fields only a composite (HEAD) plan has; a legacy plan omits them from its dump.
-_COMPOSITE_ONLY_FIELDS = (
+#: Fields only a lineage plan (``replay=`` given) has; a single-run plan omits them from its dump.
+_LINEAGE_ONLY_FIELDS = (
     "claim_id",
     "source_runtime_context",
     "boundary",
@@ -168,15 +168,15 @@ _COMPOSITE_ONLY_FIELDS = (
 )
 
 
-class RuntimeContinuation(ReportModel):
+class RuntimeContinuation(ValueModel):
     """Fresh target identity, the source boundary and the validated replay context.
 
-    A composite (HEAD) plan also carries what execution must find unchanged and what the claim
-    will record (docs/reference/continuation.md#plan): ``claimId`` (derived from the source
-    boundary, so every planner of one boundary names the same claim), ``boundary``,
-    ``providerReplayDigest``, ``providerProjectionVersion`` and, when there are ancestors,
-    ``sourceRuntimeContext`` (the source segment's own replay events). A legacy plan has none of
-    them and its dump omits the keys.
+    A lineage plan (``replay=`` given) also carries what execution must find unchanged and
+    what the claim will record (docs/reference/continuation.md#plan): ``claimId`` (derived
+    from the source boundary, so every planner of one boundary names the same claim),
+    ``boundary``, ``providerReplayDigest``, ``providerProjectionVersion`` and, when there are
+    ancestors, ``sourceRuntimeContext`` (the source segment's own replay events). A single-run
+    plan has none of them and its dump omits the keys.
     """
 
     invocation_id: str
@@ -201,17 +201,17 @@ class RuntimeContinuation(ReportModel):
         return None if events is None else [event.to_wire() for event in events]
 
     @model_serializer(mode="wrap")
-    def _omit_absent_composite_fields(
+    def _omit_absent_lineage_fields(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for name in _COMPOSITE_ONLY_FIELDS:
+        for name in _LINEAGE_ONLY_FIELDS:
             if getattr(self, name) is None:
                 data.pop(to_camel(name) if info.by_alias else name, None)
         return data
 
 
-class ContinuationPlan(ReportModel):
+class ContinuationPlan(ValueModel):
     """``continue`` with a :class:`RuntimeContinuation`, or ``park`` with stable reasons."""
 
     disposition: ContinuationDisposition
@@ -292,7 +292,7 @@ def _str_or_none(value: JsonValue) -> str | None:
 
 def build_continuation_plan(
     events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     *,
     ancestors: Sequence[Sequence[RuntimeEventInput]] = (),
     replay: CompositeReplay | None = None,
@@ -301,14 +301,14 @@ def build_continuation_plan(
     run's ``events``.
 
     ``events`` is everything the store returned for the source run (partial snapshots included:
-    the legacy high-water is the input count). ``ancestors`` is the lineage context inherited
+    the single-run high-water is the input count). ``ancestors`` is the lineage context inherited
     from continuation ancestors, oldest first, each already reduced to its trimmed replay
     events (e.g. ``build_composite_replay([...]).segments[i].replay_runtime_events``); it is
     prepended to the source replay for the tool-catalog gate (n), the head/tail gates (o, p)
     and the planned ``runtimeContext``. The source ledger itself is checked by Phase 0
-    (gate a), which is what makes this the *legacy* path.
+    (gate a), which is what makes this the *single-run* path.
 
-    ``replay`` selects the HEAD composite path instead: pass the
+    ``replay`` selects the *lineage* path instead: pass the
     :func:`build_composite_replay` of the lineage whose last segment is ``events``. A blocked
     replay parks with a single reason (``runtime_ledger_unreadable`` for unsettled or corrupt
     tool facts); otherwise gate (a) is replaced by the replay, gate (c) compares the expected
@@ -316,7 +316,7 @@ def build_continuation_plan(
     context and provider items. ``ancestors`` must then be empty (the replay carries them).
 
     The gates, all evaluated, reasons in this order: (a) Phase 0 not ``safe_replay`` → its
-    reasons; (b) ``pending_permission``; (c) ``runtime_offset_mismatch`` (composite only);
+    reasons; (b) ``pending_permission``; (c) ``runtime_offset_mismatch`` (lineage path only);
     (d) ``runtime_ledger_empty``; (e) ``runtime_identity_mismatch``;
     (f) ``continuation_identity_reused``; (g) ``runtime_ledger_unreadable``;
     (h) ``terminal_repair_failed``; (i) cwd (see module docstring);
@@ -327,40 +327,40 @@ def build_continuation_plan(
     (o and p only for a non-empty single-identity ledger).
     """
     if replay is None:
-        return _legacy_plan(events, facts, ancestors)
+        return _single_run_plan(events, inputs, ancestors)
     if ancestors:
         raise ValueError("ancestors are part of the composite replay; pass one or the other")
-    return _composite_plan(events, facts, replay)
+    return _lineage_plan(events, inputs, replay)
 
 
-def _expected_high_water(facts: ContinuationFacts) -> int | None:
+def _expected_high_water(inputs: ContinuationInputs) -> int | None:
     """The checkpoint's high-water when a checkpoint is given, else the caller's."""
-    checkpoint = facts.workspace_checkpoint
+    checkpoint = inputs.workspace_checkpoint
     if checkpoint is not None:
         return checkpoint.runtime_event_high_water
-    return facts.expected_runtime_event_high_water
+    return inputs.expected_runtime_event_high_water
 
 
-def _legacy_plan(
+def _single_run_plan(
     events: Sequence[RuntimeEventInput],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     ancestors: Sequence[Sequence[RuntimeEventInput]],
 ) -> ContinuationPlan:
     """Gates a, b, d-p: Phase 0 judges the source ledger; the context is the ancestors'
     trimmed events followed by the source's replay events."""
     decoded = decode_events(events)
-    legacy = build_resume_plan(decoded, _expected_high_water(facts))
+    resume_plan = build_resume_plan(decoded, _expected_high_water(inputs))
     gates = GateVerdicts()
-    phase0_gate(gates, legacy)  # (a)
+    resume_plan_gate(gates, resume_plan)  # (a)
     pending_permission_gate(gates, decoded)  # (b)
     inherited = [event for segment in ancestors for event in decode_events(segment)]
-    runtime_context = (*inherited, *legacy.replay_runtime_events)
-    _shared_gates(gates, decoded, facts, runtime_context, legacy_edges(runtime_context))
-    return _verdict(gates, decoded, facts, runtime_context, len(decoded), {})
+    runtime_context = (*inherited, *resume_plan.replay_runtime_events)
+    _shared_gates(gates, decoded, inputs, runtime_context, runtime_context_edges(runtime_context))
+    return _verdict(gates, decoded, inputs, runtime_context, len(decoded), {})
 
 
-def _composite_plan(
-    events: Sequence[RuntimeEventInput], facts: ContinuationFacts, replay: CompositeReplay
+def _lineage_plan(
+    events: Sequence[RuntimeEventInput], inputs: ContinuationInputs, replay: CompositeReplay
 ) -> ContinuationPlan:
     """A blocked replay parks alone; otherwise gates b-p, with gate c comparing the expected
     high-water with the source segment's ``lastEventSeq`` and n-p reading the replay."""
@@ -370,16 +370,16 @@ def _composite_plan(
     gates = GateVerdicts()
     pending_permission_gate(gates, decoded)  # (b)
     last_seq = source_boundary(replay).high_water
-    runtime_offset_gate(gates, _expected_high_water(facts), last_seq)  # (c)
+    runtime_offset_gate(gates, _expected_high_water(inputs), last_seq)  # (c)
     runtime_context = replay.runtime_context
-    _shared_gates(gates, decoded, facts, runtime_context, composite_edges(replay))
-    return _verdict(gates, decoded, facts, runtime_context, last_seq, _composite_fields(replay))
+    _shared_gates(gates, decoded, inputs, runtime_context, provider_item_edges(replay))
+    return _verdict(gates, decoded, inputs, runtime_context, last_seq, _lineage_fields(replay))
 
 
 def _shared_gates(
     gates: GateVerdicts,
     decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     runtime_context: Sequence[RuntimeEvent],
     edges: HistoryEdges,
 ) -> None:
@@ -388,27 +388,27 @@ def _shared_gates(
     source = decoded[0] if decoded else None
     ledger_empty_gate(gates, source)  # (d)
     runtime_identity_gate(gates, decoded, source)  # (e)
-    continuation_identity_reused_gate(gates, facts, source)  # (f)
-    ledger_readable_gate(gates, facts)  # (g)
-    terminal_repair_gate(gates, facts, decoded)  # (h)
-    cwd_gate(gates, facts)  # (i)
-    workspace_identity_gate(gates, facts)  # (j)
-    background_operation_gate(gates, facts)  # (k)
-    workspace_ref_gate(gates, facts.workspace_checkpoint)  # (l)
-    checkpoint_restore_gate(gates, facts.workspace_checkpoint)  # (m)
-    tool_catalog_gate(gates, facts, runtime_context)  # (n)
+    continuation_identity_reused_gate(gates, inputs, source)  # (f)
+    ledger_readable_gate(gates, inputs)  # (g)
+    terminal_repair_gate(gates, inputs, decoded)  # (h)
+    cwd_gate(gates, inputs)  # (i)
+    workspace_identity_gate(gates, inputs)  # (j)
+    background_operation_gate(gates, inputs)  # (k)
+    workspace_ref_gate(gates, inputs.workspace_checkpoint)  # (l)
+    checkpoint_restore_gate(gates, inputs.workspace_checkpoint)  # (m)
+    tool_catalog_gate(gates, inputs, runtime_context)  # (n)
     if source is not None and not gates.fired("runtime_identity_mismatch"):
-        provider_head_gate(gates, edges)  # (o)
+        provider_history_start_gate(gates, edges)  # (o)
         provider_boundary_gate(gates, edges)  # (p)
 
 
 def _verdict(
     gates: GateVerdicts,
     decoded: Sequence[RuntimeEvent],
-    facts: ContinuationFacts,
+    inputs: ContinuationInputs,
     runtime_context: Sequence[RuntimeEvent],
     source_high_water: int,
-    composite_fields: dict[str, Any],
+    lineage_fields: dict[str, Any],
 ) -> ContinuationPlan:
     """``park`` with every reason, or ``continue`` with the planned continuation."""
     source = decoded[0] if decoded else None
@@ -423,24 +423,24 @@ def _verdict(
         rejection_reasons=(),
         diagnostics=tuple(gates.diagnostics),
         continuation=RuntimeContinuation(
-            invocation_id=facts.continuation_identity.invocation_id,
-            run_id=facts.continuation_identity.run_id,
-            turn_id=facts.continuation_identity.turn_id,
+            invocation_id=inputs.continuation_identity.invocation_id,
+            run_id=inputs.continuation_identity.run_id,
+            turn_id=inputs.continuation_identity.turn_id,
             source_invocation_id=source.invocation_id,
             source_run_id=source.run_id,
             source_turn_id=source.turn_id,
             source_runtime_event_high_water=source_high_water,
             runtime_context=tuple(runtime_context),
-            **composite_fields,
-            safety_snapshot=_safety_snapshot(facts),
+            **lineage_fields,
+            safety_snapshot=_safety_snapshot(inputs),
         ),
     )
 
 
-def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
-    """The host facts a continuing plan relied on (execution revalidates them)."""
-    assert facts.current_workspace_identity is not None  # gate (j) parks otherwise
-    checkpoint = facts.workspace_checkpoint
+def _safety_snapshot(inputs: ContinuationInputs) -> ContinuationSafetySnapshot:
+    """The host inputs a continuing plan relied on (execution revalidates them)."""
+    assert inputs.current_workspace_identity is not None  # gate (j) parks otherwise
+    checkpoint = inputs.workspace_checkpoint
     snapshot_checkpoint = (
         SnapshotCheckpoint(
             ref=checkpoint.ref, runtime_event_high_water=checkpoint.runtime_event_high_water
@@ -449,15 +449,16 @@ def _safety_snapshot(facts: ContinuationFacts) -> ContinuationSafetySnapshot:
         else None
     )
     return ContinuationSafetySnapshot(
-        workspace_identity=facts.current_workspace_identity,
+        workspace_identity=inputs.current_workspace_identity,
         background_operations_settled=True,
-        available_tool_names=js_sorted(set(facts.available_tool_names)),
+        available_tool_names=js_sorted(set(inputs.available_tool_names)),
         workspace_checkpoint=snapshot_checkpoint,
     )
 
 
-def _composite_fields(replay: CompositeReplay) -> dict[str, Any]:
-    """The HEAD-only plan fields of a replayable composite replay (the legacy path has none)."""
+def _lineage_fields(replay: CompositeReplay) -> dict[str, Any]:
+    """The lineage-only plan fields of a replayable composite replay (a single-run plan has
+    none)."""
     source = replay.segments[-1]
     assert replay.manifest_digest is not None
     return {

@@ -32,8 +32,8 @@ from maka_es.continuation.claims import (
 from maka_es.continuation.host import HostInspector, HostObservation
 from maka_es.continuation.lineage import LineagePark, check_v2_replay, read_lineage
 from maka_es.continuation.plan import (
-    ContinuationFacts,
     ContinuationIdentity,
+    ContinuationInputs,
     ContinuationPlan,
     CwdPolicy,
     TerminalPolicy,
@@ -302,7 +302,7 @@ class ContinuationPlanner:
         identity = ContinuationIdentity(
             invocation_id=self.new_id(), run_id=self.new_id(), turn_id=self.new_id()
         )
-        facts = ContinuationFacts(
+        inputs = ContinuationInputs(
             source_cwd=header.cwd,
             current_cwd=current_cwd,
             source_workspace_identity=header.workspace_identity,
@@ -316,4 +316,4 @@ class ContinuationPlanner:
             terminal_policy=self.settings.terminal_policy,
             source_header=header,
         )
-        return build_continuation_plan(events, facts, replay=replay)
+        return build_continuation_plan(events, inputs, replay=replay)

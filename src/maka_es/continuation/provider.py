@@ -38,7 +38,7 @@ from maka_es.wire.events import (
     TextContent,
     ThinkingContent,
 )
-from maka_es.wire.report import RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, decode_events
 
 __all__ = [
     "InvalidProviderOutputError",

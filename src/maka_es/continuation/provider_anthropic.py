@@ -35,7 +35,7 @@ from maka_es.continuation.provider_formats import (
     tool_specs,
 )
 from maka_es.tooljournal.tools import Tool
-from maka_es.wire.report import RuntimeEventInput
+from maka_es.wire.values import RuntimeEventInput
 
 __all__ = ["anthropic_messages_request", "anthropic_messages_response"]
 

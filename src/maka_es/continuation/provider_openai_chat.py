@@ -31,7 +31,7 @@ from maka_es.continuation.provider_formats import (
     tool_specs,
 )
 from maka_es.tooljournal.tools import Tool
-from maka_es.wire.report import RuntimeEventInput
+from maka_es.wire.values import RuntimeEventInput
 
 __all__ = ["openai_chat_request", "openai_chat_response"]
 

@@ -58,7 +58,7 @@ from maka_es.wire.events import (
     TextContent,
     ThinkingContent,
 )
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "CompositeReplay",
@@ -193,7 +193,7 @@ def provider_replay_item(
 
     Returns None for partial, model-hidden, content-less, empty-text, error-content, system
     (unless ``include_system``) and wrong-role events. Plan-level rules — call/result pairing,
-    dropping unmatched calls, skipping signed thinking in legacy tool turns, suffix trimming —
+    dropping unmatched calls, skipping signed thinking in unpaired tool turns, suffix trimming —
     belong to the replay planner, not here. ``project_tool_output(toolName, output)`` applies
     the reference's tool-specific model projections of results (Bash / Write / Edit /
     FormatJson summaries); without it the stored result (or ``providerOutput`` for
@@ -357,7 +357,7 @@ ReplayDiagnosticCode = Literal[
 _Screened = Literal["skip", "project"]
 
 
-class ReplayDiagnostic(ReportModel):
+class ReplayDiagnostic(ValueModel):
     """The fact that blocked a replay segment (``segmentIndex`` is on the replay itself)."""
 
     code: ReplayDiagnosticCode
@@ -462,7 +462,7 @@ def _screen(event: RuntimeEvent, unpaired_turns: frozenset[str]) -> ReplayDiagno
         and content.signature
         and event.turn_id in unpaired_turns
     ):
-        return "skip"  # legacy tool turn: reasoning cannot be paired to its tool-use message
+        return "skip"  # unpaired tool turn: reasoning cannot be paired to its tool-use message
     return "project"
 
 
@@ -559,7 +559,7 @@ _BLOCKING_PROJECTION_CODES: frozenset[str] = frozenset(
 )
 
 
-class ReplaySegment(ReportModel):
+class ReplaySegment(ValueModel):
     """One projected lineage segment.
 
     ``boundary`` is the ``runtime_prefix_segment_v1`` of the whole immutable prefix (trimming
@@ -580,7 +580,7 @@ class ReplaySegment(ReportModel):
         return [event.to_wire() for event in events]
 
 
-class CompositeReplay(ReportModel):
+class CompositeReplay(ValueModel):
     """The composite replay plan of a lineage, or why it is blocked
     (docs/reference/continuation.md#composite-replay).
 

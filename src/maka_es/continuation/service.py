@@ -96,7 +96,7 @@ class Continuations:
         planner = self.planner(settings)
         if not self.feature_enabled():
             plan = park("resume_feature_disabled", f"{FEATURE_FLAG} is not exactly '1'")
-            self._report(planner, session_id, source_run_id, plan)
+            self._emit_plan_telemetry(planner, session_id, source_run_id, plan)
             return plan
         try:
             session = self.ledger.get_session(session_id)
@@ -115,10 +115,10 @@ class Continuations:
                 source_run_id,
                 expected_high_water=expected_high_water,
             )
-        self._report(planner, session_id, source_run_id, plan)
+        self._emit_plan_telemetry(planner, session_id, source_run_id, plan)
         return plan
 
-    def _report(
+    def _emit_plan_telemetry(
         self,
         planner: ContinuationPlanner,
         session_id: str,

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, Field, StrictStr, TypeAdapter, ValidationError
 
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "CODE_PATTERN",
@@ -105,7 +105,7 @@ Identifier = Annotated[StrictStr, AfterValidator(_matching(_IDENTIFIER_RE, "iden
 Code = Annotated[StrictStr, AfterValidator(_matching(_CODE_RE, "code"))]
 
 
-class _LifecycleEventBase(ReportModel):
+class _LifecycleEventBase(ValueModel):
     """Shared behaviour. Each event declares its own fields, in the documented order, so that the
     dumped keys read ``type, sessionId, sourceRunId, ...`` exactly as
     docs/reference/continuation.md#telemetry lists them."""

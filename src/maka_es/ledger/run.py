@@ -116,7 +116,6 @@ class Run:
     __slots__ = (
         "_attestations",
         "_events",
-        "_head_ids",
         "_history",
         "_journal",
         "_journal_text",
@@ -124,6 +123,7 @@ class Run:
         "_payloads",
         "_resolver",
         "_sealed_by",
+        "_snapshot_ids",
         "_terminal",
         "header",
         "id",
@@ -142,7 +142,7 @@ class Run:
         self._terminal: RuntimeEvent | None = None
         # A state restored from a snapshot keeps only the ids of its older events (ADR 0032):
         # ``_events``/``_payloads`` then hold the events after them, until first asked for.
-        self._head_ids: Sequence[str] = []
+        self._snapshot_ids: Sequence[str] = []
         self._history: HistoryReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
@@ -225,7 +225,7 @@ class Run:
     @property
     def high_water(self) -> int:
         """Number of committed RuntimeEvents (the last event_seq)."""
-        return len(self._head_ids) + len(self._events)
+        return len(self._snapshot_ids) + len(self._events)
 
     @property
     def terminal_event(self) -> RuntimeEvent | None:
@@ -291,7 +291,7 @@ class Run:
     @property
     def events_in_memory(self) -> bool:
         """Every committed event is held (``False``: restored from a snapshot, ADR 0032)."""
-        return not self._head_ids
+        return not self._snapshot_ids
 
     def events_newest_first(self) -> Iterator[RuntimeEvent]:
         """The committed events from the last one back; the ones a snapshot left out are read
@@ -299,7 +299,7 @@ class Run:
 
         Why: startup recovery's last-event rule reads a few events from the end of a run that
         may be restored from a snapshot (ADR 0012, ADR 0032)."""
-        tail, snapshot_left_some = list(self._events), bool(self._head_ids)
+        tail, snapshot_left_some = list(self._events), bool(self._snapshot_ids)
         yield from reversed(tail)
         if snapshot_left_some:
             every = self._materialised()
@@ -332,20 +332,20 @@ class Run:
 
         The events read must be exactly the ones the snapshot recorded, by id and order; a
         ledger that disagrees is a ``StoreCorruptionError`` (never a silently mixed state)."""
-        head = self._head_ids
-        if not head:
+        ids = self._snapshot_ids
+        if not ids:
             return self._events
         if self._history is None:
             raise StoreCorruptionError(f"run {self.run_id}: no ledger reader for its history")
-        rows = self._history(len(head))
-        if [event.id for event, _ in rows] != head:
+        rows = self._history(len(ids))
+        if [event.id for event, _ in rows] != ids:
             raise StoreCorruptionError(
-                f"run {self.run_id}: the ledger's first {len(head)} events are not the ones "
+                f"run {self.run_id}: the ledger's first {len(ids)} events are not the ones "
                 "its snapshot recorded"
             )
         self._events[:0] = [event for event, _ in rows]
         self._payloads[:0] = [payload for _, payload in rows]
-        self._head_ids = []
+        self._snapshot_ids = []
         return self._events
 
     def header_after(self, fact: RunHeaderUpdated) -> RunHeader:

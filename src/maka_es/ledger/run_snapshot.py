@@ -27,8 +27,8 @@ from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.resolver import ResolverState
 from maka_es.tooljournal.scanner import (
-    HeadIds,
     PartText,
+    SnapshotIds,
     bundle_events,
     dump_scan,
     id_index,
@@ -83,7 +83,7 @@ def dump_run(run: Run) -> str:
     back exactly; the ids, the operations and the journal stay unparsed until a command needs
     them. The embedded events (the terminal
     one and those a recovery bundle's interpretation reads) are their canonical JSON."""
-    ids = [*run._head_ids, *(event.id for event in run._events)]
+    ids = [*run._snapshot_ids, *(event.id for event in run._events)]
     terminal = run.terminal_event
     scan, operations = dump_scan(run.resolver)
     values = {
@@ -154,9 +154,9 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids = HeadIds(ids_line, body["scan"]["count"])
+    ids = SnapshotIds(ids_line, body["scan"]["count"])
     embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
-    run._head_ids = ids
+    run._snapshot_ids = ids
     run._sealed_by = body["sealedBy"]
     for row in body["attestations"]:
         attestation = OperatorAttestation(**dict(zip(_ATTESTATION_FIELDS, row, strict=True)))

@@ -62,7 +62,7 @@ from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.recovery.startup import (
     Repair,
     StartupRecovery,
-    StartupRecoveryReport,
+    StartupRecoveryOutcome,
     is_bare_continuation_start,
     start_fact,
 )
@@ -76,20 +76,20 @@ from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = [
-    "AttestationReport",
+    "AttestationOutcome",
     "OperatorActions",
-    "ForkReport",
+    "ForkOutcome",
     "RunForks",
-    "EndRunReport",
+    "EndRunOutcome",
     "end_start_only_run",
 ]
 
 
-# === attest an indeterminate outcome ==============================================================
+# === attest an indeterminate outcome =======================================================
 
 
 @dataclass(frozen=True, slots=True)
-class AttestationReport:
+class AttestationOutcome:
     """What ``attest_operation`` did: ``created=False`` when the same decision was already
     committed (``attestation`` is then the first one, with its original time)."""
 
@@ -118,7 +118,7 @@ class OperatorActions:
         ledger: Ledger,
         tool_commands: ToolCommands,
         telemetry: Telemetry,
-        recover_run: Callable[[str], StartupRecoveryReport] | None = None,
+        recover_run: Callable[[str], StartupRecoveryOutcome] | None = None,
     ) -> None:
         self._ledger = ledger
         self._tools = tool_commands
@@ -134,7 +134,7 @@ class OperatorActions:
         result: Any = None,
         actor: str,
         note: str = "",
-    ) -> AttestationReport:
+    ) -> AttestationOutcome:
         """Record that the indeterminate operation took effect (``applied=True``, with the
         ``result`` the model should see) or did not (``applied=False``); see
         :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
@@ -146,7 +146,9 @@ class OperatorActions:
         if commit.created:
             self._emit(run_id, attestation)
         recovery = self._finish_recovery(run_id)
-        return AttestationReport(run_id, commit.operation_id, commit.created, attestation, recovery)
+        return AttestationOutcome(
+            run_id, commit.operation_id, commit.created, attestation, recovery
+        )
 
     def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
         """Startup recovery left the run unsealed only because an operator had to decide
@@ -191,7 +193,7 @@ class OperatorActions:
 
 
 @dataclass(frozen=True, slots=True)
-class ForkReport:
+class ForkOutcome:
     """What ``fork_run`` did: ``created=False`` when the same fork was already committed
     (the report is then the first one, with its original time)."""
 
@@ -219,8 +221,8 @@ class ForkReport:
         }
 
 
-def _fork_report(fact: RunForked, *, created: bool) -> ForkReport:
-    return ForkReport(
+def _fork_report(fact: RunForked, *, created: bool) -> ForkOutcome:
+    return ForkOutcome(
         fact.source_run_id,
         fact.fork_run_id,
         fact.claim_id,
@@ -293,7 +295,7 @@ class RunForks:
 
     def fork_run(
         self, run_id: str, *, before_operation: str, actor: str, note: str = ""
-    ) -> ForkReport:
+    ) -> ForkOutcome:
         """Fork ``run_id`` before the call of ``before_operation``; a refusal raises
         :class:`RunForkRefusedError` (or ``operator_action_invalid``) and writes nothing."""
         if not isinstance(actor, str) or not actor.strip() or not isinstance(note, str):
@@ -304,7 +306,7 @@ class RunForks:
         with self._ledger.command():
             return self._fork(run_id, before_operation, actor, note)
 
-    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
+    def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkOutcome:
         self._end_awaiting_source(run_id)
         header = self._ledger.get_run_header(run_id)
         source = self._ledger.load_run(run_id)
@@ -488,7 +490,7 @@ class RunForks:
             )
         return replay
 
-    def provenance(self, claim_id: str) -> ForkReport | None:
+    def provenance(self, claim_id: str) -> ForkOutcome | None:
         """The fork recorded under ``claim_id`` (``created=False``: it was read, not made), or
         ``None`` when that claim is an ordinary continuation: how a reader tells the two apart."""
         fact = self._fork_fact(claim_id)
@@ -500,7 +502,7 @@ class RunForks:
 
     def _existing(
         self, boundary: SourceBoundary, operation_id: str, actor: str, note: str
-    ) -> ForkReport | None:
+    ) -> ForkOutcome | None:
         """The same fork again is ``created=False``; any other claim of it is a conflict."""
         if not self._claims.claim_exists(boundary.claim_id):
             return None
@@ -536,7 +538,7 @@ class RunForks:
 
 
 @dataclass(frozen=True, slots=True)
-class EndRunReport:
+class EndRunOutcome:
     """What ``end_start_only_run`` wrote: recovery's terminal of ``run_id``."""
 
     run_id: str
@@ -591,7 +593,7 @@ def _check_endable(claims: Claims, run: Run) -> None:
         )
 
 
-def end_start_only_run(claims: Claims, run_id: str) -> EndRunReport:
+def end_start_only_run(claims: Claims, run_id: str) -> EndRunOutcome:
     """End ``run_id`` with recovery's terminal (see module docstring)."""
     ledger = claims.ledger
     _check_endable(claims, ledger.load_run(run_id))
@@ -613,10 +615,10 @@ def end_start_only_run(claims: Claims, run_id: str) -> EndRunReport:
     return _end_run_report(ledger.load_run(run_id), ended, repairs)
 
 
-def _end_run_report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> EndRunReport:
+def _end_run_report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> EndRunOutcome:
     taken = next((r for r in repairs if r.kind == "owner_taken_over"), None)
     start = start_fact(run)
-    return EndRunReport(
+    return EndRunOutcome(
         run.run_id,
         None if start is None else start.claim_id,
         str(ended.detail.get("recoveryReason", "")),

@@ -41,7 +41,7 @@ Every repair uses deterministic ids, so a recovery interrupted by another crash 
 it runs again, and running it twice changes nothing.
 
 **The report**: one ``Repair`` per run or claim recovery touched, in a
-``StartupRecoveryReport``. The ids recovery writes are derived once, deterministically
+``StartupRecoveryOutcome``. The ids recovery writes are derived once, deterministically
 (``repair_id``, ``recovered_terminal_id``), so a repair that a crash interrupted converges to
 the same facts (docs/reference/continuation.md#claim-repair).
 
@@ -166,7 +166,7 @@ class Repair:
 
 
 @dataclass(frozen=True)
-class StartupRecoveryReport:
+class StartupRecoveryOutcome:
     """What ``recover()`` did, one :class:`Repair` per change or deliberate non-change, in the
     order it made them: the host logs it and needs nothing else to decide."""
 
@@ -300,10 +300,10 @@ OwnershipKind = Literal["left_live_owner", "left_own_live_run", "owner_taken_ove
 
 @dataclass
 class OwnerSorting:
-    """Runs recovery may repair (``kept``) and the report lines of the ownership step."""
+    """Runs recovery may repair (``kept``) and the repair lines of the ownership step."""
 
     kept: list[str] = field(default_factory=list)
-    report: list[tuple[str, OwnershipKind, dict[str, Any]]] = field(default_factory=list)
+    repairs: list[tuple[str, OwnershipKind, dict[str, Any]]] = field(default_factory=list)
 
 
 def header_lags(run: Run) -> bool:
@@ -332,7 +332,7 @@ def sort_by_owner(
             owner = run.owner
             assert owner is not None
             detail = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
-            sorting.report.append((run_id, "left_own_live_run", detail))
+            sorting.repairs.append((run_id, "left_own_live_run", detail))
             continue
         if verdict == "expired" and (header_lags(run) or would_end(run_id)):
             previous = run.owner
@@ -341,7 +341,7 @@ def sort_by_owner(
                 assert previous is not None
                 assert owner is not None
                 detail = {"previousHostId": previous.host_id, "epoch": owner.epoch}
-                sorting.report.append((run_id, "owner_taken_over", detail))
+                sorting.repairs.append((run_id, "owner_taken_over", detail))
                 sorting.kept.append(run_id)
                 continue
             run = ledger.load_run(run_id)  # another host took it over first, or deferred
@@ -353,7 +353,7 @@ def sort_by_owner(
         left: dict[str, Any] = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
         if verdict == "expired" and ownership.store_waited_recently():
             left["deferred"] = "store_was_locked"
-        sorting.report.append((run_id, "left_live_owner", left))
+        sorting.repairs.append((run_id, "left_live_owner", left))
     return sorting
 
 
@@ -447,7 +447,7 @@ class StartupRecovery:
 
     def run(
         self, run_ids: list[str] | None = None, claim_ids: list[str] | None = None
-    ) -> StartupRecoveryReport:
+    ) -> StartupRecoveryOutcome:
         """Repair ``run_ids`` and the claims ``claim_ids`` (default: every run and claim).
 
         The tool catalogue settles every run about to be ended first, before anything is
@@ -467,12 +467,12 @@ class StartupRecovery:
             repair = self._repair_run(run_id)
             if repair is not None:
                 repairs.append(repair)
-        return StartupRecoveryReport(tuple(repairs))
+        return StartupRecoveryOutcome(tuple(repairs))
 
     def _take_ownership(self, run_ids: list[str]) -> tuple[list[str], list[Repair]]:
-        """The runs this host may repair, and the report lines of the others (ADR 0021)."""
+        """The runs this host may repair, and the repair lines of the others (ADR 0021)."""
         sorting = sort_by_owner(self.ledger, run_ids, self._would_end)
-        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.report]
+        repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.repairs]
         return sorting.kept, repairs
 
     # -- tools ------------------------------------------------------------------------------------
@@ -708,7 +708,7 @@ class StartupRecovery:
 
 
 def settled_repairs(settlement: ToolSettlement) -> list[Repair]:
-    """The report lines of one run's tool settlement: what the tools wrote
+    """The repair lines of one run's tool settlement: what the tools wrote
     (``tools_recovered``), and why the run is left unsealed (``left_unreconciled``: a tool is
     missing or failed; ``left_awaiting_operator``: only an operator can settle a call)."""
     repairs = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.plan import ContinuationPlan
-from maka_es.recovery.operator_actions import ForkReport
+from maka_es.recovery.operator_actions import ForkOutcome
 from maka_es.resume.models import ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolver import Resolution
@@ -43,7 +43,7 @@ class RunData:
     resume_plan: ResumePlan | PlanFailure
     continuation_plan: ContinuationPlan | PlanFailure
     #: The provenance an operator fork recorded (ADR 0022), as the fork service reports it.
-    fork: ForkReport | None = None
+    fork: ForkOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True)

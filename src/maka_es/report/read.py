@@ -15,7 +15,7 @@ from typing import TypeVar
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS
-from maka_es.recovery.operator_actions import ForkReport
+from maka_es.recovery.operator_actions import ForkOutcome
 from maka_es.report.data import PlanFailure, ReportData, RunData
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
@@ -81,7 +81,7 @@ def _plan(planner: Callable[[], _Plan]) -> _Plan | PlanFailure:
         return PlanFailure(exc.code, str(exc))
 
 
-def _fork(app: RuntimeApplication, header: RunHeader) -> ForkReport | None:
+def _fork(app: RuntimeApplication, header: RunHeader) -> ForkOutcome | None:
     """Only a V2 edge can name a fork claim; an ordinary continuation has no provenance."""
     edge = header.continuation_source
     if not isinstance(edge, ContinuationSourceV2):

@@ -14,7 +14,7 @@ from typing import Literal
 
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import terminal_fact, unbound_response
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "FAILPOINT_PREFIXES",
@@ -33,7 +33,7 @@ CommittedPrefix = Literal[
 ]
 
 
-class Failpoint(ReportModel):
+class Failpoint(ValueModel):
     """One crash-injection point: ``committed_prefix`` is the last fully committed prefix."""
 
     id: str
@@ -94,7 +94,7 @@ def harness_ledger(
 
     ``[user(text), function_call(tool-1, Bash), function_response(tool-1, Bash), terminal(failed,
     endInvocation)]`` with ids ``user``/``call``/``response``/``terminal`` and ts 1..4. No
-    protocol marker, so the resolver applies legacy semantics (a lone call is indeterminate).
+    protocol marker, so the resolver reads it as unmarked (a lone call is indeterminate).
     ``response_is_error`` gives the failed-result variant.
     """
     count = committed_event_count(prefix)

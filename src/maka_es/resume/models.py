@@ -4,7 +4,7 @@ Why separate models instead of plain dicts: the resume plan and the resolution a
 hosts and later phases consume by key (``toolCallId``, ``settlementOrigin`` ...). Frozen pydantic
 models give one exact key set, snake_case in Python and camelCase on the wire, and make it
 impossible for a consumer to edit a decision after the fact. Unlike the ``RuntimeEvent`` wire
-models, absent optionals dump as ``null``: a report always has every key, so a reader never has
+models, absent optionals dump as ``null``: a value always has every key, so a reader never has
 to distinguish "missing" from "not applicable".
 """
 
@@ -23,7 +23,7 @@ from maka_es.tooljournal.resolver import (
 )
 from maka_es.tooljournal.scanner import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "DecisionReason",
@@ -107,7 +107,7 @@ DiagnosticOnlyCode = Literal[
 DiagnosticCode = ResumeRejectionReason | DiagnosticOnlyCode
 
 
-class ToolOperation(ReportModel):
+class ToolOperation(ValueModel):
     """Model-facing view of one visible tool call (docs/reference/phase0.md#tool-operation)."""
 
     tool_call_id: str
@@ -119,7 +119,7 @@ class ToolOperation(ReportModel):
     response_is_error: bool | None = None
 
 
-class Diagnostic(ReportModel):
+class Diagnostic(ValueModel):
     """One reason (or observation) behind a plan, with a stable machine code."""
 
     code: DiagnosticCode
@@ -130,7 +130,7 @@ class Diagnostic(ReportModel):
     detail: dict[str, JsonValue] | None = None
 
 
-class ResumePlan(ReportModel):
+class ResumePlan(ValueModel):
     """Phase 0 crash-contract verdict over a committed prefix
     (docs/reference/phase0.md#resume-plan).
 

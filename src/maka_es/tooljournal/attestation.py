@@ -66,7 +66,7 @@ class OperatorAttestation:
         )
 
     def to_detail(self) -> dict[str, Any]:
-        """Provenance for plans and reports (identities and codes; the note is the operator's)."""
+        """Provenance for plans and outcomes (identities and codes; the note is the operator's)."""
         return {
             "operationId": self.operation_id,
             "applied": self.applied,

@@ -37,7 +37,7 @@ from maka_es.tooljournal.scanner import (
 )
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
-from maka_es.wire.report import ReportModel, RuntimeEventInput, decode_events
+from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "OPERATION_ISSUE_PRIORITY",
@@ -79,7 +79,7 @@ DecisionReason = Literal[
 SettlementOrigin = Literal["pre_t1_synthetic", "normal_t2", "recovery_bundle"]
 
 
-class ToolDecision(ReportModel):
+class ToolDecision(ValueModel):
     """The resolver's verdict for one tool operation (one provider call key)."""
 
     tool_call_id: str
@@ -94,7 +94,7 @@ class ToolDecision(ReportModel):
     response_is_error: bool | None = None
 
 
-class Resolution(ReportModel):
+class Resolution(ValueModel):
     """Everything the RecoveryResolver concludes about a ledger prefix
     (docs/reference/tool-journal.md#resolution)."""
 
@@ -161,7 +161,8 @@ class ResolverState(ToolScanner):
 
     @property
     def tool_boundary_protocol(self) -> ToolBoundaryProtocol | None:
-        """``t1_after_preflight_v1`` iff the first event declared it; else legacy (``None``)."""
+        """``t1_after_preflight_v1`` iff the first event declared it; else ``None`` (an
+        unmarked ledger, where a call without a dispatch fact proves nothing)."""
         return self._protocol
 
     @property

@@ -44,9 +44,9 @@ from maka_es.tooljournal.tools import (
     ReconcileObservation,
     Reconciler,
     RecoveryAction,
-    RecoveryReport,
     Tool,
     ToolContext,
+    ToolRecoveryOutcome,
     ToolResult,
     args_wire,
     error_result,
@@ -78,7 +78,7 @@ __all__ = [
     "ReconcileObservation",
     "Reconciler",
     "RecoveryAction",
-    "RecoveryReport",
+    "ToolRecoveryOutcome",
     "Tool",
     "ToolAlreadyDispatchedError",
     "ToolContext",
@@ -190,7 +190,7 @@ class ToolRuntime:
 
     def recover(
         self, run_id: str, *, call_events: Mapping[str, RuntimeEvent] | None = None
-    ) -> RecoveryReport:
+    ) -> ToolRecoveryOutcome:
         """Settle every operation of ``run_id`` that has T1 and no T2, per recovery mode.
 
         ``call_events``: the committed call events of those operations by id, when the caller
@@ -199,14 +199,14 @@ class ToolRuntime:
         actions: list[RecoveryAction] = []
         unsettled = [op for op in self.journal.tool_operations(run_id) if op.is_unsettled]
         if not unsettled:
-            return RecoveryReport(())
+            return ToolRecoveryOutcome(())
         calls: Mapping[str, RuntimeEvent] = {} if call_events is None else call_events
         # only a tool in the catalogue reads its call (a pending unknown tool reads nothing)
         if call_events is None and any(op.tool_name in self.tools for op in unsettled):
             calls = {event.id: event for event in self.journal.read_run_events(run_id)}
         for operation in unsettled:
             actions.append(self._recover_one(run_id, operation, calls))
-        return RecoveryReport(tuple(actions))
+        return ToolRecoveryOutcome(tuple(actions))
 
     def _recover_one(
         self, run_id: str, operation: ToolOperationState, calls: Mapping[str, RuntimeEvent]

@@ -35,12 +35,12 @@ from maka_es.wire.events import (
     RuntimeEvent,
 )
 from maka_es.wire.lanes import LaneClassification, classify_lane
-from maka_es.wire.report import ReportModel
+from maka_es.wire.values import ValueModel
 
 __all__ = [
     "EventRef",
-    "HeadIds",
-    "HeadPositions",
+    "SnapshotIds",
+    "SnapshotPositions",
     "PartText",
     "ResolverIssue",
     "ResolverIssueCode",
@@ -80,7 +80,7 @@ ResolverIssueCode = Literal[
 ]
 
 
-class ResolverIssue(ReportModel):
+class ResolverIssue(ValueModel):
     """A ledger-level defect found by the resolver's scan (``{code, eventId}``)."""
 
     code: ResolverIssueCode
@@ -537,7 +537,7 @@ class ToolScanner:
 # Why: the first command after reopening a 100k-event run spent most of its time parsing the
 # snapshot's 100k ids and building the id -> position map, although a plain append only asks
 # whether its new event's id is already committed. The snapshot stores, next to the ids, a
-# sorted array of their CRC-32 values (``id_index``); ``HeadPositions`` answers "not committed"
+# sorted array of their CRC-32 values (``id_index``); ``SnapshotPositions`` answers "not committed"
 # from it with a binary search, and builds the exact map on the first id whose CRC is in the
 # array (a duplicate, or a rare collision) or on any other use. A false "maybe" only costs the
 # map; a committed id is always in the array, so no answer differs from the full map's. The
@@ -567,7 +567,7 @@ def load_id_index(text: bytes | str) -> array[int]:
     return words
 
 
-class HeadIds(Sequence[str]):
+class SnapshotIds(Sequence[str]):
     """The ordered ids of a restored run's older events: their count at once, the ids
     themselves parsed from the snapshot's JSON text on first use."""
 
@@ -609,21 +609,21 @@ class HeadIds(Sequence[str]):
         return iter(self._list())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, HeadIds | list | tuple):
+        if isinstance(other, SnapshotIds | list | tuple):
             return self._list() == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
 
-class HeadPositions(dict[str, int]):
+class SnapshotPositions(dict[str, int]):
     """``ToolScanner._positions`` of a restored state: starts empty (ids stepped after the
-    restore go in as usual) and answers a head id's membership from the CRC index; builds the
-    full map (head ids first, later positions win) when an answer needs it."""
+    restore go in as usual) and answers a snapshot id's membership from the CRC index; builds the
+    full map (snapshot ids first, later positions win) when an answer needs it."""
 
     __slots__ = ("_full", "_ids", "_index")
 
-    def __init__(self, ids: HeadIds, index: array[int]) -> None:
+    def __init__(self, ids: SnapshotIds, index: array[int]) -> None:
         super().__init__()
         self._ids, self._index, self._full = ids, index, False
 
@@ -632,7 +632,7 @@ class HeadPositions(dict[str, int]):
         """Probe: the full map was built."""
         return self._full
 
-    def _maybe_head(self, key: object) -> bool:
+    def _maybe_snapshot_id(self, key: object) -> bool:
         if self._full or not isinstance(key, str):
             return False
         crc, index = _crc(key), self._index
@@ -651,7 +651,7 @@ class HeadPositions(dict[str, int]):
     def __contains__(self, key: object) -> bool:
         if dict.__contains__(self, key):
             return True
-        if not self._maybe_head(key):
+        if not self._maybe_snapshot_id(key):
             return False
         self._build()
         return dict.__contains__(self, key)
@@ -668,7 +668,7 @@ class HeadPositions(dict[str, int]):
 
     def __delitem__(self, key: str) -> None:
         """Undoing a prospective step's new id (``ToolScanner._put``) builds nothing: an id
-        put after the restore while the map was not built is not a head id (its ``in`` check
+        put after the restore while the map was not built is not a snapshot id (its ``in`` check
         would have built it)."""
         if not self._full and not dict.__contains__(self, key):
             self._build()
@@ -678,7 +678,7 @@ class HeadPositions(dict[str, int]):
 def _building(name: str) -> Callable[..., Any]:
     method = getattr(dict, name)
 
-    def call(self: HeadPositions, *args: Any, **kwargs: Any) -> Any:
+    def call(self: SnapshotPositions, *args: Any, **kwargs: Any) -> Any:
         self._build()
         return method(self, *args, **kwargs)
 
@@ -691,7 +691,7 @@ for _name in (
     "__iter__", "__len__", "__reversed__", "__repr__", "__eq__", "__ne__", "__or__",
     "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
 ):  # fmt: skip
-    setattr(HeadPositions, _name, _building(_name))
+    setattr(SnapshotPositions, _name, _building(_name))
 
 
 # -- the scan state as JSON values, and back (ADR 0032) -------------------------------------------
@@ -700,7 +700,8 @@ for _name in (
 # bundle's interpretation reads (``bundle_events``), and the others are read from the ledger by
 # position when a rare reader needs one (``ToolScanner.event_at``). The map keyed by event id
 # (``_positions``) is rebuilt from the run's ordered event ids, which the Run snapshot keeps
-# anyway, only when a command needs more than "this new id is not committed" (``HeadPositions``).
+# anyway, only when a command needs more than "this new id is not committed"
+# (``SnapshotPositions``).
 
 #: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
 PartText: TypeAlias = bytes | Callable[[], bytes]
@@ -837,7 +838,7 @@ def restore_scan(
     kind: type[_S],
     data: Mapping[str, Any],
     operations: PartText,
-    event_ids: HeadIds,
+    event_ids: SnapshotIds,
     crc_index: array[int],
     events: Mapping[int, RuntimeEvent],
 ) -> _S:
@@ -852,7 +853,7 @@ def restore_scan(
     state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
     state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
     state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
-    state._positions = HeadPositions(event_ids, crc_index)
+    state._positions = SnapshotPositions(event_ids, crc_index)
     state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
     state._pending = _PendingOperations(state, operations, events)
     return state

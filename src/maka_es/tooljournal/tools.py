@@ -27,7 +27,7 @@ __all__ = [
     "ReconcileObservation",
     "Reconciler",
     "RecoveryAction",
-    "RecoveryReport",
+    "ToolRecoveryOutcome",
     "Tool",
     "ToolContext",
     "ToolResult",
@@ -117,7 +117,7 @@ class RecoveryAction:
 
 
 @dataclass(frozen=True)
-class RecoveryReport:
+class ToolRecoveryOutcome:
     """The actions of ``ToolRuntime.recover(run_id)``, one per interrupted operation."""
 
     actions: tuple[RecoveryAction, ...] = field(default_factory=tuple)

@@ -146,7 +146,7 @@ class RunHeader(HeaderWireModel):
 
     @field_validator("status", mode="before")
     @classmethod
-    def _legacy_status(cls, value: Any) -> Any:
+    def _waiting_permission_is_waiting_for_user(cls, value: Any) -> Any:
         return "waiting_for_user" if value == "waiting_permission" else value
 
     @field_validator("created_at", "updated_at", "completed_at")

@@ -19,7 +19,7 @@ from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
-from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpointFact
+from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpoint
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,
@@ -195,7 +195,7 @@ def test_host_facts_are_revalidated(env: Env, change: dict[str, Any], code: str)
 
 def test_checkpoint_is_revalidated(env: Env) -> None:
     env.failed_source(Spine())
-    checkpoint = WorkspaceCheckpointFact(
+    checkpoint = WorkspaceCheckpoint(
         ref="refs/maka/cp-1", restored=True, runtime_event_high_water=4
     )
     env.inspector.change(workspace_checkpoint=checkpoint)

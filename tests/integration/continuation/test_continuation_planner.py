@@ -91,7 +91,7 @@ def failed_run(
 def continuation_of(
     app: RuntimeApplication, source: Spine, target: Spine, high_water: int, *, created_at: int
 ) -> LedgerBuilder:
-    """A continuation run (V1 source, Original P1 start fact) that ran a tool and failed."""
+    """A continuation run (V1 source, stateDelta start fact) that ran a tool and failed."""
     header = {
         "parentRunId": source.run_id,
         "parentTurnId": source.turn_id,
@@ -104,7 +104,7 @@ def continuation_of(
     }
 
     def body(ledger: LedgerBuilder) -> None:
-        ledger.legacy_continuation_start(source=source, high_water=high_water, ts=5000)
+        ledger.state_delta_continuation_start(source=source, high_water=high_water, ts=5000)
         ledger.call(f"c-{target.run_id}", "Read", {"path": "a.txt"})
         ledger.response(f"c-{target.run_id}", "Read")
         ledger.model_text("interrupted thought")
@@ -309,7 +309,7 @@ def _target(app: RuntimeApplication) -> LedgerBuilder:
 
 
 def _start(ledger: LedgerBuilder) -> dict[str, Any]:
-    return ledger.legacy_continuation_start(event_id="r2-start", ts=5000)
+    return ledger.state_delta_continuation_start(event_id="r2-start", ts=5000)
 
 
 def test_unclaimed_continuation_already_exists_in_every_state(app: RuntimeApplication) -> None:

@@ -54,7 +54,7 @@ def failed_run(app: RuntimeApplication, spine: Spine, header: dict[str, Any] | N
     ledger = LedgerBuilder(spine, prefix=f"{spine.run_id}-")
     app.ledger.create_run(run_header(spine, workspaceIdentity=WORKSPACE, **(header or {})))
     if header and "continuationSource" in header:
-        ledger.legacy_continuation_start(ts=5000)
+        ledger.state_delta_continuation_start(ts=5000)
     else:
         ledger.user("fix the port")
     ledger.terminal("failed")

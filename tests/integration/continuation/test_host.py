@@ -25,7 +25,7 @@ from maka_es.continuation.host import (
     HostObservation,
     PendingOperation,
     StaticHostInspector,
-    WorkspaceCheckpointFact,
+    WorkspaceCheckpoint,
 )
 from maka_es.errors import WorkspaceIdentityError
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
@@ -54,7 +54,7 @@ def test_observation_dump_has_exactly_the_wire_keys() -> None:
         workspace_path="/w",
         background_operations_settled=True,
         available_tool_names=("Write", "Read", "Write", "Bash"),
-        workspace_checkpoint=WorkspaceCheckpointFact(
+        workspace_checkpoint=WorkspaceCheckpoint(
             ref="refs/maka/cp", restored=True, runtime_event_high_water=3
         ),
     )
@@ -219,7 +219,7 @@ def test_registry_is_thread_safe() -> None:
 def test_local_inspector_returns_current_authoritative_facts(tmp_path: Path) -> None:
     registry = BackgroundOperationRegistry()
     catalog = ["Write", "Read", "Write"]
-    checkpoints: dict[str, WorkspaceCheckpointFact] = {}
+    checkpoints: dict[str, WorkspaceCheckpoint] = {}
     inspector = LocalHostInspector(
         lambda: catalog,
         background=registry,
@@ -242,7 +242,7 @@ def test_local_inspector_returns_current_authoritative_facts(tmp_path: Path) -> 
     registry.start("shell", "sh-1", session_id="s1")
     catalog.append("Bash")
     catalog.remove("Read")
-    checkpoints["s1"] = WorkspaceCheckpointFact(
+    checkpoints["s1"] = WorkspaceCheckpoint(
         ref="refs/maka/cp", restored=True, runtime_event_high_water=7
     )
     second = inspector.inspect("s1", str(tmp_path))
@@ -342,4 +342,4 @@ def test_checkpoint_fact_is_the_planner_type() -> None:
     """An observation's checkpoint is handed to the planner's facts without conversion."""
     from maka_es.continuation import gates
 
-    assert WorkspaceCheckpointFact is gates.WorkspaceCheckpointFact
+    assert WorkspaceCheckpoint is gates.WorkspaceCheckpoint

@@ -8,7 +8,7 @@ import pytest
 
 from maka_es import RuntimeApplication
 from maka_es.builders import Events
-from maka_es.tooljournal.scanner import HeadPositions
+from maka_es.tooljournal.scanner import SnapshotPositions
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import EVERY, _write_run
 
@@ -18,9 +18,9 @@ def _small_snapshot_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("maka_es.adapters.run_snapshots.SNAPSHOT_EVERY", EVERY)
 
 
-def _positions(app: RuntimeApplication) -> HeadPositions:
+def _positions(app: RuntimeApplication) -> SnapshotPositions:
     positions = app.ledger.load_run("r1").resolver._positions
-    assert isinstance(positions, HeadPositions)  # restored from the snapshot
+    assert isinstance(positions, SnapshotPositions)  # restored from the snapshot
     return positions
 
 

@@ -22,7 +22,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.errors import StoreUnavailableError
-from maka_es.recovery.startup import StartupRecoveryReport
+from maka_es.recovery.startup import StartupRecoveryOutcome
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
     ReconcileObservation,
@@ -83,17 +83,17 @@ def _interrupted_run(db: str, tool: Tool[Any], args: dict[str, Any], run: str = 
     return spine.operation_id("c1")
 
 
-def _kinds(report: StartupRecoveryReport) -> list[tuple[str, str]]:
-    return [(r.run_id, r.kind) for r in report.repairs]
+def _kinds(outcome: StartupRecoveryOutcome) -> list[tuple[str, str]]:
+    return [(r.run_id, r.kind) for r in outcome.repairs]
 
 
 def test_an_idempotent_operation_is_reexecuted_before_the_run_ends(store_url: str) -> None:
     counter: list[str] = []
     operation = _interrupted_run(store_url, bump_tool(counter), {"key": "a"})
     with _open(store_url, [bump_tool(counter)]) as app:
-        report = app.recover()
-        assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
-        assert report.repairs[0].detail == {
+        outcome = app.recover()
+        assert _kinds(outcome) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
+        assert outcome.repairs[0].detail == {
             "actions": [
                 {
                     "operationId": operation,
@@ -113,8 +113,8 @@ def test_a_missing_idempotent_tool_leaves_the_run_unsealed(store_url: str) -> No
     with _open(store_url) as app:
         app.recovery_status.catch_up()
         before = store_snapshot(app)
-        report = app.recover()
-        assert [(r.kind, r.detail) for r in report.repairs] == [
+        outcome = app.recover()
+        assert [(r.kind, r.detail) for r in outcome.repairs] == [
             (
                 "left_unreconciled",
                 {
@@ -142,19 +142,19 @@ def test_never_auto_retry_stays_indeterminate_and_the_run_awaits_the_operator(
     have run, naming the operation and the tool."""
     operation = _interrupted_run(store_url, bump_tool([], "never_auto_retry"), {"key": "a"})
     with _open(store_url) as app:
-        report = app.recover()
-        assert _kinds(report) == [("r1", "left_awaiting_operator")]
-        assert report.repairs[0].detail == {
+        outcome = app.recover()
+        assert _kinds(outcome) == [("r1", "left_awaiting_operator")]
+        assert outcome.repairs[0].detail == {
             "operations": [
                 {"operationId": operation, "toolName": "Bump", "recoveryMode": "never_auto_retry"}
             ]
         }
-        assert report.changed_anything is False
+        assert outcome.changed_anything is False
         assert app.get_run_header("r1").status == "running"
         assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["prepared"]
         assert app.plan_resume("r1").disposition == "blocked"
         before = store_snapshot(app)
-        assert app.recover().repairs == report.repairs  # again at every start, nothing written
+        assert app.recover().repairs == outcome.repairs  # again at every start, nothing written
         assert store_snapshot(app) == before
     observation = HostObservation(
         workspace_identity=IDENTITY,
@@ -187,8 +187,8 @@ def test_a_tool_whose_recovery_mode_changed_holds_the_run(store_url: str, tmp_pa
     )
     changed = Tool("Write", FileWriteArgs, file_write_tool(root).run)  # never_auto_retry now
     with _open(store_url, [changed]) as app:
-        report = app.recover()
-        (repair,) = report.repairs
+        outcome = app.recover()
+        (repair,) = outcome.repairs
         assert repair.kind == "left_unreconciled"
         assert repair.detail["operations"][0]["operationId"] == operation
         assert repair.detail["operations"][0]["reason"] == "recovery_mode_changed"
@@ -214,9 +214,9 @@ def test_a_failing_reconciler_holds_its_run_and_the_others_still_recover(
         spine = Spine(run_id="r2", invocation_id="i2", turn_id="t2")
         app.ledger.create_run(run_header(spine))
     with _open(store_url, [tool]) as app:
-        report = app.recover()
-        assert _kinds(report) == [("r1", "left_unreconciled"), ("r2", "terminal_recovered")]
-        assert report.repairs[0].detail == {
+        outcome = app.recover()
+        assert _kinds(outcome) == [("r1", "left_unreconciled"), ("r2", "terminal_recovered")]
+        assert outcome.repairs[0].detail == {
             "operations": [
                 {
                     "operationId": operation,
@@ -237,8 +237,8 @@ def test_recover_with_an_explicit_tool_runtime_still_settles_first(
     root = tmp_path / "ws"
     _interrupted_run(store_url, file_write_tool(root), {"path": "a.txt", "content": "x"})
     with _open(store_url) as app:
-        report = app.recover(tool_runtime=ToolRuntime(app.tool_journal, [file_write_tool(root)]))
-        assert _kinds(report) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
+        outcome = app.recover(tool_runtime=ToolRuntime(app.tool_journal, [file_write_tool(root)]))
+        assert _kinds(outcome) == [("r1", "tools_recovered"), ("r1", "terminal_recovered")]
         assert [op.state for op in app.tool_journal.tool_operations("r1")] == ["recovery_completed"]
     assert (root / "a.txt").read_text() == "x"
 
@@ -265,8 +265,8 @@ def test_a_store_fault_while_settling_is_raised_before_anything_is_sealed(
     with _open(store_url, [file_write_tool(root)]) as app:
         assert store_snapshot(app).rows == before.rows
         assert [h.status for h in app.ledger.list_all_runs()] == ["running", "running"]
-        report = app.recover()
-        assert _kinds(report) == [
+        outcome = app.recover()
+        assert _kinds(outcome) == [
             ("r1", "tools_recovered"),
             ("r1", "terminal_recovered"),
             ("r2", "terminal_recovered"),

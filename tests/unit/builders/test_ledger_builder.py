@@ -114,9 +114,9 @@ def test_permission_and_continuation_facts_append_in_order() -> None:
     assert answered.actions.permission_decision.request_id == "r2-2"
 
 
-def test_legacy_start_carries_its_source_refs() -> None:
+def test_state_delta_start_carries_its_source_refs() -> None:
     ledger = LedgerBuilder(Spine("s1", "i2", "r2", "t2"))
-    (start,) = [ledger.legacy_continuation_start(source=Spine(), high_water=4, ts=5000)]
+    (start,) = [ledger.state_delta_continuation_start(source=Spine(), high_water=4, ts=5000)]
     assert (start["id"], start["ts"]) == ("r2-start", 5000)
     assert start["refs"] == {
         "sourceInvocationId": "i1",

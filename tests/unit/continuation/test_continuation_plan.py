@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from maka_es.builders import Events, Spine, event_ids, run_header
 from maka_es.continuation.plan import (
-    ContinuationFacts,
+    ContinuationInputs,
     ContinuationPlan,
     build_continuation_plan,
     normalize_cwd,
@@ -32,7 +32,7 @@ CHILD = {
 }
 
 
-def facts(**overrides: Any) -> ContinuationFacts:
+def facts(**overrides: Any) -> ContinuationInputs:
     """The reference ``safeBoundaryFacts()`` with camelCase overrides."""
     base: dict[str, Any] = {
         "ledgerReadable": True,
@@ -50,7 +50,7 @@ def facts(**overrides: Any) -> ContinuationFacts:
         },
     }
     base.update(overrides)
-    return ContinuationFacts.model_validate(base)
+    return ContinuationInputs.model_validate(base)
 
 
 def header(status: str = "failed", **overrides: Any) -> RunHeader:
@@ -105,7 +105,7 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
         EV.terminal("root-terminal", "failed", error_code=None),
     ]
     child = [
-        on_child(EV.legacy_continuation_start("continuation-start")),
+        on_child(EV.state_delta_continuation_start("continuation-start")),
         on_child(
             EV.call(
                 "tool-2", "Bash", {"command": "npm test"}, event_id="child-call", with_refs=True
@@ -148,15 +148,17 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
     )
     f = facts(availableToolNames=["Bash"], sourceHeader=child_header)
 
-    legacy = build_continuation_plan(child, f, ancestors=[replay.segments[0].replay_runtime_events])
-    assert legacy.disposition == "continue", legacy.rejection_reasons
-    assert legacy.continuation is not None
-    assert event_ids(legacy.continuation.runtime_context) == expected
-    assert event_ids(legacy.continuation.runtime_context[2:]) == event_ids(
+    single_run = build_continuation_plan(
+        child, f, ancestors=[replay.segments[0].replay_runtime_events]
+    )
+    assert single_run.disposition == "continue", single_run.rejection_reasons
+    assert single_run.continuation is not None
+    assert event_ids(single_run.continuation.runtime_context) == expected
+    assert event_ids(single_run.continuation.runtime_context[2:]) == event_ids(
         child
     )  # source segment, whole
-    assert legacy.continuation.source_run_id == "run-2"
-    assert legacy.continuation.source_runtime_event_high_water == 4
+    assert single_run.continuation.source_run_id == "run-2"
+    assert single_run.continuation.source_runtime_event_high_water == 4
 
     composite = build_continuation_plan(child, f, replay=replay)
     assert composite.disposition == "continue", composite.rejection_reasons
@@ -499,7 +501,7 @@ def test_item22_history_ending_with_model_text() -> None:
 def test_item23_history_not_starting_with_user() -> None:
     plan = plan_of(
         [
-            EV.legacy_continuation_start("continuation-start"),
+            EV.state_delta_continuation_start("continuation-start"),
             EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
             EV.response(
                 "tool-1",
@@ -728,7 +730,7 @@ def test_terminal_repair_flag_fails_even_with_consistent_header() -> None:
     assert codes(plan) == ["terminal_repair_failed"]
 
 
-# --- gate order, de-duplication, composite path ------------------------------------------------
+# --- gate order, de-duplication, lineage path -------------------------------------------------
 
 
 def test_all_gates_accumulate_in_order() -> None:
@@ -834,7 +836,7 @@ def test_composite_offset_gate_uses_last_event_seq() -> None:
     assert plan.diagnostics[0].detail == {"expected": 3, "actual": 2}
 
 
-def test_composite_head_and_tail_read_provider_items() -> None:
+def test_lineage_path_head_and_tail_read_provider_items() -> None:
     start_only = [
         EV.event("start", actions={"stateDelta": {"x": 1}}),
         EV.terminal(status="failed", error_code=None),
@@ -863,7 +865,7 @@ def test_composite_and_ancestors_are_exclusive() -> None:
 
 def test_facts_accept_camel_and_snake_case() -> None:
     camel = facts(workspaceCheckpoint={"ref": "c", "restored": True, "runtimeEventHighWater": 1})
-    snake = ContinuationFacts.model_validate(
+    snake = ContinuationInputs.model_validate(
         {
             "source_cwd": "/workspace/repo",
             "current_cwd": "/workspace/repo",

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.builders import Spine
-from maka_es.continuation.plan import ContinuationFacts, build_continuation_plan
+from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
 from maka_es.continuation.replay import build_composite_replay
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.events import RuntimeEvent
@@ -51,7 +51,7 @@ facts_dicts = st.fixed_dictionaries(
 def test_planning_twice_is_equal_and_inputs_unchanged(
     events: list[dict[str, Any]], ancestor: list[dict[str, Any]], raw_facts: dict[str, Any]
 ) -> None:
-    facts = ContinuationFacts.model_validate(raw_facts)
+    facts = ContinuationInputs.model_validate(raw_facts)
     before = copy.deepcopy((events, ancestor, raw_facts))
     facts_before = facts.model_dump()
 

@@ -12,21 +12,21 @@ from maka_es.continuation.gates import (
     GateVerdicts,
     HistoryEdges,
     checkpoint_restore_gate,
-    composite_edges,
     continuation_identity_reused_gate,
     cwd_gate,
     ledger_empty_gate,
-    legacy_edges,
     provider_boundary_gate,
-    provider_head_gate,
+    provider_history_start_gate,
+    provider_item_edges,
+    runtime_context_edges,
     runtime_identity_gate,
     runtime_offset_gate,
     workspace_ref_gate,
 )
 from maka_es.continuation.plan import (
     REPLAY_PARK_REASONS,
-    ContinuationFacts,
-    WorkspaceCheckpointFact,
+    ContinuationInputs,
+    WorkspaceCheckpoint,
     build_continuation_plan,
     replay_blocked_plan,
     replay_park_reason,
@@ -39,7 +39,7 @@ from maka_es.continuation.replay import (
 from maka_es.resume.models import ResumeRejectionReason
 
 
-def facts(**overrides: Any) -> ContinuationFacts:
+def facts(**overrides: Any) -> ContinuationInputs:
     base: dict[str, Any] = {
         "sourceCwd": "/workspace",
         "currentCwd": "/workspace",
@@ -49,7 +49,7 @@ def facts(**overrides: Any) -> ContinuationFacts:
         "availableToolNames": ["Bash"],
         "continuationIdentity": {"invocationId": "i9", "runId": "r9", "turnId": "t9"},
     }
-    return ContinuationFacts.model_validate({**base, **overrides})
+    return ContinuationInputs.model_validate({**base, **overrides})
 
 
 def blocked(reason: ReplayBlockReason) -> CompositeReplay:
@@ -138,7 +138,7 @@ def test_cwd_gate_parks_when_strict_and_only_notes_when_relocatable() -> None:
 def test_checkpoint_gates_fire_at_most_one_of_l_and_m(
     ref: str | None, restored: bool, expected: list[str]
 ) -> None:
-    checkpoint = WorkspaceCheckpointFact(ref=ref, restored=restored, runtime_event_high_water=1)
+    checkpoint = WorkspaceCheckpoint(ref=ref, restored=restored, runtime_event_high_water=1)
     gates = GateVerdicts()
     workspace_ref_gate(gates, checkpoint)
     checkpoint_restore_gate(gates, checkpoint)
@@ -147,10 +147,10 @@ def test_checkpoint_gates_fire_at_most_one_of_l_and_m(
 
 def test_head_and_tail_gates_read_the_history_edges() -> None:
     gates = GateVerdicts()
-    provider_head_gate(gates, HistoryEdges("user", "e1", "tool", "e3"))
+    provider_history_start_gate(gates, HistoryEdges("user", "e1", "tool", "e3"))
     provider_boundary_gate(gates, HistoryEdges("user", "e1", "tool", "e3"))
     assert gates.reasons == {}
-    provider_head_gate(gates, HistoryEdges("assistant", "e1", "assistant", "e3"))
+    provider_history_start_gate(gates, HistoryEdges("assistant", "e1", "assistant", "e3"))
     provider_boundary_gate(gates, HistoryEdges("assistant", "e1", "assistant", "e3"))
     assert list(gates.reasons) == [
         "provider_resume_head_unsupported",
@@ -159,13 +159,13 @@ def test_head_and_tail_gates_read_the_history_edges() -> None:
     assert [d.event_id for d in gates.diagnostics] == ["e1", "e3"]
 
 
-def test_legacy_edges_use_ledger_roles_and_composite_edges_provider_roles() -> None:
+def test_runtime_context_edges_use_ledger_roles_and_provider_item_edges_provider_roles() -> None:
     ledger = LedgerBuilder()
     ledger.user()
     ledger.call()
     ledger.response()
     ledger.model_text()
-    assert legacy_edges(ledger.decoded()) == HistoryEdges("user", "e1", "model", "e4")
+    assert runtime_context_edges(ledger.decoded()) == HistoryEdges("user", "e1", "model", "e4")
     replay = build_composite_replay([ledger.events])  # the model text is a trimmed suffix
-    assert composite_edges(replay) == HistoryEdges("user", "e1", "tool", "e3")
-    assert legacy_edges(()) == HistoryEdges(None, None, None, None)
+    assert provider_item_edges(replay) == HistoryEdges("user", "e1", "tool", "e3")
+    assert runtime_context_edges(()) == HistoryEdges(None, None, None, None)

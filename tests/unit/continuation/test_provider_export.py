@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.builders import Events, Spine
-from maka_es.continuation.plan import ContinuationFacts, build_continuation_plan
+from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
 from maka_es.continuation.provider_export import (
     ProviderExportError,
     ProviderMessage,
@@ -39,7 +39,7 @@ EXPORTERS: list[Exporter] = [to_openai_chat_messages, to_anthropic_messages]
 
 def fact(event_id: str) -> RuntimeEvent:
     """A content-less system fact (continuation start, Original P1 form)."""
-    return EV.legacy_continuation_start(event_id, marker=True)
+    return EV.state_delta_continuation_start(event_id, marker=True)
 
 
 def history() -> list[RuntimeEvent]:
@@ -473,7 +473,7 @@ def test_continuation_runtime_context_exports_without_a_new_user_message() -> No
         ),
         EV.terminal("terminal-1", "failed", error_code=None),
     ]
-    facts = ContinuationFacts.model_validate(
+    facts = ContinuationInputs.model_validate(
         {
             "ledgerReadable": True,
             "terminalRepairSucceeded": True,

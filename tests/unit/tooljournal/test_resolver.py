@@ -253,7 +253,7 @@ def test_protocol_marker_after_first_event_is_invalid() -> None:
     assert resolution.has_corruption is True
 
 
-def test_unknown_first_marker_is_legacy_and_corrupt_without_reconciliation() -> None:
+def test_unknown_first_marker_is_unmarked_and_corrupt_without_reconciliation() -> None:
     resolution = resolve_tool_operations([initial(marker="future_protocol"), fcall()])
     assert resolution.tool_boundary_protocol is None
     assert [(i.code, i.event_id) for i in resolution.issues] == [
@@ -546,7 +546,7 @@ def test_same_provider_id_in_two_invocations_is_two_operations() -> None:
 # --- decision rows and priorities ---------------------------------------------------------------
 
 
-def test_legacy_call_only_is_indeterminate_never_not_dispatched() -> None:
+def test_unmarked_call_only_is_indeterminate_never_not_dispatched() -> None:
     resolution = resolve_tool_operations([EV.user(text="run it"), fcall()])
     assert (resolution.decisions[0].status, resolution.decisions[0].reason) == (
         "indeterminate",

@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.tooljournal.scanner import HeadIds, HeadPositions, id_index, load_id_index
+from maka_es.tooljournal.scanner import SnapshotIds, SnapshotPositions, id_index, load_id_index
 
 IDS = st.text(min_size=0, max_size=6)
 
 
-def _lazy(ids: list[str]) -> HeadPositions:
+def _lazy(ids: list[str]) -> SnapshotPositions:
     text = json.dumps(ids, separators=(",", ":")).encode()
-    return HeadPositions(HeadIds(text, len(ids)), load_id_index(id_index(ids)))
+    return SnapshotPositions(SnapshotIds(text, len(ids)), load_id_index(id_index(ids)))
 
 
 @given(st.lists(IDS, max_size=30), st.lists(IDS, max_size=10), st.lists(IDS, max_size=10))
@@ -60,9 +60,9 @@ def test_a_crc_collision_is_answered_exactly() -> None:
 
 
 def test_ids_that_do_not_match_their_count_are_a_typed_error_when_read() -> None:
-    ids = HeadIds(b'["a","b"]', 3)
+    ids = SnapshotIds(b'["a","b"]', 3)
     assert len(ids) == 3
     with pytest.raises(StoreCorruptionError):
         list(ids)
     with pytest.raises(StoreCorruptionError):
-        HeadPositions(ids, load_id_index(id_index(["a"]))).get("a")
+        SnapshotPositions(ids, load_id_index(id_index(["a"]))).get("a")

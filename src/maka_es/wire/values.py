@@ -1,8 +1,10 @@
-"""Report models: frozen, exact-key outputs shared by every capability's pure models.
+"""Value models: frozen, exact-key values shared by every capability's pure models (plans,
+diagnostics, decisions, host observations).
 
 Why not ``WireModel``: that base refuses explicit ``None`` because absent and ``null`` differ on
-the RuntimeEvent wire; a report instead always carries every key (``null`` when absent), so a
-reader never has to distinguish "missing" from "not applicable".
+the RuntimeEvent wire; a value instead always carries every key (``null`` when absent), so a
+reader never has to distinguish "missing" from "not applicable". (Not "report": that word is
+the HTML run report's, :mod:`maka_es.report`.)
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from maka_es.wire.events import RuntimeEvent, as_runtime_event
 RuntimeEventInput = RuntimeEvent | Mapping[str, Any]
 
 
-class ReportModel(BaseModel):
-    """Frozen, exact-shape report model: snake_case attributes, camelCase aliases.
+class ValueModel(BaseModel):
+    """Frozen, exact-shape value model: snake_case attributes, camelCase aliases.
 
     Not a ``WireModel``: that base refuses explicit ``None`` because absent and ``null`` differ
-    on the RuntimeEvent wire; reports instead always carry every key (``null`` when absent).
+    on the RuntimeEvent wire; values instead always carry every key (``null`` when absent).
     """
 
     model_config = ConfigDict(
