@@ -13,10 +13,10 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, Repository
+from eventsourcing.application import Application, Repository
 from eventsourcing.persistence import (
     InfrastructureFactory,
     IntegrityError,
@@ -33,6 +33,12 @@ from maka_es.adapters.fact_rows import (
     RecorderFactWriter,
     SqliteFactWriter,
 )
+from maka_es.adapters.run_loader import (
+    FAST_PATHS_ENV,
+    PlainFactMapper,
+    RunLoader,
+    fast_paths_enabled,
+)
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.adapters.store_url import POSTGRES_MODULE
@@ -44,13 +50,12 @@ from maka_es.errors import (
     WritePathRefusedError,
 )
 from maka_es.ledger.facts import (
-    RuntimeEventRecorded,
     StoredFact,
     claim_stream_id,
     run_stream_id,
     session_stream_id,
 )
-from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.run import Run
 from maka_es.ledger.session import Session, project_session
 
 A = TypeVar("A")
@@ -58,10 +63,6 @@ T = TypeVar("T")
 
 #: Notifications read per page by a topic scan.
 PAGE = 500
-
-#: Committed facts kept for a later load to fold from memory, at most per stream and streams.
-OWN_FACTS_PER_STREAM = 64
-OWN_FACTS_STREAMS = 256
 
 #: Aggregates each reading thread keeps for its own later reads (see :class:`CommandLock`).
 READER_CACHE_MAXSIZE = 64
@@ -110,7 +111,10 @@ class EventStoreApplication(Application[UUID]):
         return JsonTranscoder()
 
     def construct_mapper(self) -> Mapper[UUID]:
-        return FactMapper(
+        """The fact mapper; with the fast paths off (``MAKA_ES_FAST_PATHS=n``) the plain one,
+        which decodes every row generically and reads every event strictly (ADR 0037)."""
+        fast = fast_paths_enabled(self.env.get(FAST_PATHS_ENV))
+        return (FactMapper if fast else PlainFactMapper)(
             transcoder=self.construct_transcoder(),
             cipher=self.factory.cipher(),
             compressor=self.factory.compressor(),
@@ -204,17 +208,21 @@ class EventSourcedRunStore:
         # advances (CommandLock); each reading thread keeps aggregates of its own.
         self._lock = CommandLock()
         self._readers = threading.local()
-        #: Facts this store committed that the cached aggregate has not folded yet (ADR 0026).
-        self._own_facts: dict[UUID, list[RuntimeEventRecorded]] = {}
-        self._own_facts_lock = threading.Lock()
-        #: Run snapshots (ADR 0032); ``None`` for the in-memory store.
-        self.snapshots = RunSnapshots.for_app(app)
-        #: The dedicated writer of a command's facts (ADR 0033).
+        #: How streams are loaded: the plain path and the fast paths (ADR 0037).
+        self.loader = RunLoader(app, fast_paths=fast_paths_enabled(app.env.get(FAST_PATHS_ENV)))
+        #: The dedicated writer of a command's facts (ADR 0033); the recorder's own
+        #: ``insert_events`` when the fast paths are off.
         self._write: Callable[[Sequence[StoredFact]], object] = (
             SqliteFactWriter(app.recorder, app.mapper).write
-            if isinstance(app.recorder, FailpointSQLiteApplicationRecorder)
+            if self.loader.fast_paths
+            and isinstance(app.recorder, FailpointSQLiteApplicationRecorder)
             else RecorderFactWriter(app.recorder, app.mapper).write
         )
+
+    @property
+    def snapshots(self) -> RunSnapshots | None:
+        """Run snapshots (ADR 0032); ``None`` for the in-memory store and the plain loader."""
+        return self.loader.snapshots
 
     def now_ms(self) -> int:
         return epoch_ms(self._clock())
@@ -241,18 +249,9 @@ class EventSourcedRunStore:
         return repository
 
     def load_run(self, run_id: str) -> Run:
-        stream_id = run_stream_id(run_id)
-        snapshots = self.snapshots
-        repository = self._repository()
-        cold = snapshots is not None and not snapshots.cached(stream_id, repository.cache)
-        run = snapshots.restore(stream_id, repository.cache) if snapshots and cold else None
-        if run is None:
-            projector = snapshots.counting(project_run) if snapshots and cold else project_run
-            run = self._load(repository, stream_id, projector)
+        run = self.loader.load_run(self._repository(), run_stream_id(run_id))
         if run is None:
             raise RunNotFoundError(f"run {run_id} not found", detail={"runId": run_id})
-        if snapshots is not None:
-            snapshots.after_load(run)
         return run
 
     def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
@@ -278,96 +277,7 @@ class EventSourcedRunStore:
     def load(
         self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
     ) -> A | None:
-        return self._load(self._repository(), stream_id, projector)
-
-    def _load(
-        self,
-        repository: Repository[UUID],
-        stream_id: UUID,
-        projector: Callable[[A | None, Iterable[Any]], A | None],
-    ) -> A | None:
-        """``stream_id`` from ``repository`` (its cached aggregate fast-forwarded); the facts
-        this store committed are folded from memory only into the commands' cache."""
-        if repository is self._app._repository:
-            folded = self._fold_own_facts(stream_id, projector)
-            if folded is not None:
-                return folded
-        try:
-            aggregate = repository.get(stream_id, projector_func=projector)  # type: ignore[type-var]
-        except AggregateNotFoundError:
-            return None
-        except BaseException:
-            # a fold that failed part-way must not stay cached half-applied
-            if repository.cache is not None:
-                with contextlib.suppress(KeyError):
-                    repository.cache.get(stream_id, evict=True)
-            raise
-        return cast(A, aggregate)
-
-    def _fold_own_facts(
-        self, stream_id: UUID, projector: Callable[[A | None, Iterable[Any]], A | None]
-    ) -> A | None:
-        """The cached aggregate brought up to date from the facts this store committed, when
-        the store proves nobody else has written since (ADR 0026); ``None``: read the store.
-
-        The proof: the facts directly follow the cached version, and the recorder's
-        :class:`~maka_es.adapters.sqlite.OwnCommitWatch` says they are the stream's head and
-        no other connection committed since. Only ``RuntimeEventRecorded`` facts are folded
-        this way; their fold reads the same payload text a store read would give.
-        """
-        with self._own_facts_lock:
-            facts = self._own_facts.pop(stream_id, None)
-        recorder = self._app.recorder
-        cache = self._app._repository.cache
-        if (
-            not facts
-            or cache is None
-            or not isinstance(recorder, FailpointSQLiteApplicationRecorder)
-        ):
-            return None
-        first = facts[0].originator_version
-        if any(f.originator_version != first + i for i, f in enumerate(facts)):
-            return None
-        if (
-            recorder.own_commits.quiet_head(recorder.datastore, stream_id)
-            != facts[-1].originator_version
-        ):
-            return None
-        repository = self._app._repository
-        lock = repository._use_fastforward_lock(stream_id)
-        try:
-            with lock:
-                try:
-                    aggregate = cache.get(stream_id)
-                except KeyError:
-                    return None
-                if getattr(aggregate, "version", None) != first - 1:
-                    return None
-                try:
-                    return projector(cast(A, aggregate), facts)
-                except BaseException:
-                    self._evict(stream_id)
-                    raise
-        finally:
-            repository._disuse_fastforward_lock(stream_id)
-
-    def _remember_own_facts(self, facts: Sequence[StoredFact]) -> None:
-        """Keep the committed ``RuntimeEventRecorded`` facts for :meth:`_fold_own_facts`."""
-        if not isinstance(self._app.recorder, FailpointSQLiteApplicationRecorder):
-            return
-        with self._own_facts_lock:
-            for fact in facts:
-                kept = self._own_facts.get(fact.originator_id)
-                if not isinstance(fact, RuntimeEventRecorded):
-                    self._own_facts.pop(fact.originator_id, None)
-                elif kept is None:
-                    self._own_facts[fact.originator_id] = [fact]
-                elif len(kept) < OWN_FACTS_PER_STREAM:
-                    kept.append(fact)
-                else:
-                    del self._own_facts[fact.originator_id]
-            while len(self._own_facts) > OWN_FACTS_STREAMS:
-                del self._own_facts[next(iter(self._own_facts))]
+        return self.loader.load(self._repository(), stream_id, projector)
 
     def get_claim(self, claim_id: str) -> ContinuationClaim | None:
         return self.load(claim_stream_id(claim_id), project_claim)
@@ -408,9 +318,7 @@ class EventSourcedRunStore:
                 f"the store refused the write: {type(exc).__name__}: {exc}",
                 detail={"errorClass": type(exc).__name__},
             ) from exc
-        self._remember_own_facts(facts)
-        if self.snapshots is not None:
-            self.snapshots.after_commit(facts)
+        self.loader.committed(facts)
 
     def _save(self, facts: Sequence[StoredFact]) -> None:
         """eventsourcing's generic save path (its event store's ``put``, which
@@ -419,14 +327,7 @@ class EventSourcedRunStore:
         self._app.events.put(list(facts))
 
     def _evict(self, *stream_ids: UUID) -> None:
-        with self._own_facts_lock:
-            for stream_id in stream_ids:
-                self._own_facts.pop(stream_id, None)
-        cache = self._app._repository.cache
-        if cache is not None:
-            for stream_id in stream_ids:
-                with contextlib.suppress(KeyError):
-                    cache.get(stream_id, evict=True)
+        self.loader.evict(*stream_ids)
 
     # -- the notification log -------------------------------------------------------------------
 

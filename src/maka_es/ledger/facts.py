@@ -295,6 +295,15 @@ class RuntimeEventRecorded(StoredFact):
         self._decided_event = event
         return self
 
+    #: Set by the plain loader (ADR 0037, fast paths off): read ``payload`` strictly, as a row
+    #: without a digest is read, even when it matches its digest. Never stored.
+    _strict: bool = PrivateAttr(default=False)
+
+    def read_strictly(self) -> RuntimeEventRecorded:
+        """This fact, to be read by the strict path only (the plain loader's reads)."""
+        self._strict = True
+        return self
+
     @property
     def decided_event(self) -> RuntimeEvent | None:
         # read the private slot directly: attribute access goes through pydantic's
@@ -325,7 +334,7 @@ def read_recorded_event(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]
     skip re-deriving what those checks derived from it (the call's args hash, ADR 0025)."""
     digest = fact.payload_digest
     matches = digest is not None and payload_digest_of(fact.payload) == digest
-    if matches:
+    if matches and not (fact.__pydantic_private__ or {}).get("_strict"):
         trusted = _decode_trusted(fact.payload)
         if trusted is not None:
             return trusted, True

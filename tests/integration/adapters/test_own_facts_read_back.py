@@ -1,5 +1,6 @@
 """ADR 0026: a writer folds its own plain events from memory only when the stored row is
-byte-identical to what it wrote; any other row is decoded and validated from the store.
+byte-identical to what it wrote; any other row is decoded and validated from the store. The
+writer's answers and next decisions are the plain loader's (``MAKA_ES_FAST_PATHS=n``).
 
 Real SQLite file, real tool steps through ``ToolRuntime``; the "cold" side is a fresh
 application on the same file, which reads everything from the store."""
@@ -17,11 +18,9 @@ from pydantic import BaseModel
 from maka_es.app import RuntimeApplication
 from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger import facts as stored_facts
-from maka_es.ledger import run as run_module
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
-from maka_es.wire.events import RuntimeEvent
+from tests.support.load_paths import Pair, assert_same_as_plain
 
 RECORDED = RuntimeEventRecorded.TOPIC
 
@@ -45,22 +44,6 @@ def ledger(sqlite_app: RuntimeApplication) -> LedgerBuilder:
     return builder
 
 
-@pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every RuntimeEvent parsed from a stored payload, by id (the slow path: the Run's fold
-    decodes a stored row with ``read_recorded_event``, trusted or strict, ADR 0025)."""
-    seen: list[str] = []
-    original = stored_facts.read_recorded_event
-
-    def counting(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]:
-        event, verified = original(fact)
-        seen.append(event.id)
-        return event, verified
-
-    monkeypatch.setattr(run_module, "read_recorded_event", counting)
-    return seen
-
-
 def _wire(app: RuntimeApplication) -> list[str]:
     """The ledger as JSON text that tells 1 from 1.0 (what a host would export)."""
     return [json.dumps(e.to_wire(), sort_keys=True) for e in app.read_run_events("r1")]
@@ -75,29 +58,42 @@ def _tamper_last_row(db_path: Path, edit: Any) -> None:
         db.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (edit(state), rowid))
 
 
-def test_own_plain_events_are_not_parsed_again(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, parses: list[str]
-) -> None:
-    runtime = ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)])
-    runtime.execute("r1", ledger.call("c1", "Echo", {"text": "hi", "n": 0.5}))
-    sqlite_app.tool_journal.tool_operations("r1")  # the cache fast-forwards over T2
-    assert parses == []  # every row read back was byte-identical to what this process wrote
-    assert [op.state for op in sqlite_app.tool_journal.tool_operations("r1")] == [
-        "outcome_committed"
-    ]
+def _tool_step(pair: Pair, args: dict[str, Any]) -> str:
+    """One tool step through ``ToolRuntime`` on both sides; the call's event id."""
+    call = LedgerBuilder().call("c1", "Echo", args)
+    for app in (pair.fast, pair.plain):
+        ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)]).execute("r1", call)
+        app.tool_journal.tool_operations("r1")  # the cache fast-forwards over T2
+    return str(call["id"])
 
 
-def test_a_non_plain_event_is_parsed_from_the_store_like_before(
-    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, parses: list[str]
-) -> None:
-    call = ledger.call("c1", "Echo", {"text": "hi", "n": 1.0})  # stored as 1: not plain
-    ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)]).execute("r1", call)
-    sqlite_app.tool_journal.tool_operations("r1")
-    assert call["id"] in parses
-    assert sqlite_app.read_run_events("r1")[-3].to_wire()["content"]["args"] == {
-        "text": "hi",
-        "n": 1,
-    }
+def test_own_plain_events_answer_as_the_plain_loader(tmp_path: Path) -> None:
+    """The writer's fold of its own plain events (from memory) answers and decides as the
+    plain loader does (issue 22, part 4: was "not parsed again", a parse count)."""
+    pair = Pair(str(tmp_path / "fast.sqlite"), str(tmp_path / "plain.sqlite"))
+    try:
+        _tool_step(pair, {"text": "hi", "n": 0.5})
+        assert [op.state for op in pair.fast.tool_journal.tool_operations("r1")] == [
+            "outcome_committed"
+        ]
+        assert_same_as_plain(pair)
+    finally:
+        pair.close()
+
+
+def test_a_non_plain_event_answers_as_the_plain_loader(tmp_path: Path) -> None:
+    """A non-plain event (``1.0``, stored as ``1``) reads back as the store holds it, as the
+    plain loader reads it (was "parsed from the store", a parse count)."""
+    pair = Pair(str(tmp_path / "fast.sqlite"), str(tmp_path / "plain.sqlite"))
+    try:
+        _tool_step(pair, {"text": "hi", "n": 1.0})
+        assert pair.fast.read_run_events("r1")[-3].to_wire()["content"]["args"] == {
+            "text": "hi",
+            "n": 1,
+        }
+        assert_same_as_plain(pair)
+    finally:
+        pair.close()
 
 
 def test_warm_state_equals_a_cold_reload(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from maka_es import RuntimeApplication
+from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.builders import Events
 from maka_es.tooljournal.scanner import SnapshotPositions
 from tests.conftest import FixedClock
@@ -25,9 +26,8 @@ def _positions(app: RuntimeApplication) -> SnapshotPositions:
 
 
 def _append(store: str, event_id: str, text: str, *, snapshots: bool) -> object:
-    app = RuntimeApplication.open(store, clock=FixedClock())
-    if not snapshots:
-        app._store.snapshots = None
+    plain = None if snapshots else {FAST_PATHS_ENV: "n"}  # the plain loader: no snapshot
+    app = RuntimeApplication.open(store, clock=FixedClock(), env=plain)
     try:
         app.ledger.append_events("r1", [Events.wire().text(event_id, text)])
         return app.ledger.read_run_payloads("r1")[-1]

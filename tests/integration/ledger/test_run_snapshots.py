@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from maka_es.adapters import run_snapshots
+from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.adapters.run_snapshots import TABLE, RunSnapshots
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, Spine, run_header
@@ -72,8 +73,8 @@ def _answers(app: RuntimeApplication) -> tuple[Any, ...]:
 
 
 def _full_replay(store: str) -> tuple[Any, ...]:
-    app = RuntimeApplication.open(store, clock=FixedClock())
-    app._store.snapshots = None  # the reference: every fact folded, no snapshot read
+    # the reference: the plain loader (every fact folded, no snapshot read, ADR 0037)
+    app = RuntimeApplication.open(store, clock=FixedClock(), env={FAST_PATHS_ENV: "n"})
     try:
         return _answers(app)
     finally:

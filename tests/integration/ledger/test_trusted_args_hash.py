@@ -1,10 +1,12 @@
 """Reopening a run on the real SQLite file (ADR 0025): a dispatch and its call whose rows still
-match their digests are not re-hashed; a row whose bytes changed (so its digest no longer
-matches) is hashed as before, and a changed args hash or changed call args is still caught as
-``canonical_args_hash_conflict``, with nothing written."""
+match their digests are not re-hashed, and the run plans and decides as the plain loader; a
+row whose bytes changed (so its digest no longer matches) is hashed as before, and a changed
+args hash or changed call args is still caught as ``canonical_args_hash_conflict``, with
+nothing written."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal import scanner
 from maka_es.tooljournal.bundle import hash_or_none
 from tests.conftest import FixedClock
+from tests.support.load_paths import NEXT_STEPS, PLAIN, answers, apply
 
 TOPIC = RuntimeEventRecorded.TOPIC
 ARGS = {"path": "notes-call-args.txt"}
@@ -76,21 +79,26 @@ def hashed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
-def test_a_reopened_clean_run_is_not_rehashed_and_plans_as_a_full_fold(
-    db_path: Path, hashed: list[str]
-) -> None:
+def test_a_reopened_clean_run_plans_and_decides_as_the_plain_loader(db_path: Path) -> None:
+    """The trusted reload (verified rows, their args not hashed again) plans as a full fold and
+    as the plain loader, and takes the same next decisions (issue 22, part 4: was "not
+    re-hashed", a count of the scanner's hash calls)."""
     _write_run(db_path)
-    hashed.clear()  # the writes themselves hash every T1 (write-time checks are unchanged)
-    app = RuntimeApplication.open_sqlite(str(db_path), clock=FixedClock())
+    twin = db_path.with_name("twin.sqlite")
+    shutil.copyfile(db_path, twin)
+    fast = RuntimeApplication.open_sqlite(str(db_path), clock=FixedClock())
+    plain = RuntimeApplication.open_sqlite(str(twin), clock=FixedClock(), env=PLAIN)
     try:
-        plan = app.plan_resume("r1")
-        assert hashed == []
-        events = app.read_run_events("r1")
+        plan = fast.plan_resume("r1")
+        assert plan.disposition == "safe_replay"
+        assert plan == build_resume_plan(fast.read_run_events("r1"))  # a full fold
+        assert answers(fast) == answers(plain)
+        for step in NEXT_STEPS:
+            assert apply(fast, step) == apply(plain, step), step
+        assert answers(fast) == answers(plain)
     finally:
-        app.close()
-    assert plan.disposition == "safe_replay"
-    assert plan == build_resume_plan(events)  # the full fold hashes every dispatch
-    assert hashed == ["Write", "Write"]
+        fast.close()
+        plain.close()
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.app import RuntimeApplication
 from maka_es.builders import Events, Spine, run_header
@@ -93,9 +94,9 @@ def _recover(
     recovery by a fresh application (``reads``: emptied, then holds the history reads of the
     recovery itself, not of the checks after it)."""
     runs: list[str] = []
-    app = RuntimeApplication.open(store, clock=FixedClock(), tools=[echo(mode, runs)])
-    if not snapshots:
-        app._store.snapshots = None  # the reference: every fact folded, nothing restored
+    # the reference: the plain loader, every fact folded, nothing restored
+    plain = None if snapshots else {FAST_PATHS_ENV: "n"}
+    app = RuntimeApplication.open(store, clock=FixedClock(), tools=[echo(mode, runs)], env=plain)
     try:
         if reads is not None:
             reads.clear()

@@ -1,6 +1,8 @@
-"""ADR 0026: one tool step through ``ToolRuntime`` on a real SQLite store computes its call's
-canonical args hash once: the T1 decision's scanner result builds the dispatch fact, serves
-the prospective check and the fold after the commit."""
+"""ADR 0026: one tool step through ``ToolRuntime`` reuses its call's canonical args hash (the
+T1 decision's scanner result builds the dispatch fact, serves the prospective check and the
+fold after the commit). Issue 22, part 4: what is pinned is the answer, not the count: the
+step's ledger, operations, plans and next decisions equal the plain loader's
+(``MAKA_ES_FAST_PATHS=n``), on the SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,11 +11,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
-from maka_es.tooljournal import bundle
+from maka_es.builders import LedgerBuilder
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
-from maka_es.wire import codec
+from tests.support.load_paths import Pair, assert_same_as_plain, fresh_store
 
 
 class Echo(BaseModel):
@@ -24,26 +24,19 @@ def _echo(args: Echo, context: ToolContext) -> dict[str, Any]:
     return {"kind": "text", "text": args.text}
 
 
-def test_one_tool_step_hashes_its_args_once(
-    sqlite_app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_one_tool_step_answers_as_the_plain_loader(
+    kind: str, request: pytest.FixtureRequest
 ) -> None:
-    sqlite_app.open_session("s1", "/workspace")
-    sqlite_app.ledger.create_run(run_header())
-    ledger = LedgerBuilder()
-    ledger.user(marker=True)
-    sqlite_app.ledger.append_events("r1", ledger.events)
-    seen: list[str] = []
-
-    def counting(tool_name: str, args: object) -> str:
-        seen.append(tool_name)
-        return codec.canonical_args_hash(tool_name, args)
-
-    monkeypatch.setattr(bundle, "canonical_args_hash", counting)
-    monkeypatch.setattr("maka_es.wire.facts.canonical_args_hash", counting)
-    ToolRuntime(sqlite_app.tool_journal, [Tool("Echo", Echo, _echo)]).execute(
-        "r1", ledger.call("c1", "Echo", {"text": "hi"})
-    )
-    assert [op.state for op in sqlite_app.tool_journal.tool_operations("r1")] == [
-        "outcome_committed"
-    ]
-    assert seen == ["Echo"]
+    with fresh_store(kind, request) as fast_store, fresh_store(kind, request) as plain_store:
+        pair = Pair(fast_store, plain_store)
+        try:
+            call = LedgerBuilder().call("c1", "Echo", {"text": "hi"})
+            for app in (pair.fast, pair.plain):
+                ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)]).execute("r1", call)
+                assert [op.state for op in app.tool_journal.tool_operations("r1")] == [
+                    "outcome_committed"
+                ]
+            assert_same_as_plain(pair)
+        finally:
+            pair.close()
