@@ -8,7 +8,7 @@ from typing import Any, Literal
 from maka_es.builders.kit import AUTHOR_OF_ROLE, SAMPLE_DIGEST, SHELL_ARGS, EventKit, EventT, fresh
 from maka_es.builders.spine import Spine
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
-from maka_es.wire.fact_shapes import continuation_start_wire, terminal_wire
+from maka_es.wire.facts import continuation_start_wire, terminal_wire
 
 
 def marker_actions(marker: bool | str | None) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class EventKit(Generic[EventT]):
         return self._fact(self.spine.envelope(event_id, self.ts, role, author), fields, overrides)
 
     def _fact(self, wire: dict[str, Any], *extra: Mapping[str, Any]) -> EventT:
-        """A fact spelled by ``maka_es.wire.fact_shapes``, plus ``extra`` keys (visibility, then
+        """A fact spelled by ``maka_es.wire.facts``, plus ``extra`` keys (visibility, then
         the caller's overrides) in that order, handed back through ``finish``."""
         for fields in extra:
             wire.update(fields)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es.wire.codec import operation_id_for
-from maka_es.wire.fact_shapes import envelope
+from maka_es.wire.facts import envelope
 
 #: The facts the store names after their operation: ``<operationId>_<kind>``
 #: (docs/reference/wire.md#example-dispatch, docs/reference/tool-journal.md#bundle-example).

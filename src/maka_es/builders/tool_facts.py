@@ -23,7 +23,7 @@ from maka_es.builders.kit import (
 )
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
-from maka_es.wire.fact_shapes import (
+from maka_es.wire.facts import (
     decision_payload,
     dispatch_wire,
     reconcile_payload,

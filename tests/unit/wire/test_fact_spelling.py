@@ -1,4 +1,4 @@
-"""The shared wire spelling (``maka_es.wire.fact_shapes``): the store's constructors and the
+"""The shared wire spelling (``maka_es.wire.facts``): the store's constructors and the
 public builders write the same facts because both spell them here."""
 
 from __future__ import annotations
@@ -6,14 +6,17 @@ from __future__ import annotations
 from maka_es.builders import Events, Spine
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.fact_shapes import decision_payload, response_wire, terminal_wire, tool_refs
 from maka_es.wire.facts import (
     completed_decision_fact,
     continuation_start_fact,
+    decision_payload,
     dispatch_fact,
     parked_decision_fact,
     reconcile_result_fact,
+    response_wire,
     terminal_fact,
+    terminal_wire,
+    tool_refs,
 )
 
 DIGEST = "sha256:" + "c" * 64
