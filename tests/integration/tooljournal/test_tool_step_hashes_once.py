@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.tooljournal import bundle
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from maka_es.wire import codec

@@ -1,6 +1,6 @@
 """Golden facts: the test builders build, byte for byte, what they built before they moved.
 
-Why: the builders moved from ``maka_es.builders`` into the test kit and onto
+Why: the builders moved from ``maka_es.testing.builders`` into the test kit and onto
 ``maka_es.wire.facts`` (issue 22, part 3). A test's facts must not change with the move, so a
 representative set of them (every builder, wire and decoded, a numbered ledger with a T1 call
 and both bundles, a run header) is compared with the JSON they produced before it
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 
 GOLDEN = Path(__file__).with_name("golden_facts.json")
 
@@ -22,17 +22,19 @@ def _wire_kit() -> dict[str, Any]:
     kit = Events.wire(Spine("s9", "i9", "r9", "t9"), ts=1234.5)
     source = Spine(run_id="r0", turn_id="t0")
     return {
-        "event": kit.event("ev-1", role="model", author="agent", partial=True),
+        "event": kit.event(event_id="ev-1", role="model", author="agent", partial=True),
         "user": kit.user(),
-        "user_marker": kit.user("u2", "hello", marker=True),
-        "user_odd_marker": kit.user("u3", marker="tool_boundary_v9"),
-        "text": kit.text("x1", role="tool"),
-        "thinking": kit.thinking("th1", signature="sig"),
-        "permission_request": kit.permission_request("p1", reason="why"),
-        "permission_decision": kit.permission_decision("p2", "p1", "deny", tool_name="Bash"),
+        "user_marker": kit.user("hello", event_id="u2", marker=True),
+        "user_odd_marker": kit.user(event_id="u3", marker="tool_boundary_v9"),
+        "text": kit.text(event_id="x1", role="tool"),
+        "thinking": kit.thinking(event_id="th1", signature="sig"),
+        "permission_request": kit.permission_request(event_id="p1", reason="why"),
+        "permission_decision": kit.permission_decision(
+            "p1", "deny", event_id="p2", tool_name="Bash"
+        ),
         "terminal": kit.terminal(),
-        "terminal_failed": kit.terminal("tf", "failed", failure_class="provider_error"),
-        "terminal_failed_bare": kit.terminal("tf2", "failed", error_code=None),
+        "terminal_failed": kit.terminal("failed", event_id="tf", failure_class="provider_error"),
+        "terminal_failed_bare": kit.terminal("failed", event_id="tf2", error_code=None),
         "continuation_start": kit.continuation_start(source, 7),
         "continuation_repair": kit.continuation_start(source, 3, provenance="claim_repair"),
         "continuation_no_marker": kit.continuation_start(source, 3, marker=False),
@@ -48,8 +50,10 @@ def _wire_kit() -> dict[str, Any]:
         "bound_response": kit.bound_response("c2", result={"v": 1}, is_error=True),
         "refusal": kit.refusal("c5"),
         "reconcile": kit.reconcile("c2", "diverged", payload_operation_id="other"),
-        "completed_decision": kit.completed_decision("c2", ["a", "b"], "c"),
-        "parked_decision": kit.parked_decision("c2", ["a", "b"]),
+        "completed_decision": kit.completed_decision(
+            "c2", evidence=["a", "b"], outcome_event_id="c"
+        ),
+        "parked_decision": kit.parked_decision("c2", evidence=["a", "b"]),
         "completed_bundle": kit.completed_bundle("c6", call_event_id="call-x"),
         "parked_bundle": kit.parked_bundle("c7", "unreadable"),
         "evidence": kit.evidence("c8"),
@@ -65,7 +69,7 @@ def _decoded_kit() -> dict[str, Any]:
         kit.dispatch("c1"),
         kit.bound_response("c1"),
         *kit.completed_bundle("c2").values(),
-        kit.terminal("done", "failed", failure_class="tool_error"),
+        kit.terminal("failed", event_id="done", failure_class="tool_error"),
     ]
     return {"decoded": [event.model_dump(mode="json", by_alias=True) for event in events]}
 
@@ -73,7 +77,7 @@ def _decoded_kit() -> dict[str, Any]:
 def _ledger() -> dict[str, Any]:
     ledger = LedgerBuilder(Spine(run_id="r5"), prefix="n", base_ts=2000)
     ledger.user(marker=True)
-    ledger.model_text()
+    ledger.text()
     ledger.thinking(signature="s")
     ledger.event(content={"kind": "text", "text": "note"})
     ledger.t1_call("c1", recovery_mode="idempotent")
