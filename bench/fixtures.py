@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from bench.cache import cached
 from bench.stores import SESSION, spine, tool_call
 from maka_es import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
-from maka_es.builders import Spine as SpineT
+from maka_es.testing.builders import LedgerBuilder, run_header
+from maka_es.testing.builders import Spine as SpineT
 
 Wire = dict[str, Any]
 T = TypeVar("T")
@@ -38,7 +38,7 @@ def ledger(run: SpineT, size: int, *, journaled: bool, terminal: bool = False) -
     while len(b.events) + width + tail <= size:
         n += 1
         args, result = {"text": f"step {n}"}, {"kind": "text", "text": f"step {n}"}
-        b.model_text(f"step {n}")
+        b.text(f"step {n}")
         if journaled:
             b.t1_call(f"c{n}", "Echo", args)
             b.bound_response(f"c{n}", "Echo", result)
@@ -46,7 +46,7 @@ def ledger(run: SpineT, size: int, *, journaled: bool, terminal: bool = False) -
             b.call(f"c{n}", "Echo", args)
             b.response(f"c{n}", "Echo", result)
     while len(b.events) + tail < size:
-        b.model_text(f"note {len(b.events)}")
+        b.text(f"note {len(b.events)}")
     if terminal:
         b.terminal("completed")
     return b.events

@@ -1,7 +1,7 @@
 """maka_es set-up shared by the workloads: an application on a SQLite file, one echo tool, a run
 that declares the T1 protocol, and tool-call events on that run.
 
-Everything goes through the public API (``RuntimeApplication``, ``maka_es.builders``), the
+Everything goes through the public API (``RuntimeApplication``, ``maka_es.testing.builders``), the
 way a host would drive it, so a figure measures what a host would pay.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from maka_es import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext
 
 SESSION = "s1"
@@ -47,7 +47,9 @@ def start_run(app: RuntimeApplication, run_id: str, *, marker: bool = True) -> S
         app.open_session(SESSION, "/workspace")
     run = spine(run_id)
     app.ledger.create_run(run_header(run))
-    app.ledger.append_event(run_id, Events.wire(run, ts=1000).user("u-1", "go", marker=marker))
+    app.ledger.append_event(
+        run_id, Events.wire(run, ts=1000).user("go", event_id="u-1", marker=marker)
+    )
     return run
 
 

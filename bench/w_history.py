@@ -20,7 +20,7 @@ from bench.core import Config, Figure, Stats, Target, interleave, ratios, timed
 from bench.fixtures import import_run, ledger
 from bench.stores import open_app, spine
 from maka_es import RuntimeApplication
-from maka_es.builders import Events
+from maka_es.testing.builders import Events
 
 GROUP_RESTART = "3. first command after a restart, and warm appends"
 GROUP_PLAN = "4. plan_resume from the store, cold"
@@ -35,7 +35,7 @@ def _appender(
 
     def run() -> float:
         count[0] += 1
-        event = Events.wire(spine(run_id), ts=5000).text(f"{phase}-{count[0]}", "more")
+        event = Events.wire(spine(run_id), ts=5000).text("more", event_id=f"{phase}-{count[0]}")
         app = app_of()
         try:
             return timed(lambda: app.ledger.append_event(run_id, event))

@@ -16,7 +16,7 @@ from typing import Any
 
 from maka_es.adapters.workspace import resolve_workspace_identity
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.send_tool import Killed, send_tool
 
 #: The console script ``make install`` put next to this interpreter ([project.scripts]).

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from maka_es.adapters.jsonl import JsonlLedger
-from maka_es.builders import Spine, run_header
 from maka_es.resume.failpoint_catalog import harness_ledger
+from maka_es.testing.builders import Spine, run_header
 from maka_es.wire.run_header import RunHeader
 from tests.cli.stores import MAKA_ES, Ran, build_store, cli, rows
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from maka_es.adapters.jsonl import JsonlLedger
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Spine, run_header
 from maka_es.resume.failpoint_catalog import harness_ledger
+from maka_es.testing.builders import Spine, run_header
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 from tests.cli.stores import build_store, cli, rows

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ToolOutcomeConflictError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import RecordingProvider, open_app
 from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions

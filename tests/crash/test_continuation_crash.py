@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.executor import (
     AFTER_CLAIM_COMMITTED,
     AFTER_RUN_CREATED,
@@ -40,6 +39,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
 from maka_es.recovery.startup import Repair
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.crash_child import CHILD_CLOCK_MS, RecordingProvider, open_app
 from maka_es.testing.store_probe import store_snapshot

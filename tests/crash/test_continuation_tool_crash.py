@@ -23,7 +23,7 @@ from typing import Any, cast
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import RecordingProvider, open_app
 from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions

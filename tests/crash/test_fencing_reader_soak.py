@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, MakaError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.ledger.run import Run
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.ownership_soak import first_owner_writes_after_takeover
 
 LEASE_MS = 1_000
@@ -98,7 +98,7 @@ def _appender(
     def loop() -> None:
         for n in range(APPENDS):
             try:
-                app.ledger.append_events(ledger.spine.run_id, [ledger.model_text(f"step {n}")])
+                app.ledger.append_events(ledger.spine.run_id, [ledger.text(f"step {n}")])
             except MakaError as exc:
                 refusals.append(exc.code)
                 return
@@ -196,7 +196,7 @@ def test_every_append_result_high_water_is_the_seq_it_stored_under_concurrent_re
     readers = [Reader(a, "hw") for _ in range(2)]
     reported: dict[str, int] = {}
     for n in range(200):
-        event = ledger.model_text(f"step {n}")
+        event = ledger.text(f"step {n}")
         reported[event["id"]] = a.ledger.append_events("hw", [event]).high_water
     for reader in readers:
         reader.close()

@@ -27,8 +27,8 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 pytestmark = pytest.mark.crash
 
@@ -88,7 +88,7 @@ def _workload() -> list[Step]:
             ("append", run_id, ledger.user("read the config")),
             ("t1", run_id, ledger.call("c1", "Read", {"path": "config.json"})),
             ("t2", run_id, ledger.bound_response("c1", "Read", {"kind": "text", "text": "{}"})),
-            ("append", run_id, ledger.model_text("the config is empty")),
+            ("append", run_id, ledger.text("the config is empty")),
             ("end_run", run_id, ledger.terminal("completed")),
         ]
     return steps

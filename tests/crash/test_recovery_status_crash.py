@@ -17,8 +17,8 @@ import pytest
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RecoveryStatusStore
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
 
@@ -44,7 +44,7 @@ def test_kill_inside_a_catch_up_leaves_table_and_position_consistent(tmp_path: P
         app.recovery_status.catch_up()
         # new facts since the last catch-up: a long run, a finished run, a new run
         for n in range(25):
-            app.ledger.append_events("long", [ledgers["long"].model_text(f"step {n}")])
+            app.ledger.append_events("long", [ledgers["long"].text(f"step {n}")])
         app.ledger.append_events("r1", [ledgers["r1"].terminal("completed")])
         app.ledger.update_run_header("r1", {"status": "completed"})
         start_run(app, "r2")

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions, probe_tools
 from maka_es.testing.store_probe import store_snapshot

@@ -17,10 +17,10 @@ import pytest
 
 from maka_es import HostConfig
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
 from maka_es.recovery.startup import Repair
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
 from maka_es.testing.store_probe import store_snapshot
@@ -155,7 +155,7 @@ def test_a_killed_fork_is_left_alone_under_the_reference_rule(
 def test_a_run_killed_before_its_first_user_message_is_ended_and_the_next_turn_runs(
     tmp_path: Path, store_url: str
 ) -> None:
-    user = Events.wire(SPINE, ts=1000).user("u1", "fix the port", marker=True)
+    user = Events.wire(SPINE, ts=1000).user("fix the port", event_id="u1", marker=True)
     steps = [
         APP,
         {"op": "open_session", "session_id": "s1", "cwd": "/workspace"},
@@ -187,7 +187,7 @@ def test_a_run_killed_before_its_first_user_message_is_ended_and_the_next_turn_r
         app.start_run("s1", run_id="r2", invocation_id="i2", turn_id="t2", config=CONFIG)
         turn = LedgerBuilder(spine, prefix="r2-")
         turn.user("fix the port")
-        turn.model_text("fixed")
+        turn.text("fixed")
         app.ledger.append_events("r2", turn.events)
         app.end_run("r2", turn.terminal("completed"))
         assert app.get_run_header("r2").status == "completed"

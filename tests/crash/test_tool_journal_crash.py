@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.store_probe import store_snapshot
 

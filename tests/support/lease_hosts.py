@@ -16,8 +16,8 @@ from typing import TextIO
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 #: Every host waits at most this long (seconds) for SQLite's write lock in one attempt.
 LOCK_TIMEOUT_ENV = {"SQLITE_LOCK_TIMEOUT": "1"}
@@ -54,7 +54,7 @@ def owner(db: str, lease_ms: int, report: str, stop: str) -> None:
                 _say(out, step="heartbeat", ok=False, code=exc.code, detail=exc.detail)
             time.sleep(lease_ms / 5000)
         try:
-            app.ledger.append_events(OWNER_RUN, [ledger.model_text("still mine")])
+            app.ledger.append_events(OWNER_RUN, [ledger.text("still mine")])
             _say(out, step="append", ok=True)
         except MakaError as exc:
             _say(out, step="append", ok=False, code=exc.code)

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import MakaError
 from maka_es.ledger.facts import run_stream_id
+from maka_es.testing.builders import Events, Spine, run_header
 
 __all__ = [
     "PLAIN",
@@ -110,7 +110,9 @@ class Pair:
         for app in (self.fast, self.plain):
             app.open_session(SESSION, "/workspace")
             app.ledger.create_run(run_header(Spine()))
-            app.ledger.append_events(RUN, [Events.wire().user("u-first", "go", marker=True)])
+            app.ledger.append_events(
+                RUN, [Events.wire().user("go", event_id="u-first", marker=True)]
+            )
 
     def reopen(self) -> None:
         self.close()
@@ -128,9 +130,13 @@ def apply(app: RuntimeApplication, step: Step) -> object:
     kind = step[0]
     try:
         if kind == "user":
-            return app.ledger.append_events(RUN, [kit.user(f"u{step[1]}", f"ask {step[1]}")])
+            return app.ledger.append_events(
+                RUN, [kit.user(f"ask {step[1]}", event_id=f"u{step[1]}")]
+            )
         if kind == "text":
-            return app.ledger.append_events(RUN, [kit.text(f"m{step[1]}", f"say {step[1]}")])
+            return app.ledger.append_events(
+                RUN, [kit.text(f"say {step[1]}", event_id=f"m{step[1]}")]
+            )
         if kind == "call":
             call = kit.call(f"c{step[1]}", "Echo", {"n": step[2]}, event_id=f"e{step[1]}")
             return app.tool_journal.commit_tool_prepared(RUN, call)
@@ -138,7 +144,7 @@ def apply(app: RuntimeApplication, step: Step) -> object:
             outcome = kit.bound_response(f"c{step[1]}", "Echo", {"n": step[2]})
             return app.tool_journal.commit_tool_outcome(RUN, outcome)
         assert kind == "end"
-        return app.end_run(RUN, kit.terminal("t-end", step[1]))
+        return app.end_run(RUN, kit.terminal(step[1], event_id="t-end"))
     except MakaError as exc:
         return type(exc).__name__, exc.code, exc.detail
 

@@ -125,7 +125,7 @@ STORE = (
     error(
         "event_identity_mismatch",
         "The event's session, run, turn or invocation is not the run's.",
-        "Fix the caller: build events from the run's header (maka_es.builders).",
+        "Fix the caller: build events from the run's header (maka_es.testing.builders).",
         e.EventIdentityMismatchError,
         e.JsonlLedgerError,
     ),

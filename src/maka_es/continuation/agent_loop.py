@@ -48,7 +48,7 @@ from maka_es.resume.replay import provider_replay_subset
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.fact_shapes import tool_refs
+from maka_es.wire.facts import tool_refs
 from maka_es.wire.run_header import RunHeader, terminal_event
 
 __all__ = [

@@ -29,7 +29,7 @@ from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.tooljournal.tools import Tool
 from maka_es.wire.codec import canonical_json, operation_id_for
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent, TextContent, ThinkingContent
-from maka_es.wire.fact_shapes import envelope
+from maka_es.wire.facts import envelope
 
 __all__ = [
     "ModelResponse",

@@ -41,7 +41,7 @@ from maka_es.ledger.host_sessions import CLOCK_FIELDS, HostSessions
 from maka_es.ledger.service import Ledger, RunStarts
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, TextContent
-from maka_es.wire.fact_shapes import envelope
+from maka_es.wire.facts import envelope
 from maka_es.wire.run_header import RunHeader
 
 __all__ = ["AFTER_TURN_STARTED", "TurnResult", "Turns", "answer_of"]

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.errors import MakaError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
 
 WORKSPACES = (
@@ -123,7 +123,7 @@ class ContinuationEligibilityMachine(RuleBasedStateMachine):
 
     @rule()
     def model_text(self) -> None:
-        self._append(self.ledger.model_text())
+        self._append(self.ledger.text())
 
     @rule(answer=st.booleans(), data=st.data())
     def tool(self, answer: bool, data: st.DataObject) -> None:

@@ -33,10 +33,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation import executor
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, harness_ledger
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, MakaError
 from maka_es.ledger.facts import RunOwnerTaken, RuntimeEventRecorded, run_stream_id
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 #: Turns between two recoveries of a running worker.
 RECOVER_EVERY = 4
@@ -94,7 +94,7 @@ def _turn(app: RuntimeApplication, spec: WorkerSpec, run_id: str) -> None:
     app.tool_journal.commit_tool_prepared(run_id, call)
     result = {"kind": "text", "text": "{}"}
     app.tool_journal.commit_tool_outcome(run_id, ledger.bound_response("c1", "Read", result))
-    app.ledger.append_events(run_id, [ledger.model_text("the config is empty")])
+    app.ledger.append_events(run_id, [ledger.text("the config is empty")])
     app.end_run(run_id, ledger.terminal("completed"))
 
 

@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Spine, run_header
 from maka_es.errors import MakaError
 from maka_es.resume.plan import build_resume_plan
+from maka_es.testing.builders import Spine, run_header
 from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from maka_es.builders import Spine
+from maka_es.testing.builders import Spine
 
 #: Small alphabet keeps shrinking readable while still covering non-ASCII and escapes.
 _TEXT = st.text(

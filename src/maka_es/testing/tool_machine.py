@@ -34,8 +34,8 @@ from pydantic import BaseModel
 from maka_es import failpoints
 from maka_es.adapters.file_write import file_write_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import FreshStore, sqlite_store_in
 from maka_es.tooljournal.runtime import BEFORE_T2, Tool, ToolContext, ToolResult, ToolRuntime
 

@@ -22,7 +22,7 @@ from maka_es.errors import CodecInputError
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.fact_shapes import response_wire
+from maka_es.wire.facts import response_wire
 
 __all__ = [
     "NOT_APPLIED_CODE",

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from maka_es import failpoints
 from maka_es.adapters.fact_rows import SqliteFactWriter
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 Rows = list[tuple[Any, ...]]
@@ -62,7 +62,7 @@ def _drive(app: RuntimeApplication) -> None:
     app.ledger.create_run(run_header())
     ledger = LedgerBuilder()
     ledger.user("héllo ✓", marker=True)
-    ledger.model_text("plain text")
+    ledger.text("plain text")
     app.ledger.append_events("r1", ledger.events)
     runtime = ToolRuntime(app.tool_journal, [Tool("Echo", Echo, _echo)], monotonic=lambda: 0.0)
     runtime.execute("r1", ledger.call("c1", "Echo", {"text": "c1"}))
@@ -172,7 +172,7 @@ def _refused_and_unchanged(
 ) -> Exception:
     before = _rows(path)
     with pytest.raises(error) as info:
-        app.ledger.append_events("r1", [ledger.model_text("refused")])
+        app.ledger.append_events("r1", [ledger.text("refused")])
     assert _rows(path) == before
     return info.value
 
@@ -190,9 +190,7 @@ def test_a_failpoint_before_commit_leaves_nothing_written(
         _refused_and_unchanged(app, tmp_path / "runtime.sqlite", RuntimeError, ledger)
     finally:
         failpoints.disarm()
-    app.ledger.append_events(
-        "r1", [ledger.model_text("after the refusal")]
-    )  # the connection is clean
+    app.ledger.append_events("r1", [ledger.text("after the refusal")])  # the connection is clean
     assert app.ledger.run_high_water("r1") == 2
 
 
@@ -210,20 +208,20 @@ def test_a_concurrent_writer_is_refused_as_a_lost_race(
     def load_then_lose_the_race(run_id: str) -> Any:
         run = load_run(run_id)
         monkeypatch.setattr(store, "load_run", load_run)  # only once
-        other.ledger.append_events("r1", [ledger.model_text("the other writer")])
+        other.ledger.append_events("r1", [ledger.text("the other writer")])
         return run
 
     monkeypatch.setattr(store, "load_run", load_then_lose_the_race)
     before = _rows(path)
     try:
         with pytest.raises(ConcurrentWriteError) as info:
-            app.ledger.append_events("r1", [ledger.model_text("refused")])
+            app.ledger.append_events("r1", [ledger.text("refused")])
         assert info.value.code == "concurrent_write"
         after = _rows(path)
         assert after[:-1] == before  # only the other writer's row was added
         assert b"the other writer" in after[-1][4]
         assert app.ledger.read_run_payloads("r1")[-1] == other.ledger.read_run_payloads("r1")[-1]
-        app.ledger.append_events("r1", [ledger.model_text("after the lost race")])
+        app.ledger.append_events("r1", [ledger.text("after the lost race")])
     finally:
         other.close()
     assert app.ledger.run_high_water("r1") == 3  # the user turn, the other writer's, this one
@@ -240,7 +238,7 @@ def test_a_deleted_store_file_is_refused(app: RuntimeApplication, tmp_path: Path
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     with pytest.raises(StoreUnavailableError) as info:
-        app.ledger.append_events("r1", [ledger.model_text("into an unlinked file")])
+        app.ledger.append_events("r1", [ledger.text("into an unlinked file")])
     assert _reason(info.value) == "store_file_deleted"
     assert not path.exists()
 
@@ -254,7 +252,7 @@ def test_a_replaced_store_file_is_refused(app: RuntimeApplication, tmp_path: Pat
     replacement.replace(path)
     before = _rows(path)
     with pytest.raises(StoreUnavailableError) as info:
-        app.ledger.append_events("r1", [ledger.model_text("into the wrong file")])
+        app.ledger.append_events("r1", [ledger.text("into the wrong file")])
     assert _reason(info.value) == "store_file_replaced"
     assert _rows(path) == before
 
@@ -300,7 +298,7 @@ def test_concurrent_threads_of_one_application_all_commit(app: RuntimeApplicatio
             ledger = LedgerBuilder(Spine(run_id=run_id, invocation_id=f"inv-{run_id}"))
             ledger.user(marker=True)
             for n in range(10):
-                ledger.model_text(f"{run_id} {n}")
+                ledger.text(f"{run_id} {n}")
             for event in ledger.events:
                 app.ledger.append_events(run_id, [event])
         except BaseException as exc:  # collected, asserted below

@@ -19,8 +19,8 @@ import pytest
 
 from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 

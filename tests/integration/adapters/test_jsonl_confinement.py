@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from maka_es.adapters.jsonl import JsonlLedger
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import JsonlLedgerError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
@@ -31,7 +31,7 @@ HEADER = RunHeader.model_validate(run_header())
 def _events(n: int, prefix: str = "e") -> list[RuntimeEvent]:
     builder = LedgerBuilder(prefix=prefix)
     for index in range(n):
-        builder.model_text(f"text {index}")
+        builder.text(f"text {index}")
     return [RuntimeEvent.model_validate(event) for event in builder.events]
 
 

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 CHILD_APPEND = """
@@ -93,7 +93,7 @@ def test_another_app_on_the_same_file_is_seen(
     _step(sqlite_app, ledger, "c1")
     other = RuntimeApplication.open_sqlite(str(db_path))
     try:
-        ledger.model_text("from the other app")
+        ledger.text("from the other app")
         other.ledger.append_events("r1", ledger.events[-1:])
     finally:
         other.close()
@@ -107,7 +107,7 @@ def test_another_process_commit_is_seen(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
     _step(sqlite_app, ledger, "c1")
-    ledger.model_text("from the other process")
+    ledger.text("from the other process")
     event = json.dumps(ledger.events[-1])
     subprocess.run([sys.executable, "-c", CHILD_APPEND, str(db_path), event], check=True)
     assert _texts(sqlite_app)[-1] == "from the other process"
@@ -149,7 +149,7 @@ def test_after_a_failed_write_the_next_load_reads_the_store(
     _step(sqlite_app, ledger, "c1")
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, _raise_inside_save)
     try:
-        ledger.model_text("never committed")
+        ledger.text("never committed")
         with pytest.raises(RuntimeError, match="simulated failure"):
             sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     finally:

@@ -16,9 +16,9 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from tests.support.load_paths import Pair, assert_same_as_plain
 
@@ -123,7 +123,7 @@ def test_warm_state_equals_a_cold_reload(
 def test_a_row_changed_after_the_commit_is_read_from_the_store(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
-    ledger.model_text("the original text")
+    ledger.text("the original text")
     sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     _tamper_last_row(db_path, lambda state: state.replace(b"original", b"tampered"))
     texts = [e.to_wire()["content"].get("text") for e in sqlite_app.read_run_events("r1")]
@@ -133,7 +133,7 @@ def test_a_row_changed_after_the_commit_is_read_from_the_store(
 def test_a_corrupt_row_after_the_commit_is_still_caught(
     sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path
 ) -> None:
-    ledger.model_text("soon corrupt")
+    ledger.text("soon corrupt")
     sqlite_app.ledger.append_events("r1", ledger.events[-1:])
     _tamper_last_row(db_path, lambda state: state.replace(b"soon corrupt", b'soon"corrupt'))
     with pytest.raises(StoreCorruptionError):

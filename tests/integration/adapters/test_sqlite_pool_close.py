@@ -23,8 +23,8 @@ from eventsourcing.utils import Environment
 from maka_es import failpoints
 from maka_es.adapters.sqlite import DurableSQLiteDatastore, Factory
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder, run_header
 
 WAIT = 10.0
 

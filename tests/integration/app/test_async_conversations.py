@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict
 from maka_es import AsyncOpenAIChatProvider, HostConfig
 from maka_es.aio import AsyncRuntimeApplication, async_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.errors import RunForkRefusedError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict
 
 from maka_es.aio import AsyncRuntimeApplication, async_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderRequest, ProviderTurn
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.tooljournal.runtime import ToolContext
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
@@ -34,7 +34,7 @@ async def one_agent(facade: AsyncRuntimeApplication, n: int) -> list[int]:
     ledger = LedgerBuilder(spine(n), prefix=f"r{n}-")
     high_waters = []
     for turn in range(TURNS):
-        event = ledger.user(f"turn {turn}") if turn == 0 else ledger.model_text(f"step {turn}")
+        event = ledger.user(f"turn {turn}") if turn == 0 else ledger.text(f"step {turn}")
         result = await facade.ledger.append_events(f"r{n}", [event], expected_high_water=turn)
         high_waters.append(result.high_water)
         await asyncio.sleep(0)
@@ -87,7 +87,7 @@ def test_the_event_loop_keeps_ticking_during_a_long_append_batch(store_url: str)
             ledger = LedgerBuilder(spine(0), prefix="r0-")
             ledger.user("go")
             for k in range(400):
-                ledger.model_text(f"line {k}")
+                ledger.text(f"line {k}")
             beat = asyncio.create_task(heartbeat())
             await asyncio.sleep(0)
             before = ticks

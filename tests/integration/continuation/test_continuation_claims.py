@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
@@ -36,6 +35,7 @@ from maka_es.ledger.facts import (
     claim_stream_id,
 )
 from maka_es.ledger.run import Run
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent

@@ -15,7 +15,6 @@ import pytest
 
 from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
@@ -29,6 +28,7 @@ from maka_es.continuation.telemetry import (
 )
 from maka_es.errors import RunSealedError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.codec import canonical_json
@@ -128,7 +128,7 @@ def test_continuation_executes_once_with_the_validated_replay(env: Env) -> None:
     assert [c.target_run_id for c in claims] == ["new-2"]
     assert env.app._store.load_run("r1").sealed_by == claims[0].claim_id
     with pytest.raises(RunSealedError):
-        env.app.ledger.append_event("r1", LedgerBuilder(Spine(), prefix="late-").model_text())
+        env.app.ledger.append_event("r1", LedgerBuilder(Spine(), prefix="late-").text())
     assert [e.type for e in env.sink.events] == [
         "plan_approved",
         "execution_started",
@@ -256,7 +256,7 @@ def test_any_non_terminal_run_of_the_session_is_live(env: Env, status: str) -> N
 def _grow_source(app: RuntimeApplication) -> None:
     """A writer that ignores the rules commits a 5th event to the failed source r1."""
     run = app._store.load_run("r1")
-    event = LedgerBuilder(Spine(), prefix="late-").model_text("appended after the plan")
+    event = LedgerBuilder(Spine(), prefix="late-").text("appended after the plan")
     commit_unchecked(
         app,
         RuntimeEventRecorded(

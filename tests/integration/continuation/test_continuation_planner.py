@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.continuation.boundary import build_segment, manifest_digest
 from maka_es.continuation.claims import claim_id_for
 from maka_es.continuation.host import HostObservation, StaticHostInspector
@@ -19,6 +18,7 @@ from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import InvalidPlanRequestError
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
@@ -107,7 +107,7 @@ def continuation_of(
         ledger.state_delta_continuation_start(source=source, high_water=high_water, ts=5000)
         ledger.call(f"c-{target.run_id}", "Read", {"path": "a.txt"})
         ledger.response(f"c-{target.run_id}", "Read")
-        ledger.model_text("interrupted thought")
+        ledger.text("interrupted thought")
 
     return failed_run(app, target, created_at=created_at, header=header, body=body)
 
@@ -414,8 +414,8 @@ def test_store_boundary_reproduces_the_spec_vectors(app: RuntimeApplication) -> 
     vector = Spine("s1", "i1", "r1", "t1")
     app.ledger.create_run(run_header(vector, workspaceIdentity=WORKSPACE))
     at_1 = Events.wire(vector, ts=1)
-    user = at_1.user("user", "go")
-    term = at_1.terminal("term", "failed", error_code=None)
+    user = at_1.user("go", event_id="user")
+    term = at_1.terminal("failed", event_id="term", error_code=None)
     app.ledger.append_events("r1", [user, term])
     events = app.read_run_events("r1")
     identity = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}

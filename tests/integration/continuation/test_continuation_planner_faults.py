@@ -19,13 +19,13 @@ import pytest
 from eventsourcing.persistence import PersistenceError
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import RunReader
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import ContinuationPlanner
 from maka_es.errors import RunNotFoundError, StoreUnavailableError
 from maka_es.ledger.ports import is_store_fault, store_fault_class
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.store_sql import drop_events_table
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"

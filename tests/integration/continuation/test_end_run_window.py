@@ -21,9 +21,9 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.conftest import FixedClock
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"

@@ -21,8 +21,8 @@ import pytest
 from maka_es import HostConfig
 from maka_es.aio import AsyncRuntimeApplication
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import RunAlreadyExistsError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.wire.run_header import RunHeader
 from tests.conftest import FixedClock
 from tests.support.store_sql import all_rows

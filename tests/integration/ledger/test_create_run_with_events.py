@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import ReservedFactError, RunAlreadyExistsError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from tests.support.store_sql import all_rows
 
 

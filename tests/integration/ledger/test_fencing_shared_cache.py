@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError
 from maka_es.ledger import run as run_module
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 LEASE_MS = 1_000
@@ -111,7 +111,7 @@ def _b_takes_over_and_writes(a: RuntimeApplication, b: RuntimeApplication) -> Ca
 
     def interfere() -> None:
         assert b.ownership.take_over("r1")
-        b.ledger.append_events("r1", [ledger_b.model_text("host b carries on")])
+        b.ledger.append_events("r1", [ledger_b.text("host b carries on")])
         _read_in_another_thread(a)
 
     return interfere
@@ -124,7 +124,7 @@ def _a_events(app: RuntimeApplication) -> list[str]:
 Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
 
 COMMANDS: dict[str, Command] = {
-    "append": lambda a, led: a.ledger.append_events("r1", [led.model_text("a's late write")]),
+    "append": lambda a, led: a.ledger.append_events("r1", [led.text("a's late write")]),
     "t1": lambda a, led: a.tool_journal.commit_tool_prepared(
         "r1", led.call("c1", "Read", {"path": "x"})
     ),
@@ -181,7 +181,7 @@ def test_a_read_after_the_sealing_check_cannot_append_past_another_hosts_termina
 
     monkeypatch.setattr(run_module, "_check_writable", checked_then_interfere)
     with pytest.raises(ConcurrentWriteError):
-        a.ledger.append_events("r1", [ledger.model_text("a's late write")])
+        a.ledger.append_events("r1", [ledger.text("a's late write")])
     events = b.read_run_events("r1")
     assert events[-1].is_terminal
     assert [e.id for e in events if e.id.startswith("r1-a")] == ["r1-a1"]

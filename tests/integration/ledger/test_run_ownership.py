@@ -13,10 +13,10 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError, RunSealedError
 from maka_es.ledger.ownership import RunOwner, decide_take_over
 from maka_es.recovery.startup import recovered_terminal_id
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolResult
 
@@ -99,7 +99,7 @@ def test_another_host_cannot_write_to_a_live_run_it_does_not_own(host: Host) -> 
     w2, _ = host("w2")
     before = store_snapshot(w2).rows
     with pytest.raises(RunOwnerFencedError) as refused:
-        w2.ledger.append_events("r1", [ledger.model_text("not mine")])
+        w2.ledger.append_events("r1", [ledger.text("not mine")])
     assert refused.value.code == "run_owner_fenced"
     assert refused.value.detail["reason"] == "owned_by_another_host"
     assert store_snapshot(w2).rows == before
@@ -125,7 +125,7 @@ def test_an_expired_owners_run_is_taken_over_ended_once_and_the_former_owner_is_
     # w1 wakes up: every write it tries is refused, and nothing lands
     before = store_snapshot(w1).rows
     attempts: list[Callable[[], object]] = [
-        lambda: w1.ledger.append_events("r1", [ledger.model_text("late")]),
+        lambda: w1.ledger.append_events("r1", [ledger.text("late")]),
         lambda: w1.tool_journal.commit_tool_prepared("r1", ledger.call("late-call")),
         lambda: w1.ledger.update_run_header("r1", {"status": "running"}),
         lambda: w1.end_run("r1", ledger.terminal("completed", event_id="r1-late-end")),
@@ -173,7 +173,7 @@ def test_a_restarted_host_ends_its_previous_incarnations_runs_without_waiting(
     report = new.recover()
     assert [(r.run_id, r.kind) for r in report.repairs] == [("r1", "terminal_recovered")]
     with pytest.raises(RunSealedError):  # the run is over for the old incarnation
-        old.ledger.append_events("r1", [ledger.model_text("late")])
+        old.ledger.append_events("r1", [ledger.text("late")])
 
 
 def test_a_run_taken_over_from_this_hosts_incarnation_fences_it_by_epoch(host: Host) -> None:
@@ -183,8 +183,8 @@ def test_a_run_taken_over_from_this_hosts_incarnation_fences_it_by_epoch(host: H
     clock2.now = T0 + LEASE_MS
     assert w2.ownership.take_over("r1")  # taken over, not yet ended
     with pytest.raises(RunOwnerFencedError):
-        w1.ledger.append_events("r1", [ledger.model_text("late")])
-    text = ledger.model_text("the new owner writes")
+        w1.ledger.append_events("r1", [ledger.text("late")])
+    text = ledger.text("the new owner writes")
     w2.ledger.append_events("r1", [text])
     assert w2.read_run_events("r1")[-1].id == text["id"]
 

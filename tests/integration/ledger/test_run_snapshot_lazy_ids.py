@@ -8,7 +8,7 @@ import pytest
 
 from maka_es import RuntimeApplication
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
-from maka_es.builders import Events
+from maka_es.testing.builders import Events
 from maka_es.tooljournal.scanner import SnapshotPositions
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import EVERY, _write_run
@@ -29,7 +29,7 @@ def _append(store: str, event_id: str, text: str, *, snapshots: bool) -> object:
     plain = None if snapshots else {FAST_PATHS_ENV: "n"}  # the plain loader: no snapshot
     app = RuntimeApplication.open(store, clock=FixedClock(), env=plain)
     try:
-        app.ledger.append_events("r1", [Events.wire().text(event_id, text)])
+        app.ledger.append_events("r1", [Events.wire().text(text, event_id=event_id)])
         return app.ledger.read_run_payloads("r1")[-1]
     except Exception as exc:  # the refusal itself is compared
         return type(exc), getattr(exc, "code", None)
@@ -44,7 +44,7 @@ def test_a_first_append_builds_no_id_map(store_url: str) -> None:
     try:
         positions = _positions(app)
         kit = Events.wire()
-        app.ledger.append_events("r1", [kit.text("m-new", "one more")])
+        app.ledger.append_events("r1", [kit.text("one more", event_id="m-new")])
         app.tool_journal.commit_tool_prepared(
             "r1", kit.call("cn", "Echo", {"n": 99}, event_id="call-new")
         )

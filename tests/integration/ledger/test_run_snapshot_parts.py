@@ -10,7 +10,7 @@ import pytest
 
 from maka_es import RuntimeApplication
 from maka_es.adapters.run_snapshots import SnapshotTable
-from maka_es.builders import Events
+from maka_es.testing.builders import Events
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import (
     EVERY,
@@ -32,7 +32,7 @@ def _small_snapshot_interval(monkeypatch: pytest.MonkeyPatch) -> None:
 def store(store_url: str) -> str:
     _write_run(store_url)
     app = RuntimeApplication.open(store_url, clock=FixedClock())
-    app.ledger.append_events("r1", [Events.wire().text("m-tip", "a snapshot at the tip")])
+    app.ledger.append_events("r1", [Events.wire().text("a snapshot at the tip", event_id="m-tip")])
     app.close()
     return store_url
 
@@ -71,7 +71,7 @@ def test_the_parts_are_kept_apart_and_a_plain_append_reads_none(
     reads = _reads(monkeypatch)
     app = RuntimeApplication.open(store, clock=FixedClock())
     try:
-        app.ledger.append_events("r1", [Events.wire().text("m-new", "one more")])
+        app.ledger.append_events("r1", [Events.wire().text("one more", event_id="m-new")])
         assert reads == []
         assert len(app.ledger.load_run("r1").tool_operations) == 16  # the journal part
         assert len(reads) == 1

@@ -19,9 +19,9 @@ from maka_es.adapters import run_snapshots
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.adapters.run_snapshots import TABLE, RunSnapshots
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT, dump_run
+from maka_es.testing.builders import Events, Spine, run_header
 from tests.conftest import FixedClock
 
 EVERY = 20  # facts between snapshots in these tests (the library's default is larger)
@@ -39,13 +39,13 @@ def _write_run(store: str, steps: int = 15, text: str = "done") -> None:
     app.open_session("s1", "/workspace")
     app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.ledger.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
+    app.ledger.append_events("r1", [kit.user("fix the port", event_id="u1", marker=True)])
     for i in range(steps):
         app.tool_journal.commit_tool_prepared(
             "r1", kit.call(f"c{i}", "Echo", {"n": i}, event_id=f"call{i}")
         )
         app.tool_journal.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
-        app.ledger.append_events("r1", [kit.text(f"m{i}", f"{text} with c{i}")])
+        app.ledger.append_events("r1", [kit.text(f"{text} with c{i}", event_id=f"m{i}")])
     app.tool_journal.commit_tool_prepared("r1", kit.call("cz", "Echo", {"n": -1}, event_id="callz"))
     app.close()
 

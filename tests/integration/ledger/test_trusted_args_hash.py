@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import ToolLedgerCorruptionError
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.resume.plan import build_resume_plan
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal import scanner
 from maka_es.tooljournal.bundle import hash_or_none
@@ -33,7 +33,7 @@ def _write_run(db: Path) -> str:
     app.open_session("s1", "/workspace")
     app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.ledger.append_events("r1", [kit.user("u1", "write the notes", marker=True)])
+    app.ledger.append_events("r1", [kit.user("write the notes", event_id="u1", marker=True)])
     for call_id in ("c1", "c2"):
         app.tool_journal.commit_tool_prepared(
             "r1", kit.call(call_id, "Write", ARGS, event_id=f"{call_id}-e")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of
 from maka_es.resume.plan import build_resume_plan
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from tests.conftest import FixedClock
 
@@ -27,12 +27,12 @@ def _write_run(db: Path, *, interrupted: bool) -> None:
     app.open_session("s1", "/workspace")
     app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.ledger.append_events("r1", [kit.user("u1", "fix the port", marker=True)])
+    app.ledger.append_events("r1", [kit.user("fix the port", event_id="u1", marker=True)])
     app.tool_journal.commit_tool_prepared(
         "r1", kit.call("c1", "Echo", {"text": "a"}, event_id="call1")
     )
     app.tool_journal.commit_tool_outcome("r1", kit.bound_response("c1", "Echo", {"text": "a"}))
-    app.ledger.append_events("r1", [kit.text("m1", "done with c1")])
+    app.ledger.append_events("r1", [kit.text("done with c1", event_id="m1")])
     if interrupted:
         app.tool_journal.commit_tool_prepared(
             "r1", kit.call("c2", "Echo", {"n": 2.5}, event_id="call2")
@@ -102,7 +102,9 @@ def test_bytes_changed_in_the_file_are_refused_and_nothing_is_written(
         with pytest.raises(error):
             app.plan_resume("r1")
         with pytest.raises(error):
-            app.ledger.append_events("r1", [Events.wire().text("m9", "after the corruption")])
+            app.ledger.append_events(
+                "r1", [Events.wire().text("after the corruption", event_id="m9")]
+            )
         assert store_snapshot(app) == before
     finally:
         app.close()

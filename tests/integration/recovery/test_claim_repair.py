@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
@@ -24,6 +23,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.ledger.facts import RunHeaderUpdated
 from maka_es.recovery.startup import StartupRecovery, claim_boundary, repair_id
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.claims import leave_unstarted_claim
 from maka_es.testing.store_probe import store_snapshot
 from tests.support.restart import Restart

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext
 from maka_es.wire.events import ToolRecoveryMode
 from tests.conftest import FixedClock
@@ -69,13 +69,13 @@ def _write_interrupted_run(store: str, mode: ToolRecoveryMode, steps: int = 30) 
     app.recover()
     app.ledger.create_run(run_header(Spine()))
     kit = Events.wire()
-    app.ledger.append_events("r1", [kit.user("u1", "count", marker=True)])
+    app.ledger.append_events("r1", [kit.user("count", event_id="u1", marker=True)])
     for i in range(steps):
         app.tool_journal.commit_tool_prepared(
             "r1", kit.call(f"c{i}", "Echo", {"n": i}), recovery_mode=mode
         )
         app.tool_journal.commit_tool_outcome("r1", kit.bound_response(f"c{i}", "Echo", {"n": i}))
-        app.ledger.append_events("r1", [kit.text(f"m{i}", f"done c{i}")])
+        app.ledger.append_events("r1", [kit.text(f"done c{i}", event_id=f"m{i}")])
     app.tool_journal.commit_tool_prepared(
         "r1", kit.call("cz", "Echo", {"n": -1}), recovery_mode=mode
     )

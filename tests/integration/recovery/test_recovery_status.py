@@ -29,7 +29,6 @@ from maka_es.adapters.recovery_status import (
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
 from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
@@ -45,6 +44,7 @@ from maka_es.recovery.status import (
     RunRecoveryStatus,
 )
 from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, InMemoryRecoveryStatusBackend
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from tests.support.run_loads import count_loads
 
@@ -135,7 +135,7 @@ def test_completed_run_needs_no_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.ledger.append_events("r1", [ledger.model_text(), ledger.terminal("completed")])
+    app.ledger.append_events("r1", [ledger.text(), ledger.terminal("completed")])
     app.ledger.update_run_header("r1", {"status": "completed", "completedAt": 1003})
     assert row(projector, "r1") == RunRecoveryStatus(
         run_id="r1",
@@ -170,7 +170,7 @@ def test_running_run_needs_attention(
     app: RuntimeApplication, projector: RecoveryStatusProjector
 ) -> None:
     ledger = start_run(app, "r1")
-    app.ledger.append_events("r1", [ledger.model_text()])
+    app.ledger.append_events("r1", [ledger.text()])
     status = row(projector, "r1")
     assert status.header_status == "running"
     assert (status.terminal_event, status.header_matches_terminal) == (False, False)
@@ -346,7 +346,7 @@ def test_only_affected_runs_are_recomputed(
     assert loaded == []
 
     monkeypatch.undo()
-    app.ledger.append_events("r7", [ledgers["r7"].model_text()])
+    app.ledger.append_events("r7", [ledgers["r7"].text()])
     loaded = count_loads(app, monkeypatch)
     assert projector.catch_up() == 1
     assert loaded == ["r7"]
@@ -566,7 +566,7 @@ class _Scenario:
             if op == "create":
                 start_run_with(app, run_id, ledger)
             elif op == "model":
-                app.ledger.append_events(run_id, [ledger.model_text(f"step {n}")])
+                app.ledger.append_events(run_id, [ledger.text(f"step {n}")])
             elif op == "terminal_completed":
                 app.ledger.append_events(run_id, [ledger.terminal("completed")])
             elif op == "terminal_failed":

@@ -17,8 +17,8 @@ from eventsourcing.persistence import Notification
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.recovery.status_store import RecoveryStatusStore
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.run_loads import count_loads
 
 
@@ -65,8 +65,8 @@ def test_a_catch_up_loads_each_touched_run_once(
     projector.catch_up()
     # Many pages of new facts for two runs, interleaved, then a new run and a header.
     for n in range(10):
-        app.ledger.append_events("r1", [ledgers["r1"].model_text(f"a{n}")])
-        app.ledger.append_events("r2", [ledgers["r2"].model_text(f"b{n}")])
+        app.ledger.append_events("r1", [ledgers["r1"].text(f"a{n}")])
+        app.ledger.append_events("r2", [ledgers["r2"].text(f"b{n}")])
     app.ledger.append_events("r2", [ledgers["r2"].terminal("completed")])
     app.ledger.update_run_header("r2", {"status": "completed"})
     start_run(app, "r3")
@@ -91,7 +91,7 @@ def test_a_rebuild_loads_each_run_once(
     """The never-current case: a long run written over many appends is loaded once."""
     ledger = start_run(app, "long")
     for n in range(30):
-        app.ledger.append_events("long", [ledger.model_text(f"step {n}")])
+        app.ledger.append_events("long", [ledger.text(f"step {n}")])
     start_run(app, "short")
     store = RecoveryStatusStore(SqliteRecoveryStatusBackend(str(db_path)))
     projector = app.recovery_status_projector(store, page_size=2)

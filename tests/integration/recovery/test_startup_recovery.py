@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
 from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
 from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
 from maka_es.recovery.startup import recovered_terminal_id
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
@@ -70,7 +70,7 @@ LEDGERS: list[tuple[str, str, Build, str, str | None]] = [
     (
         "model_text",
         "running",
-        lambda b: (b.user(), b.model_text()),
+        lambda b: (b.user(), b.text()),
         "model_stream_completed_without_runtime_terminal",
         "model_stream_completed",
     ),
@@ -113,7 +113,7 @@ LEDGERS: list[tuple[str, str, Build, str, str | None]] = [
     (
         "waiting_model_text",
         "waiting_for_user",
-        lambda b: (b.user(), b.model_text()),
+        lambda b: (b.user(), b.text()),
         "model_stream_completed_without_runtime_terminal",
         "model_stream_completed",
     ),
@@ -127,7 +127,7 @@ LEDGERS: list[tuple[str, str, Build, str, str | None]] = [
     (
         "steering_after_text",
         "running",
-        lambda b: (b.user(), b.model_text(), _steering(b)),
+        lambda b: (b.user(), b.text(), _steering(b)),
         "model_stream_completed_without_runtime_terminal",
         "model_stream_completed",
     ),
@@ -189,7 +189,9 @@ def test_recovered_terminal_speaks_the_reference_vocabulary(
 
 
 def _event(**fields: Any) -> RuntimeEvent:
-    return Events.decoded(SPINE, ts=1).event("x", role=fields.pop("role", "system"), **fields)
+    return Events.decoded(SPINE, ts=1).event(
+        event_id="x", role=fields.pop("role", "system"), **fields
+    )
 
 
 @pytest.mark.parametrize(
@@ -297,7 +299,7 @@ def _force_terminal_header(app: RuntimeApplication, run_id: str, patch: dict[str
     [
         (lambda b: None, {"status": "completed", "updatedAt": 1500, "completedAt": 1400}),
         (
-            lambda b: (b.user(), b.model_text()),
+            lambda b: (b.user(), b.text()),
             {"status": "cancelled", "updatedAt": 1600, "abortSource": "user_stop"},
         ),
     ],

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 
 from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.errors import StoreUnavailableError
 from maka_es.recovery.startup import StartupRecoveryOutcome
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
     ReconcileObservation,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import Killed, send_tool
 
@@ -71,7 +71,7 @@ def _crash(db: Path) -> str:
         app.ledger.create_run(run_header(SPINE, workspaceIdentity=IDENTITY))
         ledger = LedgerBuilder(SPINE)
         ledger.user(HOSTILE, marker=True)
-        ledger.model_text("sending the report to ops")
+        ledger.text("sending the report to ops")
         app.ledger.append_events("r1", ledger.events)
         with pytest.raises(Killed):
             app.tool_runtime.execute("r1", ledger.call("c1", "Send", {"to": "ops"}))

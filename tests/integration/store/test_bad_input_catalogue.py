@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, run_header
 from maka_es.errors import MakaError
+from maka_es.testing.builders import Events, LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
 
 
 def _event(ledger: LedgerBuilder, **changes: Any) -> dict[str, Any]:
-    base = Events.wire(ledger.spine, ts=5000).text("bad-1", "x")
+    base = Events.wire(ledger.spine, ts=5000).text("x", event_id="bad-1")
     base.update(changes)
     return {k: v for k, v in base.items() if v is not _DROP}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.wire.events import RuntimeEvent
 
 

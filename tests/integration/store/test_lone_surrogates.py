@@ -17,13 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.errors import (
     InvalidRunHeaderError,
     InvalidRuntimeEventError,
     MakaError,
     NonStrictJsonError,
 )
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 
@@ -33,7 +33,7 @@ assert len(COLLIDING) == 2
 
 
 def _event(ledger: LedgerBuilder, **changes: Any) -> dict[str, Any]:
-    event = Events.wire(ledger.spine, ts=5000).text("bad-1", "x")
+    event = Events.wire(ledger.spine, ts=5000).text("x", event_id="bad-1")
     event.update(changes)
     return event
 

@@ -10,8 +10,8 @@ import pytest
 
 from maka_es.adapters.store_url import is_postgres_url
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 from tests.support.store_sql import all_rows
 
@@ -37,7 +37,7 @@ def test_read_only_application_plans_and_cannot_write(db_path: Path) -> None:
         assert list(plan.rejection_reasons) == ["dangling_tool_state"]
         assert reader.plan_resume("r1", expected_high_water=2) == plan
         with pytest.raises(StoreUnavailableError, match="readonly") as info:
-            reader.ledger.append_event("r1", ledger.model_text())
+            reader.ledger.append_event("r1", ledger.text())
         assert info.value.code == "store_unavailable"
         assert store_snapshot(reader) == before
 
@@ -53,7 +53,7 @@ def test_read_only_open_on_each_store_plans_and_refuses_every_write(store_url: s
         plan = reader.plan_resume("r1")
         assert list(plan.rejection_reasons) == ["dangling_tool_state"]
         with pytest.raises(StoreUnavailableError) as info:
-            reader.ledger.append_event("r1", ledger.model_text())
+            reader.ledger.append_event("r1", ledger.text())
         assert info.value.code == "store_unavailable"
         with pytest.raises(StoreUnavailableError):
             reader.open_session("s2", "/workspace")

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Spine, run_header
+from maka_es.testing.builders import Spine, run_header
 
 HOSTS = 8
 

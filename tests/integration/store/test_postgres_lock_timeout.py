@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 #: Seconds a command may take behind the lock: the 1 s lock_timeout plus generous slack.
@@ -51,7 +51,7 @@ def lock_store(pg_store_url: str) -> LockStore:
         ledger = LedgerBuilder()
         ledger.user()
         for index in range(EVERY + 1):
-            ledger.model_text(f"step {index}", event_id=f"m{index}")
+            ledger.text(f"step {index}", event_id=f"m{index}")
         app.ledger.append_events("r1", ledger.events)
         app.recover()
     with RuntimeApplication.open(url) as app:
@@ -111,7 +111,7 @@ def _assert_locked(outcome: object) -> None:
 
 def _append(app: RuntimeApplication) -> object:
     ledger = LedgerBuilder(events=[e.to_wire() for e in app.read_run_events("r1")])
-    ledger.model_text("one more", event_id="more")
+    ledger.text("one more", event_id="more")
     with _locked(app, _server_of(app), "maka_es_events"):
         outcome, _ = _bounded(lambda: app.ledger.append_events("r1", ledger.events[-1:]))
     return outcome

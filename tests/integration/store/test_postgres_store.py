@@ -14,13 +14,13 @@ import pytest
 from maka_es import failpoints
 from maka_es.adapters.store_url import postgres_env_from_url
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import (
     MakaError,
     RuntimeOffsetMismatchError,
     StoreOutcomeUnknownError,
     StoreUnavailableError,
 )
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 
@@ -253,7 +253,7 @@ def test_two_instances_at_the_same_expected_version_one_wins(pg_store_url: str) 
     apps = [RuntimeApplication.open(pg_store_url) for _ in range(2)]
     branches = [LedgerBuilder(events=list(ledger.events)) for _ in range(2)]
     for index, branch in enumerate(branches):
-        branch.model_text(f"branch {index}", event_id=f"b{index}")
+        branch.text(f"branch {index}", event_id=f"b{index}")
     barrier = threading.Barrier(2)
     outcomes: list[object] = [None, None]
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import (
     ConcurrentWriteError,
     EventIdConflictError,
@@ -18,6 +17,7 @@ from maka_es.errors import (
     RuntimeOffsetMismatchError,
     TerminalConflictError,
 )
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 
 
@@ -67,8 +67,8 @@ def test_a_batch_is_all_or_nothing(any_app: RuntimeApplication) -> None:
     _open_run(any_app)
     ledger = LedgerBuilder()
     ledger.user()
-    good = ledger.model_text()
-    bad = {**ledger.model_text(), "runId": "other"}
+    good = ledger.text()
+    bad = {**ledger.text(), "runId": "other"}
     before = store_snapshot(any_app)
     with pytest.raises(MakaError):
         any_app.ledger.append_events("r1", [ledger.events[0], good, bad])
@@ -87,7 +87,7 @@ def test_terminal_event_seals_the_run(any_app: RuntimeApplication) -> None:
     )  # exact terminal retry is allowed
     before = store_snapshot(any_app)
     with pytest.raises(RunSealedError) as sealed:
-        any_app.ledger.append_event("r1", ledger.model_text("late"))
+        any_app.ledger.append_event("r1", ledger.text("late"))
     assert sealed.value.code == "run_sealed"
     with pytest.raises(TerminalConflictError) as second:
         any_app.ledger.append_event("r1", ledger.terminal("failed"))
@@ -102,7 +102,7 @@ def test_expected_high_water_mismatch(any_app: RuntimeApplication) -> None:
     any_app.ledger.append_events("r1", ledger.events)
     before = store_snapshot(any_app)
     with pytest.raises(RuntimeOffsetMismatchError) as info:
-        any_app.ledger.append_event("r1", ledger.model_text(), expected_high_water=0)
+        any_app.ledger.append_event("r1", ledger.text(), expected_high_water=0)
     assert info.value.code == "runtime_offset_mismatch"
     assert info.value.detail == {
         "expectedRuntimeEventHighWater": 0,
@@ -186,14 +186,14 @@ def test_stale_writer_loses_and_is_reloaded_not_reused(db_path: Path) -> None:
         other = LedgerBuilder(prefix="x")
         other.user("from the stale writer")
         fresh = stale.decide_append(other.decoded(), committed_at=1.0)
-        second.ledger.append_event("r1", ledger.model_text())
+        second.ledger.append_event("r1", ledger.text())
         with pytest.raises(ConcurrentWriteError) as info:
             first._store.commit(
                 fresh.facts,
                 conflict=lambda: ConcurrentWriteError("stale", detail={"runId": "r1"}),
             )
         assert info.value.code == "concurrent_write"
-        first.ledger.append_event("r1", ledger.model_text("after reload"))
+        first.ledger.append_event("r1", ledger.text("after reload"))
         assert [e.id for e in first.read_run_events("r1")] == ["e1", "e2", "e3"]
         assert [e.id for e in second.read_run_events("r1")] == ["e1", "e2", "e3"]
 
@@ -239,7 +239,7 @@ def test_end_run_commits_the_terminal_fact_before_the_derived_header(
     any_app.ledger.append_events("r1", ledger.events)
     before = store_snapshot(any_app)
     with pytest.raises(TerminalConflictError) as info:
-        any_app.end_run("r1", ledger.model_text("not an ending"))
+        any_app.end_run("r1", ledger.text("not an ending"))
     assert info.value.code == "terminal_conflict"
     assert store_snapshot(any_app) == before
     terminal = ledger.terminal("aborted")

@@ -35,7 +35,6 @@ import pytest
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import HostConfig, RuntimeApplication
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
@@ -44,6 +43,7 @@ from maka_es.errors import (
     StoreSchemaMissingError,
     StoreUnavailableError,
 )
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
@@ -113,7 +113,7 @@ def test_recover_under_a_held_lock_catching_up_the_read_model(db_path: Path) -> 
     with app:
         app.recovery_status.catch_up()
         position = app.recovery_status.store.position()
-        app.ledger.append_event("r1", LedgerBuilder(prefix="late-").model_text())  # the model lags
+        app.ledger.append_event("r1", LedgerBuilder(prefix="late-").text())  # the model lags
         before = store_snapshot(app)
         with _write_lock_held(db_path), pytest.raises(StoreUnavailableError) as info:
             app.recover()
@@ -237,7 +237,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
 
 Call = Callable[[RuntimeApplication, Template], object]
 _LEDGER = LedgerBuilder(prefix="x-")
-_EVENT = _LEDGER.model_text()
+_EVENT = _LEDGER.text()
 _CALL = _LEDGER.call("c9")
 _RESPONSE = _LEDGER.response("c9")
 

@@ -19,8 +19,8 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.probe_tools import append_line_tool, executions
 from maka_es.tooljournal.runtime import ToolRuntime
 
@@ -76,7 +76,7 @@ Write = Callable[[RuntimeApplication, LedgerBuilder, Path], object]
 
 
 def _append(app: RuntimeApplication, ledger: LedgerBuilder, root: Path) -> object:
-    return app.ledger.append_event("r1", ledger.model_text("lost?"))
+    return app.ledger.append_event("r1", ledger.text("lost?"))
 
 
 def _tool_t1(app: RuntimeApplication, ledger: LedgerBuilder, root: Path) -> object:
@@ -151,7 +151,7 @@ def test_a_delete_inside_the_write_transaction_is_caught_before_commit(
     failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, lambda _: _unlink_store(db_path))
     try:
         with pytest.raises(StoreUnavailableError) as info:
-            app.ledger.append_event("r1", ledger.model_text())
+            app.ledger.append_event("r1", ledger.text())
     finally:
         failpoints.disarm()
     assert info.value.detail["reason"] == "store_file_deleted"
@@ -164,8 +164,8 @@ def test_writes_to_a_store_left_in_place_are_acknowledged(
     and a reopened application pins the file it opened."""
     app, ledger = live
     shutil.copy(db_path, tmp_path / "backup.sqlite")
-    assert app.ledger.append_event("r1", ledger.model_text()).appended == 1
+    assert app.ledger.append_event("r1", ledger.text()).appended == 1
     app.close()
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
-        assert reopened.ledger.append_event("r1", ledger.model_text("again")).appended == 1
+        assert reopened.ledger.append_event("r1", ledger.text("again")).appended == 1
         assert reopened.ledger.run_high_water("r1") == 3

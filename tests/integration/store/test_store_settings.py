@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Spine, run_header
 from maka_es.errors import (
     StoreCorruptionError,
     StoreFileCorruptionError,
     StorePathError,
     StoreUnavailableError,
 )
+from maka_es.testing.builders import Spine, run_header
 
 
 def _junk(path: Path) -> bytes:

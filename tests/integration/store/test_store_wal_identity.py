@@ -27,8 +27,8 @@ from eventsourcing.utils import Environment
 
 from maka_es.adapters.sqlite import Factory
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder
 from maka_es.errors import StoreUnavailableError
+from maka_es.testing.builders import LedgerBuilder
 from maka_es.testing.probe_tools import executions
 from maka_es.testing.store_probe import store_snapshot
 from tests.integration.store.test_store_file_identity import WRITES, Write, _seeded
@@ -57,7 +57,7 @@ def test_a_write_after_the_wal_was_deleted_is_refused_and_nothing_acknowledged_i
 ) -> None:
     app, ledger = _seeded(db_path)
     try:
-        app.ledger.append_event("r1", ledger.model_text("acknowledged"))
+        app.ledger.append_event("r1", ledger.text("acknowledged"))
         acknowledged = _ids(app)
         _wal(db_path).unlink()
         root = tmp_path / "side-effects"
@@ -82,9 +82,7 @@ def test_a_write_after_the_wal_was_deleted_is_refused_and_nothing_acknowledged_i
         app.close()
     with RuntimeApplication.open_sqlite(str(db_path)) as reopened:
         assert _ids(reopened) == acknowledged
-        reopened.ledger.append_event(
-            "r1", LedgerBuilder(prefix="later-").model_text()
-        )  # usable again
+        reopened.ledger.append_event("r1", LedgerBuilder(prefix="later-").text())  # usable again
 
 
 def test_a_wal_replaced_by_another_file_is_refused(db_path: Path, tmp_path: Path) -> None:
@@ -96,7 +94,7 @@ def test_a_wal_replaced_by_another_file_is_refused(db_path: Path, tmp_path: Path
         os.replace(stranger, _wal(db_path))
 
         with pytest.raises(StoreUnavailableError) as info:
-            app.ledger.append_event("r1", ledger.model_text("refused"))
+            app.ledger.append_event("r1", ledger.text("refused"))
 
         assert info.value.detail["reason"] == "store_wal_replaced"
         assert info.value.detail["checkpointed"] is True
@@ -108,7 +106,7 @@ def test_a_wal_replaced_by_another_file_is_refused(db_path: Path, tmp_path: Path
 _CHILD = """
 import sys
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.errors import StoreUnavailableError
 
 app = RuntimeApplication.open_sqlite(sys.argv[1])
@@ -116,12 +114,12 @@ app.open_session("s1", "/workspace")
 app.ledger.create_run(run_header())
 ledger = LedgerBuilder()
 for n in range(3):
-    app.ledger.append_event("r1", ledger.model_text(f"acknowledged {n}"))
+    app.ledger.append_event("r1", ledger.text(f"acknowledged {n}"))
     print("acknowledged", ledger.events[-1]["id"], flush=True)
 print("ready", flush=True)
 sys.stdin.readline()  # the parent deletes the WAL now
 try:
-    app.ledger.append_event("r1", ledger.model_text("after the delete"))
+    app.ledger.append_event("r1", ledger.text("after the delete"))
     print("acknowledged", ledger.events[-1]["id"], flush=True)
 except StoreUnavailableError as exc:
     print("refused", exc.detail["reason"], exc.detail["checkpointed"], flush=True)
@@ -173,7 +171,7 @@ def test_close_and_reopen_cycles_recreate_the_wal_without_a_refusal(db_path: Pat
     for cycle in range(3):
         assert not _wal(db_path).exists()  # the last close checkpointed and deleted it
         with RuntimeApplication.open_sqlite(str(db_path)) as app:
-            assert app.ledger.append_event("r1", ledger.model_text(f"cycle {cycle}")).appended == 1
+            assert app.ledger.append_event("r1", ledger.text(f"cycle {cycle}")).appended == 1
     with RuntimeApplication.open_sqlite(str(db_path)) as app:
         assert len(_ids(app)) == 4
 
@@ -185,21 +183,21 @@ def test_other_applications_and_processes_beside_a_live_one_do_not_trip_it(
     script = (
         "import sys\n"
         "from maka_es.app import RuntimeApplication\n"
-        "from maka_es.builders import LedgerBuilder\n"
+        "from maka_es.testing.builders import LedgerBuilder\n"
         "with RuntimeApplication.open_sqlite(sys.argv[1]) as other:\n"
-        "    other.ledger.append_event('r1', LedgerBuilder(prefix=sys.argv[2]).model_text())\n"
+        "    other.ledger.append_event('r1', LedgerBuilder(prefix=sys.argv[2]).text())\n"
     )
     try:
         for n in range(2):
             with RuntimeApplication.open_sqlite(str(db_path)) as other:  # same process
-                other.ledger.append_event("r1", LedgerBuilder(prefix=f"app{n}-").model_text())
+                other.ledger.append_event("r1", LedgerBuilder(prefix=f"app{n}-").text())
             subprocess.run(
                 [sys.executable, "-c", script, str(db_path), f"proc{n}-"], check=True, timeout=60
             )
             raw = sqlite3.connect(db_path)  # a checkpoint that empties the WAL in place
             raw.execute("PRAGMA wal_checkpoint(TRUNCATE);").fetchall()
             raw.close()
-            assert app.ledger.append_event("r1", ledger.model_text(f"live {n}")).appended == 1
+            assert app.ledger.append_event("r1", ledger.text(f"live {n}")).appended == 1
         assert len(_ids(app)) == 7
     finally:
         app.close()
@@ -210,7 +208,7 @@ def test_a_live_application_outlives_the_one_that_opened_the_wal(db_path: Path) 
     second = RuntimeApplication.open_sqlite(str(db_path))
     try:
         first.close()  # not the last connection: SQLite keeps the WAL
-        assert second.ledger.append_event("r1", ledger.model_text("second")).appended == 1
+        assert second.ledger.append_event("r1", ledger.text("second")).appended == 1
     finally:
         second.close()
 

@@ -31,8 +31,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.ledger.service import ToolCommit
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.operation import (
     JournalState,
@@ -149,7 +149,7 @@ def _reconcile_operation(app: RuntimeApplication, model: Model, choice: int, fla
 
 def _run_step(app: RuntimeApplication, model: Model, kind: str, choice: int, flag: bool) -> None:
     if kind == "text":
-        _append(app, model, [EV.text(model.fresh("text-"))])
+        _append(app, model, [EV.text(event_id=model.fresh("text-"))])
     elif kind == "t1":
         _t1(app, model, model.fresh("c"), MODES[choice % len(MODES)], flag)
     elif kind == "pending_call":

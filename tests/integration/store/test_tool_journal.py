@@ -20,8 +20,6 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import SAMPLE_DIGEST as DIGEST
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import (
     EventIdentityMismatchError,
     MakaError,
@@ -34,6 +32,8 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
+from maka_es.testing.builders import SAMPLE_DIGEST as DIGEST
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
@@ -151,7 +151,7 @@ def test_t1_commits_call_and_dispatch_in_one_save(store_app: RuntimeApplication)
     assert [e["id"] for e in events] == ["user-1", "call-c1", f"{OP_C1}_dispatch"]
     assert events[1] == call
     assert events[2] == {
-        **EV.event(f"{OP_C1}_dispatch"),
+        **EV.event(event_id=f"{OP_C1}_dispatch"),
         "actions": {
             "toolDispatch": {
                 "protocol": T1_PROTOCOL,
@@ -327,7 +327,7 @@ def test_t1_refuses_an_event_that_is_not_a_function_call(any_app: RuntimeApplica
     open_run(any_app)
     refused(
         any_app,
-        lambda: any_app.tool_journal.commit_tool_prepared(RUN, EV.text("m1")),
+        lambda: any_app.tool_journal.commit_tool_prepared(RUN, EV.text(event_id="m1")),
         ToolLedgerRejectionError,
         "semantic_lane_conflict",
     )
@@ -489,7 +489,7 @@ def _renamed() -> dict[str, Any]:
         ),
         pytest.param(_renamed(), ToolLedgerRejectionError, "identity_conflict", id="tool-name"),
         pytest.param(
-            {**EV.text("m1"), "refs": {"operationId": OP_C1, "toolCallId": "c1"}},
+            {**EV.text(event_id="m1"), "refs": {"operationId": OP_C1, "toolCallId": "c1"}},
             ToolLedgerRejectionError,
             "identity_conflict",
             id="not-a-response",
@@ -548,7 +548,7 @@ def _continuation_start() -> dict[str, Any]:
 
 
 def _workspace_fact() -> dict[str, Any]:
-    event = EV.event("ws-1")
+    event = EV.event(event_id="ws-1")
     event["actions"] = {"workspaceFact": {"kind": "baseline", "workspaceEpoch": 1}}
     return event
 
@@ -564,8 +564,8 @@ RESERVED: list[Any] = [
     pytest.param(
         lambda: EV.completed_decision(
             "c1",
-            [*EV.evidence("c1"), SPINE.fact_id("c1", "response")],
-            SPINE.fact_id("c1", "response"),
+            evidence=[*EV.evidence("c1"), SPINE.fact_id("c1", "response")],
+            outcome_event_id=SPINE.fact_id("c1", "response"),
         ),
         "toolRecovery",
         id="decision",
@@ -595,7 +595,7 @@ def test_generic_path_refuses_every_reserved_fact(
     assert error.detail == {"eventId": event["id"], "fact": fact}
     refused(
         any_app,
-        lambda: any_app.ledger.append_events(RUN, [EV.text("m1"), event]),
+        lambda: any_app.ledger.append_events(RUN, [EV.text(event_id="m1"), event]),
         ReservedFactError,
         "reserved_fact",
     )
@@ -608,8 +608,11 @@ def test_late_protocol_marker_is_refused(any_app: RuntimeApplication) -> None:
     """The marker is valid only on the run's first event: a later one is
     ``protocol_marker_invalid`` (also on a non-user event), nothing written."""
     open_run(any_app)
-    late_user = EV.user("user-2", marker=True)
-    late_text = {**EV.text("m1"), "actions": {"runtimeProtocol": {"toolBoundary": T1_PROTOCOL}}}
+    late_user = EV.user(event_id="user-2", marker=True)
+    late_text = {
+        **EV.text(event_id="m1"),
+        "actions": {"runtimeProtocol": {"toolBoundary": T1_PROTOCOL}},
+    }
     for event in (late_user, late_text):
         error = refused(
             any_app,
@@ -826,12 +829,12 @@ def test_corrupt_ledger_fail_stops_tool_writes_but_not_ordinary_ones(
             "issueCode": "duplicate_call",
             "eventId": "legacy-duplicate-call",
         }, name
-    assert corrupt_app.ledger.append_event(RUN, EV.text("m1")).appended == 1
+    assert corrupt_app.ledger.append_event(RUN, EV.text(event_id="m1")).appended == 1
 
     with RuntimeApplication.open(store_url) as reopened:
         for _, write in _tool_writes(reopened):
             refused(reopened, write, ToolLedgerCorruptionError, "tool_ledger_corruption")
-        assert reopened.ledger.append_event(RUN, EV.text("m2")).appended == 1
+        assert reopened.ledger.append_event(RUN, EV.text(event_id="m2")).appended == 1
 
 
 # reference suite recovery-persistence-authority: exact T1/T2/recovery retries fail on a corrupt

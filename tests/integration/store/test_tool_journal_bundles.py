@@ -26,7 +26,6 @@ import pytest
 
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.builders import Events, Spine, run_header
 from maka_es.errors import (
     EventIdConflictError,
     MakaError,
@@ -37,6 +36,7 @@ from maka_es.errors import (
     ToolOperationSettledError,
 )
 from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.operation import ToolJournal, expected_journal_state
 
@@ -325,14 +325,14 @@ def _completed(**changes: Any) -> dict[str, Any]:
 def _parked(observation: str, reason: str, **changes: Any) -> dict[str, Any]:
     parts = {
         "reconcile": EV.reconcile("c1", observation),
-        "decision": EV.parked_decision("c1", EVIDENCE, reason),
+        "decision": EV.parked_decision("c1", reason, evidence=EVIDENCE),
     }
     parts.update(changes)
     return parts
 
 
 def _decision(evidence_ids: list[str], outcome_id: str = OUTCOME_ID) -> dict[str, Any]:
-    return EV.completed_decision("c1", evidence_ids, outcome_id)
+    return EV.completed_decision("c1", evidence=evidence_ids, outcome_event_id=outcome_id)
 
 
 WRONG_CALL_REFS = {"operationId": OP, "toolCallId": "c2"}
@@ -377,7 +377,7 @@ VALIDATION_CASES: list[Any] = [
         _parked(
             "diverged",
             "reconcile_diverged",
-            decision=EV.parked_decision("c1", [EVIDENCE[1], EVIDENCE[0], EVIDENCE[2]]),
+            decision=EV.parked_decision("c1", evidence=[EVIDENCE[1], EVIDENCE[0], EVIDENCE[2]]),
         ),
         "evidence_order_conflict",
         id="parked-evidence-order",
@@ -387,7 +387,7 @@ VALIDATION_CASES: list[Any] = [
         _parked(
             "diverged",
             "reconcile_diverged",
-            decision=EV.parked_decision("c1", [*EVIDENCE, "extra"]),
+            decision=EV.parked_decision("c1", evidence=[*EVIDENCE, "extra"]),
         ),
         "evidence_order_conflict",
         id="parked-evidence-extra",
@@ -426,7 +426,7 @@ VALIDATION_CASES: list[Any] = [
         "reconcile",
         _completed(
             decision=EV.completed_decision(
-                "c1", COMPLETED_EVIDENCE, OUTCOME_ID, refs=WRONG_CALL_REFS
+                "c1", evidence=COMPLETED_EVIDENCE, outcome_event_id=OUTCOME_ID, refs=WRONG_CALL_REFS
             )
         ),
         "recovery_fact_identity_conflict",
@@ -530,7 +530,10 @@ def test_payload_naming_another_operation_is_operation_identity_conflict(
         parts["reconcile"] = EV.reconcile("c1", payload_operation_id=SPINE.operation_id("c2"))
     else:
         parts["decision"] = EV.completed_decision(
-            "c1", COMPLETED_EVIDENCE, OUTCOME_ID, payload_operation_id=SPINE.operation_id("c2")
+            "c1",
+            evidence=COMPLETED_EVIDENCE,
+            outcome_event_id=OUTCOME_ID,
+            payload_operation_id=SPINE.operation_id("c2"),
         )
     refused(
         store_app,

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
-from maka_es.builders import LedgerBuilder, run_header
 from maka_es.errors import InvalidRuntimeEventError, MakaError, RunSealedError
+from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import (
     OutcomeUnknownError,
@@ -294,6 +294,6 @@ def test_a_non_call_event_is_a_typed_refusal(
 ) -> None:
     before = store_snapshot(store_app)
     with pytest.raises(InvalidRuntimeEventError) as info:
-        _runtime(store_app, Recorder(store_app)).execute("r1", ledger.model_text())
+        _runtime(store_app, Recorder(store_app)).execute("r1", ledger.text())
     assert info.value.field == "content.kind"
     assert store_snapshot(store_app) == before

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from maka_es.builders import LedgerBuilder
+from maka_es.testing.builders import LedgerBuilder
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from tests.support.load_paths import Pair, assert_same_as_plain, fresh_store
 

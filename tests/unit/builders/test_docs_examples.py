@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "reference"
 RUN_7 = Spine("sess-A", "inv-7", "run-7", "turn-7")
@@ -28,9 +28,13 @@ def examples(page: str, anchor: str) -> list[dict[str, Any]]:
 def test_user_and_model_text_examples() -> None:
     kit = Events.wire(RUN_7, ts=5000)
     assert examples("wire.md", "example-user") == [
-        kit.user("ev-1", "bump the port to 8080", marker=True),
-        kit.at(5001).text("ev-2.p", "I will ed", partial=True, refs={"providerEventId": "step-1"}),
-        kit.at(5001).text("ev-2", "I will edit app.cfg.", refs={"providerEventId": "step-1"}),
+        kit.user("bump the port to 8080", event_id="ev-1", marker=True),
+        kit.at(5001).text(
+            "I will ed", event_id="ev-2.p", partial=True, refs={"providerEventId": "step-1"}
+        ),
+        kit.at(5001).text(
+            "I will edit app.cfg.", event_id="ev-2", refs={"providerEventId": "step-1"}
+        ),
     ]
 
 
@@ -54,15 +58,17 @@ def test_t2_response_example() -> None:
 def test_permission_examples() -> None:
     kit = Events.wire(RUN_7, ts=5004)
     request = kit.permission_request(
-        "ev-4", "perm-1", tool_call_id="call_b", args={"command": "make deploy"}
+        "perm-1", event_id="ev-4", tool_call_id="call_b", args={"command": "make deploy"}
     )
-    decision = kit.at(5005).permission_decision("ev-5", "perm-1", "allow", tool_name="Bash")
+    decision = kit.at(5005).permission_decision(
+        "perm-1", "allow", event_id="ev-5", tool_name="Bash"
+    )
     assert examples("wire.md", "example-permission") == [request, decision]
 
 
 def test_failed_terminal_example() -> None:
     terminal = Events.wire(RUN_7, ts=5009).terminal(
-        "ev-9", "failed", message="provider_error", failure_class="provider_error"
+        "failed", event_id="ev-9", message="provider_error", failure_class="provider_error"
     )
     assert examples("wire.md", "example-terminal") == [terminal]
 
@@ -76,7 +82,7 @@ def test_completed_bundle_example() -> None:
     assert examples("tool-journal.md", "bundle-example") == [
         kit.reconcile("call_a", digest=digest),
         kit.bound_response("call_a", "Write", result),
-        kit.completed_decision("call_a", evidence, outcome_id),
+        kit.completed_decision("call_a", evidence=evidence, outcome_event_id=outcome_id),
     ]
 
 

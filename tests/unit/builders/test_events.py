@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-import maka_es.builders as builders
-from maka_es.builders import SAMPLE_DIGEST, Events, Spine
+from maka_es.testing.builders import SAMPLE_DIGEST, Events, FactBuilder, LedgerBuilder, Spine
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane
 
@@ -23,15 +22,19 @@ SOURCE = Spine("s0", "i0", "r0", "t0")
 
 #: (name, build, expected lane): one row per builder method, with and without its options.
 CASES: list[tuple[str, Build, str]] = [
-    ("event", lambda k: k.event("e1"), "ordinary"),
+    ("event", lambda k: k.event(event_id="e1"), "ordinary"),
     ("user", lambda k: k.user(), "ordinary"),
     ("user with T1 marker", lambda k: k.user(marker=True), "ordinary"),
-    ("model text", lambda k: k.text("e1"), "ordinary"),
-    ("user text", lambda k: k.text("e1", "hi", role="user"), "ordinary"),
-    ("system note", lambda k: k.text("e1", "note", role="system"), "ordinary"),
-    ("thinking", lambda k: k.thinking("e1", signature="sig"), "ordinary"),
-    ("permission request", lambda k: k.permission_request("p1"), "ordinary"),
-    ("permission decision", lambda k: k.permission_decision("e2", "p1", "deny"), "ordinary"),
+    ("model text", lambda k: k.text(event_id="e1"), "ordinary"),
+    ("user text", lambda k: k.text("hi", event_id="e1", role="user"), "ordinary"),
+    ("system note", lambda k: k.text("note", event_id="e1", role="system"), "ordinary"),
+    ("thinking", lambda k: k.thinking(event_id="e1", signature="sig"), "ordinary"),
+    ("permission request", lambda k: k.permission_request(event_id="p1"), "ordinary"),
+    (
+        "permission decision",
+        lambda k: k.permission_decision("p1", "deny", event_id="e2"),
+        "ordinary",
+    ),
     ("completed terminal", lambda k: k.terminal(), "ordinary"),
     ("failed terminal", lambda k: k.terminal(status="failed", failure_class="x"), "ordinary"),
     ("continuation start", lambda k: k.continuation_start(SOURCE, 3), "ordinary"),
@@ -56,10 +59,14 @@ CASES: list[tuple[str, Build, str]] = [
     ("reconcile", lambda k: k.reconcile("c1", "diverged"), "reconcile_result"),
     (
         "completed decision",
-        lambda k: k.completed_decision("c1", ["a", "b", "c", "d"], "d"),
+        lambda k: k.completed_decision("c1", evidence=["a", "b", "c", "d"], outcome_event_id="d"),
         "recovery_decision",
     ),
-    ("parked decision", lambda k: k.parked_decision("c1", ["a", "b", "c"]), "recovery_decision"),
+    (
+        "parked decision",
+        lambda k: k.parked_decision("c1", evidence=["a", "b", "c"]),
+        "recovery_decision",
+    ),
 ]
 
 
@@ -111,44 +118,30 @@ def test_bundles_are_valid_facts_in_their_lanes() -> None:
         assert not classify_lane(RuntimeEvent.model_validate(event)).is_conflict
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "event",
-        "user",
-        "text",
-        "thinking",
-        "permission_request",
-        "permission_decision",
-        "terminal",
-        "continuation_start",
-        "state_delta_continuation_start",
-        "call",
-        "dispatch",
-        "response",
-        "bound_response",
-        "refusal",
-        "reconcile",
-        "completed_decision",
-        "parked_decision",
-        "completed_bundle",
-        "parked_bundle",
-    ],
-)
-def test_module_functions_are_the_default_wire_builders(name: str) -> None:
-    """The one-off functions build on spine s1 / i1 / r1 / t1 at ts 1000, as wire dicts."""
-    function = getattr(builders, name)
-    assert function.__func__ is getattr(Events, name)
-    assert function.__self__ == Events.wire(Spine("s1", "i1", "r1", "t1"), 1000)
-    assert name in builders.__all__
+#: Every builder method; declared once on ``FactBuilder``, never again on a face.
+BUILDERS = [
+    "event", "user", "text", "thinking", "permission_request", "permission_decision",
+    "terminal", "continuation_start", "state_delta_continuation_start", "call", "dispatch",
+    "response", "bound_response", "refusal", "reconcile", "completed_decision",
+    "parked_decision", "evidence", "completed_bundle", "parked_bundle",
+]  # fmt: skip
 
 
-def test_one_off_functions_match_an_explicit_default_kit() -> None:
-    kit = Events.wire(Spine("s1", "i1", "r1", "t1"), ts=1000)
-    assert builders.user() == kit.user()
-    assert builders.call("c1", t1=True) == kit.call("c1", t1=True)
-    assert builders.completed_bundle("c1") == kit.completed_bundle("c1")
-    assert builders.terminal(status="failed")["ts"] == 1000
+@pytest.mark.parametrize("name", BUILDERS)
+def test_one_api_each_builder_is_declared_once(name: str) -> None:
+    """``Events`` and ``LedgerBuilder`` are faces of one API: neither re-declares a builder,
+    so their signatures cannot drift apart (issue 22, part 3)."""
+    assert name in vars(FactBuilder)
+    assert name not in vars(Events)
+    assert name not in vars(LedgerBuilder)
+
+
+def test_a_ledger_builds_what_the_kit_builds_at_its_id_and_ts() -> None:
+    ledger = LedgerBuilder(base_ts=1000)
+    kit = Events.wire(Spine("s1", "i1", "r1", "t1"), ts=1001)
+    assert ledger.user(marker=True) == kit.user(event_id="e1", marker=True)
+    assert ledger.call("c1", t1=True) == kit.at(1002).call("c1", event_id="e2", t1=True)
+    assert ledger.terminal("failed") == kit.at(1003).terminal("failed", event_id="e3")
 
 
 def test_defaults_are_never_shared_between_events() -> None:
@@ -175,7 +168,7 @@ def test_none_is_a_json_null_payload_not_the_default() -> None:
 
 def test_overrides_replace_top_level_keys() -> None:
     kit = Events.wire()
-    partial = kit.text("p1", "stre", partial=True, refs={"providerEventId": "step-1"})
+    partial = kit.text("stre", event_id="p1", partial=True, refs={"providerEventId": "step-1"})
     assert (partial["partial"], partial["refs"]) == (True, {"providerEventId": "step-1"})
     assert kit.user(ts=5)["ts"] == 5
     assert kit.at(9).user()["ts"] == 9

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from maka_es.builders import Events, LedgerBuilder, Spine, event_ids, run_header
+from maka_es.testing.builders import Events, LedgerBuilder, Spine, event_ids, run_header
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -35,7 +35,7 @@ def decision_of(ledger: LedgerBuilder) -> tuple[str, str, str | None]:
 def test_events_are_numbered_and_timed_in_order() -> None:
     ledger = LedgerBuilder(prefix="x-", base_ts=100)
     ledger.user()
-    ledger.model_text()
+    ledger.text()
     ledger.thinking()
     ledger.terminal("failed")
     assert event_ids(ledger.events) == ["x-1", "x-2", "x-3", "x-4"]

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import (
     ContinuationClaim,
     ContinuationTarget,
@@ -34,6 +33,7 @@ from maka_es.ledger.facts import (
     StartKind,
     claim_stream_id,
 )
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
@@ -91,7 +91,7 @@ def test_the_boundary_is_typed_by_name_or_stored_alias_and_refuses_wrong_types()
 def test_source_boundary_of_a_replay_is_the_source_segment_and_the_lineage_digests() -> None:
     ledger = LedgerBuilder(Spine("s1", "i1", "r1", "t1"))
     ledger.user()
-    ledger.model_text()
+    ledger.text()
     ledger.terminal("failed")
     replay = build_composite_replay([ledger.events])
     boundary = source_boundary(replay)

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from maka_es.builders import Events, Spine, event_ids, run_header
 from maka_es.continuation.plan import (
     ContinuationInputs,
     ContinuationPlan,
@@ -19,6 +18,7 @@ from maka_es.continuation.plan import (
     terminal_boundary_consistent,
 )
 from maka_es.continuation.replay import build_composite_replay
+from maka_es.testing.builders import Events, Spine, event_ids, run_header
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.run_header import RunHeader
 
@@ -64,7 +64,7 @@ def header(status: str = "failed", **overrides: Any) -> RunHeader:
 
 def permission_request(event_id: str, tool_call_id: str = "tool-1") -> Any:
     return EV.permission_request(
-        event_id,
+        event_id=event_id,
         tool_call_id=tool_call_id,
         tool_name="Write",
         category="file_write",
@@ -94,18 +94,18 @@ def plan_of(events: list[Any], **overrides: Any) -> ContinuationPlan:
 
 def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
     root = [
-        EV.user("root-user", "finish the task"),
+        EV.user("finish the task", event_id="root-user"),
         EV.event(
-            "root-interrupted-thinking",
+            event_id="root-interrupted-thinking",
             role="model",
             author="agent",
             content={"kind": "thinking", "text": "unfinished", "signature": "signed-root"},
         ),
-        EV.text("root-interrupted-text", "I was interrupted"),
-        EV.terminal("root-terminal", "failed", error_code=None),
+        EV.text("I was interrupted", event_id="root-interrupted-text"),
+        EV.terminal("failed", event_id="root-terminal", error_code=None),
     ]
     child = [
-        on_child(EV.state_delta_continuation_start("continuation-start")),
+        on_child(EV.state_delta_continuation_start(event_id="continuation-start")),
         on_child(
             EV.call(
                 "tool-2", "Bash", {"command": "npm test"}, event_id="child-call", with_refs=True
@@ -121,7 +121,7 @@ def test_item9_ancestor_prefix_trimmed_then_full_child_segment() -> None:
                 with_refs=True,
             )
         ),
-        on_child(EV.terminal("child-terminal", "failed", error_code=None)),
+        on_child(EV.terminal("failed", event_id="child-terminal", error_code=None)),
     ]
     replay = build_composite_replay([root, child])
     expected = [
@@ -180,7 +180,7 @@ def test_item11_composite_replay_trims_pre_t1_call_and_continues() -> None:
     events = [
         EV.user(text="run it", marker=T1),
         EV.call("tool-1", "Bash", {"command": "touch marker"}, event_id="call-1"),
-        EV.terminal("terminal-1", "failed", error_code=None),
+        EV.terminal("failed", event_id="terminal-1", error_code=None),
     ]
     replay = build_composite_replay([events])
     assert replay.replayable
@@ -194,7 +194,7 @@ def test_item11_composite_replay_trims_pre_t1_call_and_continues() -> None:
 
 def test_item12_fully_committed_boundary_exact_continuation() -> None:
     events = [
-        EV.user("user-1", "run the tests"),
+        EV.user("run the tests", event_id="user-1"),
         EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
         EV.response(
             "tool-1", "Bash", {"exitCode": 0}, event_id="result-1", is_error=False, with_refs=True
@@ -229,7 +229,9 @@ def test_item12_fully_committed_boundary_exact_continuation() -> None:
 
 
 def test_item13_unanswered_permission_request_parks() -> None:
-    plan = plan_of([EV.user("user-1", "edit the file"), permission_request("permission-1")])
+    plan = plan_of(
+        [EV.user("edit the file", event_id="user-1"), permission_request("permission-1")]
+    )
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("pending_permission",)
     assert plan.continuation is None
@@ -240,23 +242,29 @@ def test_item13_unanswered_permission_request_parks() -> None:
 
 def test_item14_accepted_answer_clears_pending_permission() -> None:
     answer = EV.event(
-        "permission-answer-1",
+        event_id="permission-answer-1",
         author="user",
         actions={"permissionAnswerAccepted": {"requestId": "permission-1"}},
         refs={"toolCallId": "tool-1"},
     )
-    plan = plan_of([EV.user("user-1", "edit the file"), permission_request("permission-1"), answer])
+    plan = plan_of(
+        [EV.user("edit the file", event_id="user-1"), permission_request("permission-1"), answer]
+    )
     assert "pending_permission" not in codes(plan)
     assert plan.disposition == "continue"
 
 
 def test_item15_timed_out_closure_clears_pending_permission() -> None:
     closure = EV.event(
-        "permission-closure-1",
+        event_id="permission-closure-1",
         actions={"permissionClosureAccepted": {"requestId": "permission-1", "reason": "timed_out"}},
         refs={"toolCallId": "tool-1"},
     )
-    events = [EV.user("user-1", "edit the file"), permission_request("permission-1"), closure]
+    events = [
+        EV.user("edit the file", event_id="user-1"),
+        permission_request("permission-1"),
+        closure,
+    ]
     plan = plan_of(events)
     assert plan.disposition == "continue"
     assert plan.rejection_reasons == ()
@@ -266,7 +274,7 @@ def test_item15_timed_out_closure_clears_pending_permission() -> None:
 
 def test_permission_decision_clears_and_each_pending_request_is_reported() -> None:
     decision = EV.event(
-        "decision-1",
+        event_id="decision-1",
         actions={"permissionDecision": {"requestId": "permission-1", "decision": "allow"}},
     )
     plan = plan_of(
@@ -291,7 +299,7 @@ def test_partial_permission_request_does_not_count() -> None:
 
 
 def test_item16_workspace_identity_mismatch() -> None:
-    plan = plan_of([EV.user("user-1", "inspect")], currentWorkspaceIdentity="workspace-2")
+    plan = plan_of([EV.user("inspect", event_id="user-1")], currentWorkspaceIdentity="workspace-2")
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("workspace_identity_mismatch",)
     assert diagnostic(plan, "workspace_identity_mismatch").detail == {
@@ -316,7 +324,9 @@ def test_missing_workspace_identity_parks(source: str | None, current: str | Non
 
 def test_item17_path_change_relocatable_continues_with_diagnostic() -> None:
     plan = plan_of(
-        [EV.user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo", cwdPolicy="relocatable"
+        [EV.user("inspect", event_id="user-1")],
+        currentCwd="/fresh-sandbox/repo",
+        cwdPolicy="relocatable",
     )
     assert plan.disposition == "continue"
     assert plan.rejection_reasons == ()
@@ -333,7 +343,7 @@ def test_item17_path_change_relocatable_continues_with_diagnostic() -> None:
 
 
 def test_path_change_strict_default_parks_cwd_mismatch() -> None:
-    plan = plan_of([EV.user("user-1", "inspect")], currentCwd="/fresh-sandbox/repo")
+    plan = plan_of([EV.user("inspect", event_id="user-1")], currentCwd="/fresh-sandbox/repo")
     assert plan.disposition == "park"
     assert plan.rejection_reasons == ("workspace_cwd_mismatch",)
     assert [(d.code, d.detail) for d in plan.diagnostics] == [
@@ -375,7 +385,7 @@ def test_cwd_normalisation_different(source: str, current: str) -> None:
 def test_item18_unsettled_background_operation_parks() -> None:
     plan = plan_of(
         [
-            EV.user("user-1", "start the service"),
+            EV.user("start the service", event_id="user-1"),
             EV.call(
                 "tool-1",
                 "Bash",
@@ -405,7 +415,7 @@ def test_item18_unsettled_background_operation_parks() -> None:
 def test_item19_historical_tool_missing_from_catalog() -> None:
     plan = plan_of(
         [
-            EV.user("user-1", "fetch the page"),
+            EV.user("fetch the page", event_id="user-1"),
             EV.call(
                 "tool-1",
                 "Fetch",
@@ -430,14 +440,14 @@ def test_item19_historical_tool_missing_from_catalog() -> None:
 
 def test_tool_catalog_covers_ancestors_sorted_and_deduplicated() -> None:
     ancestor = [
-        EV.user("root-user", "run it"),
+        EV.user("run it", event_id="root-user"),
         EV.call("root-tool-1", "Zeta", event_id="root-call-1", with_refs=True),
         EV.response("root-tool-1", "Zeta", "ok", event_id="root-result-1", with_refs=True),
         EV.call("root-tool-2", "Alpha", event_id="root-call-2", with_refs=True),
         EV.response("root-tool-2", "Alpha", "ok", event_id="root-result-2", with_refs=True),
     ]
     source = [
-        on_child(EV.user("child-user", "run it")),
+        on_child(EV.user("run it", event_id="child-user")),
         on_child(EV.call("child-tool", "Zeta", event_id="child-call", with_refs=True)),
         on_child(EV.response("child-tool", "Zeta", "ok", event_id="child-result", with_refs=True)),
     ]
@@ -447,7 +457,7 @@ def test_tool_catalog_covers_ancestors_sorted_and_deduplicated() -> None:
 
 
 def test_item20_missing_external_facts() -> None:
-    events = [EV.user("user-1", "continue the task")]
+    events = [EV.user("continue the task", event_id="user-1")]
     assert plan_of(events, ledgerReadable=False).rejection_reasons == ("runtime_ledger_unreadable",)
     assert plan_of(events, terminalRepairSucceeded=False).rejection_reasons == (
         "terminal_repair_failed",
@@ -462,8 +472,10 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
 
     mixed = plan_of(
         [
-            EV.user("user-1", "continue"),
-            EV.event("other-run", runId="run-other", content={"kind": "text", "text": "other"}),
+            EV.user("continue", event_id="user-1"),
+            EV.event(
+                event_id="other-run", runId="run-other", content={"kind": "text", "text": "other"}
+            ),
         ]
     )
     assert mixed.rejection_reasons == ("dangling_tool_state", "runtime_identity_mismatch")
@@ -471,7 +483,7 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
     assert "provider_resume_boundary_unsupported" not in codes(mixed)  # (o)/(p) skipped
 
     reused = plan_of(
-        [EV.user("user-1", "continue")],
+        [EV.user("continue", event_id="user-1")],
         continuationIdentity={"invocationId": "invocation-1", "runId": "run-1", "turnId": "turn-1"},
     )
     assert reused.rejection_reasons == ("continuation_identity_reused",)
@@ -488,8 +500,8 @@ def test_item21_empty_mixed_and_reused_identity() -> None:
 def test_item22_history_ending_with_model_text() -> None:
     plan = plan_of(
         [
-            EV.user("user-1", "write a summary"),
-            EV.text("assistant-1", "partial but committed answer"),
+            EV.user("write a summary", event_id="user-1"),
+            EV.text("partial but committed answer", event_id="assistant-1"),
         ]
     )
     assert plan.disposition == "park"
@@ -501,7 +513,7 @@ def test_item22_history_ending_with_model_text() -> None:
 def test_item23_history_not_starting_with_user() -> None:
     plan = plan_of(
         [
-            EV.state_delta_continuation_start("continuation-start"),
+            EV.state_delta_continuation_start(event_id="continuation-start"),
             EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
             EV.response(
                 "tool-1",
@@ -523,7 +535,7 @@ def test_item23_history_not_starting_with_user() -> None:
 def test_history_without_model_visible_content() -> None:
     plan = plan_of(
         [
-            EV.event("start", actions={"stateDelta": {"x": 1}}),
+            EV.event(event_id="start", actions={"stateDelta": {"x": 1}}),
             EV.terminal(status="failed", error_code=None),
         ]
     )
@@ -538,14 +550,16 @@ def test_history_without_model_visible_content() -> None:
 
 
 def test_empty_model_text_does_not_break_head_or_tail() -> None:
-    closer = EV.event("closer", role="model", author="agent", content={"kind": "text", "text": ""})
+    closer = EV.event(
+        event_id="closer", role="model", author="agent", content={"kind": "text", "text": ""}
+    )
     assert plan_of(
         [closer, EV.user(text="run it"), closer.model_copy(update={"id": "closer-2"})]
     ).disposition == ("continue")
 
 
 def test_item24_checkpoint_gates() -> None:
-    events = [EV.user("user-1", "continue")]
+    events = [EV.user("continue", event_id="user-1")]
     missing_ref = plan_of(
         events, workspaceCheckpoint={"restored": True, "runtimeEventHighWater": 1}
     )
@@ -603,13 +617,13 @@ def test_checkpoint_high_water_takes_precedence_over_expected() -> None:
 
 def test_item25_partial_excluded_from_context_but_counted_in_high_water() -> None:
     partial = EV.event(
-        "partial-1",
+        event_id="partial-1",
         partial=True,
         role="model",
         author="agent",
         content={"kind": "text", "text": "s"},
     )
-    plan = plan_of([EV.user("user-1", "continue"), partial])
+    plan = plan_of([EV.user("continue", event_id="user-1"), partial])
     assert plan.disposition == "continue"
     assert plan.continuation is not None
     assert plan.continuation.source_runtime_event_high_water == 2
@@ -647,7 +661,7 @@ def test_header_terminal_boundary_consistent_passes() -> None:
             [
                 EV.user(text="run it"),
                 EV.terminal(status="failed", error_code=None),
-                EV.text("late", "late"),
+                EV.text("late", event_id="late"),
             ],
             "failed",
             False,
@@ -657,8 +671,8 @@ def test_header_terminal_boundary_consistent_passes() -> None:
         (
             [
                 EV.user(text="run it"),
-                EV.terminal("t1", "failed", error_code=None),
-                EV.terminal("t2", "failed", error_code=None),
+                EV.terminal("failed", event_id="t1", error_code=None),
+                EV.terminal("failed", event_id="t2", error_code=None),
             ],
             "failed",
             False,
@@ -689,7 +703,7 @@ def test_header_terminal_boundary_consistent_passes() -> None:
         ),
         # endInvocation without a terminal status: no derivable fact
         (
-            [EV.user(text="run it"), EV.event("end", actions={"endInvocation": True})],
+            [EV.user(text="run it"), EV.event(event_id="end", actions={"endInvocation": True})],
             "failed",
             False,
             False,
@@ -709,7 +723,7 @@ def test_terminal_boundary_policies(
 
 
 def test_cancelled_terminal_needs_matching_abort_source() -> None:
-    aborted = EV.terminal("t", "aborted").to_wire() | {
+    aborted = EV.terminal("aborted", event_id="t").to_wire() | {
         "actions": {"endInvocation": True, "stateDelta": {"abortSource": "user"}}
     }
     events: list[Any] = [EV.user(text="run it"), aborted]
@@ -735,12 +749,12 @@ def test_terminal_repair_flag_fails_even_with_consistent_header() -> None:
 
 def test_all_gates_accumulate_in_order() -> None:
     events = [
-        EV.text("assistant-0", "hello"),
+        EV.text("hello", event_id="assistant-0"),
         EV.call("tool-1", "Fetch", {"url": "x"}, event_id="call-1", with_refs=True),
         EV.response("tool-1", "Fetch", {"status": 200}, event_id="result-1", with_refs=True),
         EV.call("tool-2", "Bash", event_id="call-2", with_refs=True),
         permission_request("permission-1", "tool-2"),
-        EV.text("assistant-1", "waiting"),
+        EV.text("waiting", event_id="assistant-1"),
     ]
     plan = plan_of(
         events,
@@ -820,7 +834,7 @@ def test_composite_blocked_replay_parks_with_mapped_single_reason() -> None:
     gap = [
         EV.user(text="run it", marker=T1),
         EV.call("tool-1", "Read", {}, event_id="call-1"),
-        EV.text("a", "x"),
+        EV.text("x", event_id="a"),
     ]
     plan = build_continuation_plan(gap, facts(), replay=build_composite_replay([gap]))
     assert plan.rejection_reasons == ("provider_replay_non_suffix_gap",)
@@ -838,7 +852,7 @@ def test_composite_offset_gate_uses_last_event_seq() -> None:
 
 def test_lineage_path_head_and_tail_read_provider_items() -> None:
     start_only = [
-        EV.event("start", actions={"stateDelta": {"x": 1}}),
+        EV.event(event_id="start", actions={"stateDelta": {"x": 1}}),
         EV.terminal(status="failed", error_code=None),
     ]
     plan = build_continuation_plan(start_only, facts(), replay=build_composite_replay([start_only]))
@@ -855,7 +869,7 @@ def test_composite_and_ancestors_are_exclusive() -> None:
         build_continuation_plan(
             events,
             facts(),
-            ancestors=[[EV.user("x", "run it")]],
+            ancestors=[[EV.user("run it", event_id="x")]],
             replay=build_composite_replay([events]),
         )
 
@@ -934,11 +948,11 @@ def test_snapshot_tool_names_are_deduplicated_and_sorted() -> None:
 
 def test_deterministic_and_does_not_mutate_inputs() -> None:
     ancestor = [
-        EV.user("root-user", "run it").to_wire(),
-        EV.terminal("root-terminal", "failed", error_code=None).to_wire(),
+        EV.user("run it", event_id="root-user").to_wire(),
+        EV.terminal("failed", event_id="root-terminal", error_code=None).to_wire(),
     ]
     events = [
-        on_child(EV.user("child-user", "run it")),
+        on_child(EV.user("run it", event_id="child-user")),
         on_child(EV.call("tool-1", "Bash", event_id="call-1", with_refs=True)),
         on_child(EV.response("tool-1", "Bash", "ok", event_id="result-1", with_refs=True)),
     ]

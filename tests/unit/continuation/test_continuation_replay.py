@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine, event_ids
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.replay import project_history as _project
+from maka_es.testing.builders import Events, Spine, event_ids
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 
@@ -33,7 +33,7 @@ def in_source(e: Any) -> dict[str, Any]:
 
 
 def thinking(event_id: str, signature: str = "signed-1") -> Any:
-    return EV.thinking(event_id, "unfinished", signature=signature)
+    return EV.thinking("unfinished", event_id=event_id, signature=signature)
 
 
 def only_segment(replay: CompositeReplay) -> Any:
@@ -49,9 +49,9 @@ def test_trims_interrupted_assistant_suffix_after_last_user() -> None:
     replay = build_composite_replay(
         [
             [
-                EV.user("user-1", "user-1", marker=T1),
+                EV.user("user-1", event_id="user-1", marker=T1),
                 thinking("thinking-1"),
-                EV.text("assistant-1", "x"),
+                EV.text("x", event_id="assistant-1"),
             ]
         ]
     )
@@ -64,14 +64,14 @@ def test_trims_interrupted_assistant_suffix_after_last_user() -> None:
 
 def test_hidden_nested_events_are_excluded() -> None:
     hidden = EV.event(
-        "hidden-nested-result",
+        event_id="hidden-nested-result",
         role="tool",
         author="agent",
         modelVisibility="hidden",
         content={"kind": "text", "text": "hidden"},
     )
     segment = only_segment(
-        build_composite_replay([[EV.user("user-1", "run it", marker=T1), hidden]])
+        build_composite_replay([[EV.user("run it", event_id="user-1", marker=T1), hidden]])
     )
     assert event_ids(segment.replay_runtime_events) == ["user-1"]
     assert segment.trimmed_suffix_event_ids == ()
@@ -81,8 +81,8 @@ def test_segment_without_anchor_trims_every_model_item() -> None:
     source = [
         start_v2(),
         in_source(thinking("thinking-1")),
-        in_source(EV.text("assistant-1", "partial answer")),
-        in_source(EV.terminal("failed-terminal", "failed", error_code=None)),
+        in_source(EV.text("partial answer", event_id="assistant-1")),
+        in_source(EV.terminal("failed", event_id="failed-terminal", error_code=None)),
     ]
     segment = only_segment(build_composite_replay([source]))
     assert segment.trimmed_suffix_event_ids == ("thinking-1", "assistant-1")
@@ -94,7 +94,7 @@ def test_pre_t1_call_in_continuation_is_trimmed() -> None:
     source = [
         start_v2(marker=True),
         in_source(EV.call("tool-call-1", "Write", {"path": "notes.txt"}, event_id="call-1")),
-        in_source(EV.terminal("failed-terminal", "failed", error_code=None)),
+        in_source(EV.terminal("failed", event_id="failed-terminal", error_code=None)),
     ]
     segment = only_segment(build_composite_replay([source]))
     assert segment.trimmed_suffix_event_ids == ("call-1",)
@@ -106,9 +106,9 @@ def test_unmatched_call_followed_by_assistant_text_is_a_gap() -> None:
     replay = build_composite_replay(
         [
             [
-                EV.user("user-1", "run it", marker=T1),
+                EV.user("run it", event_id="user-1", marker=T1),
                 EV.call("tool-1", "Read", {}, event_id="call-1"),
-                EV.text("assistant-1", "after the hole"),
+                EV.text("after the hole", event_id="assistant-1"),
             ]
         ]
     )
@@ -125,11 +125,11 @@ def test_unmatched_call_followed_by_assistant_text_is_a_gap() -> None:
 
 def test_each_segment_projected_once_ancestor_suffix_never_returns() -> None:
     ancestor = [
-        EV.user("root-user", "run it", marker=T1),
+        EV.user("run it", event_id="root-user", marker=T1),
         thinking("root-thinking", "signed-root"),
-        EV.text("root-interrupted-text", "interrupted"),
+        EV.text("interrupted", event_id="root-interrupted-text"),
     ]
-    source = [in_source(EV.user("child-user", "run it", marker=T1))]
+    source = [in_source(EV.user("run it", event_id="child-user", marker=T1))]
     replay = build_composite_replay([ancestor, source])
     assert replay.replayable
     assert event_ids(replay.runtime_context) == ["root-user", "child-user"]
@@ -192,10 +192,10 @@ def test_spec_digest_vector() -> None:
 
 
 def test_trimming_changes_replay_digest_but_not_prefix_digest() -> None:
-    base = [EV.user("user-1", "run it"), EV.terminal(status="failed", error_code=None)]
+    base = [EV.user("run it", event_id="user-1"), EV.terminal(status="failed", error_code=None)]
     with_suffix = [
-        EV.user("user-1", "run it"),
-        EV.text("assistant-1", "x"),
+        EV.user("run it", event_id="user-1"),
+        EV.text("x", event_id="assistant-1"),
         EV.terminal(status="failed", error_code=None),
     ]
     short, long = build_composite_replay([base]), build_composite_replay([with_suffix])
@@ -265,7 +265,7 @@ def test_the_unsettled_diagnostic_names_the_first_operation_and_its_tool() -> No
     [
         (
             EV.event(
-                "partial-1",
+                event_id="partial-1",
                 partial=True,
                 role="model",
                 author="agent",
@@ -275,13 +275,16 @@ def test_the_unsettled_diagnostic_names_the_first_operation_and_its_tool() -> No
         ),
         (
             EV.event(
-                "tool-text", role="tool", author="tool", content={"kind": "text", "text": "t"}
+                event_id="tool-text",
+                role="tool",
+                author="tool",
+                content={"kind": "text", "text": "t"},
             ),
             "unsupported_role",
         ),
         (
             EV.event(
-                "user-thinking",
+                event_id="user-thinking",
                 role="user",
                 author="user",
                 content={"kind": "thinking", "text": "t"},
@@ -290,7 +293,10 @@ def test_the_unsettled_diagnostic_names_the_first_operation_and_its_tool() -> No
         ),
         (
             EV.event(
-                "empty-user", role="user", author="user", content={"kind": "text", "text": ""}
+                event_id="empty-user",
+                role="user",
+                author="user",
+                content={"kind": "text", "text": ""},
             ),
             "unsupported_content",
         ),
@@ -350,9 +356,11 @@ def test_projection_diagnoses_renamed_and_orphan_results() -> None:
 def test_benign_skips_do_not_block() -> None:
     events = [
         EV.user(text="run it"),
-        EV.event("closer", role="model", author="agent", content={"kind": "text", "text": ""}),
-        EV.event("err", content={"kind": "error", "message": "boom"}),
-        EV.text("note", "system note", role="system"),
+        EV.event(
+            event_id="closer", role="model", author="agent", content={"kind": "text", "text": ""}
+        ),
+        EV.event(event_id="err", content={"kind": "error", "message": "boom"}),
+        EV.text("system note", event_id="note", role="system"),
         EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
         EV.response("tool-1", "Bash", {"exitCode": 0}, event_id="result-1", with_refs=True),
         EV.terminal(status="failed", error_code=None),
@@ -371,8 +379,8 @@ def test_signed_thinking_in_unpaired_tool_turn_is_skipped() -> None:
         EV.call("tool-1", "Bash", event_id="call-1", with_refs=True),
         EV.response("tool-1", "Bash", "ok", event_id="result-1", with_refs=True),
         thinking("thinking-1"),
-        EV.text("assistant-1", "done"),
-        EV.user("user-2", "next"),
+        EV.text("done", event_id="assistant-1"),
+        EV.user("next", event_id="user-2"),
     ]
     replay = build_composite_replay([events])
     assert [item["eventId"] for item in replay.provider_items] == [
@@ -388,7 +396,7 @@ def test_signed_thinking_in_unpaired_tool_turn_is_skipped() -> None:
 def test_unmatched_call_after_anchor_is_trimmed_with_suffix() -> None:
     events = [
         EV.user(text="run it", marker=T1),
-        EV.text("assistant-1", "let me check"),
+        EV.text("let me check", event_id="assistant-1"),
         EV.call("tool-1", "Read", {}, event_id="call-1"),
         EV.terminal(status="failed", error_code=None),
     ]
@@ -415,13 +423,16 @@ def test_invalid_segments_raise() -> None:
             ]
         )
     with pytest.raises(CodecInputError):  # a lineage may not reuse a run
-        build_composite_replay([[EV.user(text="run it")], [EV.user("user-2", "run it")]])
+        build_composite_replay([[EV.user(text="run it")], [EV.user("run it", event_id="user-2")]])
 
 
 def test_deterministic_and_does_not_mutate_input() -> None:
-    ancestor = [EV.user("root-user", "run it").to_wire(), EV.text("root-text", "x").to_wire()]
+    ancestor = [
+        EV.user("run it", event_id="root-user").to_wire(),
+        EV.text("x", event_id="root-text").to_wire(),
+    ]
     source = [
-        in_source(EV.user("child-user", "run it")),
+        in_source(EV.user("run it", event_id="child-user")),
         in_source(EV.terminal(status="failed", error_code=None)),
     ]
     before = copy.deepcopy([ancestor, source])

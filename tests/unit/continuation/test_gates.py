@@ -7,7 +7,6 @@ from typing import Any, get_args
 
 import pytest
 
-from maka_es.builders import LedgerBuilder, Spine
 from maka_es.continuation.gates import (
     GateVerdicts,
     HistoryEdges,
@@ -37,6 +36,7 @@ from maka_es.continuation.replay import (
     build_composite_replay,
 )
 from maka_es.resume.models import ResumeRejectionReason
+from maka_es.testing.builders import LedgerBuilder, Spine
 
 
 def facts(**overrides: Any) -> ContinuationInputs:
@@ -164,7 +164,7 @@ def test_runtime_context_edges_use_ledger_roles_and_provider_item_edges_provider
     ledger.user()
     ledger.call()
     ledger.response()
-    ledger.model_text()
+    ledger.text()
     assert runtime_context_edges(ledger.decoded()) == HistoryEdges("user", "e1", "model", "e4")
     replay = build_composite_replay([ledger.events])  # the model text is a trimmed suffix
     assert provider_item_edges(replay) == HistoryEdges("user", "e1", "tool", "e3")

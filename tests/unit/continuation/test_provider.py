@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
 from maka_es.continuation.provider import (
     InvalidProviderOutputError,
     Provider,
@@ -23,6 +22,7 @@ from maka_es.continuation.provider_export import (
     to_openai_chat_messages,
 )
 from maka_es.errors import InvalidRuntimeEventError, MakaError
+from maka_es.testing.builders import Events, Spine
 from maka_es.wire.events import RuntimeEvent
 
 EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
@@ -30,10 +30,10 @@ EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 
 def context() -> tuple[RuntimeEvent, ...]:
     return (
-        EV.user("user-1", "run the tests"),
+        EV.user("run the tests", event_id="user-1"),
         EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
         EV.response("tool-1", "Bash", {"exitCode": 0}, event_id="result-1", with_refs=True),
-        EV.terminal("terminal-1", "failed", error_code=None),
+        EV.terminal("failed", event_id="terminal-1", error_code=None),
     )
 
 

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.builders import Events, Spine
 from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
 from maka_es.continuation.provider_export import (
     ProviderExportError,
@@ -27,6 +26,7 @@ from maka_es.continuation.provider_export import (
 )
 from maka_es.continuation.replay import provider_replay_item
 from maka_es.errors import MakaError
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.tools import outcome_unknown_result
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
@@ -39,7 +39,7 @@ EXPORTERS: list[Exporter] = [to_openai_chat_messages, to_anthropic_messages]
 
 def fact(event_id: str) -> RuntimeEvent:
     """A content-less system fact (continuation start, Original P1 form)."""
-    return EV.state_delta_continuation_start(event_id, marker=True)
+    return EV.state_delta_continuation_start(event_id=event_id, marker=True)
 
 
 def history() -> list[RuntimeEvent]:
@@ -47,11 +47,11 @@ def history() -> list[RuntimeEvent]:
     (one an error), a final text, plus everything the model never sees."""
     return [
         fact("start-1"),
-        EV.user("user-1", "fix the port"),
-        EV.text("sys-1", "a UI note", role="system"),
-        EV.thinking("think-1", "need the config", signature="sig-1"),
-        EV.text("model-1", "Reading both files."),
-        EV.text("model-partial", "Readi", partial=True),
+        EV.user("fix the port", event_id="user-1"),
+        EV.text("a UI note", event_id="sys-1", role="system"),
+        EV.thinking("need the config", event_id="think-1", signature="sig-1"),
+        EV.text("Reading both files.", event_id="model-1"),
+        EV.text("Readi", event_id="model-partial", partial=True),
         EV.call(
             "tool-a", "Read", {"path": "b.json", "limit": 2}, event_id="call-a", with_refs=True
         ),
@@ -63,7 +63,7 @@ def history() -> list[RuntimeEvent]:
             event_id="dispatch-a",
             operation_id="op-a",
         ),
-        EV.text("hidden-1", "code mode chatter", modelVisibility="hidden"),
+        EV.text("code mode chatter", event_id="hidden-1", modelVisibility="hidden"),
         EV.response(
             "tool-b",
             "Bash",
@@ -73,9 +73,9 @@ def history() -> list[RuntimeEvent]:
             with_refs=True,
         ),
         EV.response("tool-a", "Read", "port: 3000", event_id="result-a", with_refs=True),
-        EV.text("model-empty", ""),
-        EV.text("model-2", "The port is 3000."),
-        EV.terminal("terminal-1", "completed"),
+        EV.text("", event_id="model-empty"),
+        EV.text("The port is 3000.", event_id="model-2"),
+        EV.terminal("completed", event_id="terminal-1"),
     ]
 
 
@@ -195,8 +195,8 @@ def test_calls_without_text_and_several_texts_in_one_step() -> None:
         EV.user(text="run it"),
         EV.call("tool-1", "Bash", {"command": "ls"}, event_id="c1", with_refs=True),
         EV.response("tool-1", "Bash", "a b", event_id="r1", with_refs=True),
-        EV.text("m1", "First."),
-        EV.text("m2", "Second."),
+        EV.text("First.", event_id="m1"),
+        EV.text("Second.", event_id="m2"),
     ]
     assert to_openai_chat_messages(events) == [
         {"role": "user", "content": "run it"},
@@ -227,7 +227,7 @@ def test_text_after_calls_in_the_same_step_travels_with_them() -> None:
     events = [
         EV.user(text="run it"),
         EV.call("call-1", event_id="c1", with_refs=True),
-        EV.text("m1", "Running it."),
+        EV.text("Running it.", event_id="m1"),
         EV.response("call-1", "Bash", "ok", event_id="r1", with_refs=True),
     ]
     assert to_openai_chat_messages(events)[1]["content"] == "Running it."
@@ -236,11 +236,11 @@ def test_text_after_calls_in_the_same_step_travels_with_them() -> None:
 
 def test_thinking_signed_unsigned_and_thinking_only_steps() -> None:
     events = [
-        EV.user("user-1", "hi"),
-        EV.thinking("t1", "unsigned thoughts"),
-        EV.user("user-2", "still there?"),
-        EV.thinking("t2", "signed thoughts", signature="sig"),
-        EV.text("m1", "Yes."),
+        EV.user("hi", event_id="user-1"),
+        EV.thinking("unsigned thoughts", event_id="t1"),
+        EV.user("still there?", event_id="user-2"),
+        EV.thinking("signed thoughts", event_id="t2", signature="sig"),
+        EV.text("Yes.", event_id="m1"),
     ]
     # chat completions accepts no reasoning input: all thinking goes, the thinking-only step too
     assert to_openai_chat_messages(events) == [
@@ -266,7 +266,7 @@ def test_thinking_signed_unsigned_and_thinking_only_steps() -> None:
 
 def test_steering_user_text_during_a_tool_follows_the_results() -> None:
     steering = EV.event(
-        "steer-1",
+        event_id="steer-1",
         role="user",
         author="user",
         content={"kind": "text", "text": "use port 4000", "steering": True},
@@ -296,7 +296,10 @@ def test_steering_user_text_during_a_tool_follows_the_results() -> None:
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
 def test_content_less_facts_only_history_is_empty(exporter: Exporter) -> None:
-    assert exporter([fact("start-1"), EV.terminal("terminal-1", "failed", error_code=None)]) == []
+    assert (
+        exporter([fact("start-1"), EV.terminal("failed", event_id="terminal-1", error_code=None)])
+        == []
+    )
     assert exporter([]) == []
 
 
@@ -366,7 +369,7 @@ REFUSALS: dict[str, tuple[list[RuntimeEvent], str, str]] = {
             EV.call("tool-1", event_id="c1", with_refs=True),
             EV.call("tool-2", event_id="c2", with_refs=True),
             EV.response("tool-1", "Bash", "ok", event_id="r1", with_refs=True),
-            EV.text("m1", "done"),
+            EV.text("done", event_id="m1"),
             EV.response("tool-2", "Bash", "ok", event_id="r2", with_refs=True),
         ],
         "tool_exchange_interleaved",
@@ -414,7 +417,7 @@ REFUSALS: dict[str, tuple[list[RuntimeEvent], str, str]] = {
         [
             EV.user(text="run it"),
             EV.call("tool-1", event_id="c1", with_refs=True),
-            EV.user("user-2", "and then?"),
+            EV.user("and then?", event_id="user-2"),
         ],
         "unmatched_tool_call",
         "tool-1",
@@ -442,7 +445,7 @@ def test_anthropic_refuses_non_object_tool_input(args: Any) -> None:
     events = [
         EV.user(text="run it"),
         EV.event(
-            "c1",
+            event_id="c1",
             role="model",
             author="agent",
             content={"kind": "function_call", "id": "tool-1", "name": "Bash", "args": args},
@@ -466,12 +469,12 @@ def test_anthropic_refuses_non_object_tool_input(args: Any) -> None:
 
 def test_continuation_runtime_context_exports_without_a_new_user_message() -> None:
     events = [
-        EV.user("user-1", "run the tests"),
+        EV.user("run the tests", event_id="user-1"),
         EV.call("tool-1", "Bash", {"command": "npm test"}, event_id="call-1", with_refs=True),
         EV.response(
             "tool-1", "Bash", {"exitCode": 0}, event_id="result-1", is_error=False, with_refs=True
         ),
-        EV.terminal("terminal-1", "failed", error_code=None),
+        EV.terminal("failed", event_id="terminal-1", error_code=None),
     ]
     facts = ContinuationInputs.model_validate(
         {
@@ -533,13 +536,13 @@ class _History:
         if choice == 1:
             self.events.append(fact(event_id))
         elif choice == 2:
-            self.events.append(EV.terminal(event_id, "completed"))
+            self.events.append(EV.terminal("completed", event_id=event_id))
         elif choice == 3:
-            self.events.append(EV.text(event_id, "hidden", modelVisibility="hidden"))
+            self.events.append(EV.text("hidden", event_id=event_id, modelVisibility="hidden"))
         elif choice == 4:
-            self.events.append(EV.text(event_id, "parti", partial=True))
+            self.events.append(EV.text("parti", event_id=event_id, partial=True))
         elif choice == 5:
-            self.events.append(EV.text(event_id, ""))
+            self.events.append(EV.text("", event_id=event_id))
 
 
 @st.composite
@@ -548,14 +551,16 @@ def paired_histories(draw: st.DrawFn) -> tuple[list[RuntimeEvent], int]:
     exactly once (results in any order, maybe with errors), with invisible facts anywhere."""
     h = _History()
     h.noise(draw)
-    h.events.append(EV.user(h.next_id("user"), draw(st.text(min_size=1, max_size=8))))
+    h.events.append(EV.user(draw(st.text(min_size=1, max_size=8)), event_id=h.next_id("user")))
     for step in range(draw(st.integers(0, 4))):
         h.noise(draw)
         if draw(st.booleans()):
             signature = draw(st.none() | st.just("sig"))
-            h.events.append(EV.thinking(h.next_id("think"), "hmm", signature=signature))
+            h.events.append(EV.thinking("hmm", event_id=h.next_id("think"), signature=signature))
         if draw(st.booleans()):
-            h.events.append(EV.text(h.next_id("model"), draw(st.text(min_size=1, max_size=8))))
+            h.events.append(
+                EV.text(draw(st.text(min_size=1, max_size=8)), event_id=h.next_id("model"))
+            )
         names = draw(st.lists(st.sampled_from(["Bash", "Read", "Write"]), max_size=3))
         ids = [f"tool-{step}-{n}" for n in range(len(names))]
         for call_id, name in zip(ids, names, strict=True):
@@ -579,7 +584,7 @@ def paired_histories(draw: st.DrawFn) -> tuple[list[RuntimeEvent], int]:
                 )
             )
         if draw(st.booleans()):
-            h.events.append(EV.user(h.next_id("user"), "more"))
+            h.events.append(EV.user("more", event_id=h.next_id("user")))
     h.noise(draw)
     return h.events, h.calls
 

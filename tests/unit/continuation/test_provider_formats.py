@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from maka_es.builders import Events, Spine
 from maka_es.continuation.provider_anthropic import (
     anthropic_messages_request,
     anthropic_messages_response,
@@ -28,6 +27,7 @@ from maka_es.continuation.provider_openai_responses import (
     openai_responses_response,
 )
 from maka_es.errors import InvalidProviderOutputError
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.tools import Tool, outcome_unknown_result
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -314,10 +314,10 @@ def run_history() -> list[RuntimeEvent]:
     """A run with a signed thinking, an OpenAI reasoning item, two parallel calls answered in
     the tool journal's text envelope (one an outcome-unknown error), and a final text."""
     return [
-        EV.user("user-1", "fix the port"),
-        EV.thinking("think-1", "need the config", signature="sig-1"),
+        EV.user("fix the port", event_id="user-1"),
+        EV.thinking("need the config", event_id="think-1", signature="sig-1"),
         EV.event(
-            "reason-1",
+            event_id="reason-1",
             role="model",
             author="agent",
             content={
@@ -326,7 +326,7 @@ def run_history() -> list[RuntimeEvent]:
                 "providerOptions": {"openai": {"itemId": "rs_1"}},
             },
         ),
-        EV.text("model-1", "Reading."),
+        EV.text("Reading.", event_id="model-1"),
         EV.call("call_a", "Read", {"path": "a.json"}, event_id="c-a", with_refs=True),
         EV.call("call_b", "Bash", {"command": "ls"}, event_id="c-b", with_refs=True),
         EV.response(
@@ -340,8 +340,8 @@ def run_history() -> list[RuntimeEvent]:
             is_error=True,
             with_refs=True,
         ),
-        EV.text("model-2", "The port is 3000."),
-        EV.terminal("terminal-1", "completed"),
+        EV.text("The port is 3000.", event_id="model-2"),
+        EV.terminal("completed", event_id="terminal-1"),
     ]
 
 
@@ -420,7 +420,7 @@ def test_redacted_thinking_goes_back_to_anthropic_as_it_came() -> None:
             stop_reason="end_turn",
         )
     )
-    history = [EV.user("user-1", "hi"), *step.to_events(WIRE_SPINE, ts=2)]
+    history = [EV.user("hi", event_id="user-1"), *step.to_events(WIRE_SPINE, ts=2)]
     request = anthropic_messages_request(history, model="claude-test", max_tokens=16)
     assert sdk_validated(ANTHROPIC_REQUEST, request) == request
     assert request["messages"][1]["content"] == [
@@ -459,7 +459,7 @@ EV2 = Events.decoded(NEXT, ts=5)
 def next_turn() -> list[RuntimeEvent]:
     """Turn 2 in the middle of its loop: its prompt, a call and its result."""
     return [
-        EV2.user("user-2", "and the host?"),
+        EV2.user("and the host?", event_id="user-2"),
         EV2.call("call_c", "Read", {"path": "host.json"}, event_id="c-c", with_refs=True),
         EV2.response(
             "call_c", "Read", {"kind": "text", "text": "host: x"}, event_id="r-c", with_refs=True

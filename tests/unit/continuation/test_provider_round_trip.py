@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter
 
-from maka_es.builders import Events, Spine
 from maka_es.continuation.provider_anthropic import (
     anthropic_messages_request,
     anthropic_messages_response,
@@ -29,6 +28,7 @@ from maka_es.continuation.provider_openai_responses import (
     openai_responses_request,
     openai_responses_response,
 )
+from maka_es.testing.builders import Events, Spine
 from maka_es.wire.events import RuntimeEvent
 from tests.unit.continuation.provider_sdk import (
     ANTHROPIC_REQUEST,
@@ -72,20 +72,20 @@ def thinking(event_id: str, draw: st.DrawFn) -> RuntimeEvent | None:
         content["signature"] = draw(TEXT)
     else:
         content["providerOptions"] = {"openai": {"itemId": f"rs_{event_id}"}}
-    return EV.event(event_id, role="model", author="agent", content=content)
+    return EV.event(event_id=event_id, role="model", author="agent", content=content)
 
 
 @st.composite
 def runs(draw: st.DrawFn) -> list[RuntimeEvent]:
     """A user text, then steps; a step ends with its results (any order) or a user text."""
-    events = [EV.user("user-0", draw(TEXT))]
+    events = [EV.user(draw(TEXT), event_id="user-0")]
     for step in range(draw(st.integers(1, 4))):
         think = thinking(f"think-{step}", draw)
         if think is not None:
             events.append(think)
         names = draw(st.lists(st.sampled_from(["Read", "Write", "Bash"]), max_size=3))
         if not names or draw(st.booleans()):  # every step shows the model something
-            events.append(EV.text(f"text-{step}", draw(TEXT)))
+            events.append(EV.text(draw(TEXT), event_id=f"text-{step}"))
         ids = [f"call_{step}_{n}" for n in range(len(names))]
         for call_id, name in zip(ids, names, strict=True):
             events.append(EV.call(call_id, name, draw(ARGS), event_id=f"c-{call_id}"))
@@ -97,8 +97,8 @@ def runs(draw: st.DrawFn) -> list[RuntimeEvent]:
                 )
             )
         if not ids:
-            events.append(EV.user(f"user-{step + 1}", draw(TEXT)))
-    events.append(EV.terminal("terminal-1", "completed"))
+            events.append(EV.user(draw(TEXT), event_id=f"user-{step + 1}"))
+    events.append(EV.terminal("completed", event_id="terminal-1"))
     return events
 
 

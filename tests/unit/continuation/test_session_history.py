@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Spine, run_header
-from maka_es.builders.ledger import LedgerBuilder
 from maka_es.continuation.provider_export import to_openai_chat_messages
 from maka_es.continuation.session_history import checked_history_turns, session_history
 from maka_es.errors import InvalidPlanRequestError, SessionHistoryError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
@@ -48,7 +47,7 @@ class Session:
             ledger.call(call, "Lookup", {"key": call})
             ledger.response(call, "Lookup", {"kind": "text", "text": f"{call}=1"})
         if answer is not None:
-            ledger.model_text(answer)
+            ledger.text(answer)
         if status != "running":
             ledger.terminal("aborted" if status == "cancelled" else status)
         self.add(ledger, status=status, **header)
@@ -119,7 +118,7 @@ def test_a_continued_turn_counts_once_as_its_continuation_saw_it() -> None:
     }
     continuation = LedgerBuilder(Spine("s1", "i3", "r3", "t3"), prefix="r3-")
     continuation.event()  # the run's first event: no model item
-    continuation.model_text("answer two")
+    continuation.text("answer two")
     continuation.terminal("completed")
     session.add(
         continuation,
@@ -177,7 +176,7 @@ def test_an_unreadable_lineage_or_a_foreign_run_is_a_typed_refusal() -> None:
     session.turn(1, "one", "a1")
     orphan = LedgerBuilder(Spine("s1", "i2", "r2", "t2"), prefix="r2-")
     orphan.event()
-    orphan.model_text("from nowhere")
+    orphan.text("from nowhere")
     edge = {
         "sourceInvocationId": "i9",
         "sourceRunId": "r9",

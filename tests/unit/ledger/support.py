@@ -1,7 +1,7 @@
 """Store-free harness for the Run aggregate: a run is built by folding the facts its own
 commands return, exactly as the store would after a successful save, and nothing else.
 
-Local to these tests: ``maka_es.builders`` has no builder for tool-journal facts yet, so the
+Local to these tests: ``maka_es.testing.builders`` has no builder for tool-journal facts yet, so the
 bundle facts come from ``maka_es.wire.facts`` (the constructors the runtime writes with).
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact
 from maka_es.ledger.run import Run, project_run
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import (

@@ -106,7 +106,7 @@ def test_exact_retry_is_skipped_and_counted() -> None:
     run, _ = new_run()
     builder = ledger()
     commit(run, run.decide_append(events(builder), committed_at=2000).facts)
-    builder.model_text()
+    builder.text()
     retry = run.decide_append(events(builder), committed_at=2001)
     assert retry.retried == 1
     assert [f.event_id for f in recorded(retry.facts)] == [builder.decoded()[1].id]
@@ -154,7 +154,7 @@ def test_after_the_terminal_event_the_run_is_sealed() -> None:
     builder.terminal()
     commit(run, run.decide_append(events(builder), committed_at=2000).facts)
     assert run.terminal_event == builder.decoded()[-1]
-    builder.model_text()
+    builder.text()
     refused(
         run,
         lambda: run.decide_append([builder.decoded()[-1]], committed_at=2001),

@@ -53,7 +53,7 @@ def _lifetime() -> Lifetime:
     life = Lifetime()
     run = life.run
     builder = ledger()
-    builder.model_text()
+    builder.text()
     write = call(builder, "c1", "Write")
     life.save(run.decide_append(builder.decoded()[:2], committed_at=1001).facts)
     prepared = run.decide_tool_prepared(

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from maka_es.builders import Events
 from maka_es.errors import InvalidRuntimeEventError, MakaError
 from maka_es.ledger.facts import (
     RuntimeEventRecorded,
@@ -19,6 +18,7 @@ from maka_es.ledger.facts import (
     payload_digest_of,
     run_stream_id,
 )
+from maka_es.testing.builders import Events
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent, TextContent
@@ -90,7 +90,7 @@ def test_an_integer_beyond_two_to_the_53_reads_back_as_a_double() -> None:
 
 
 def _valid_payload() -> str:
-    return canonical_json(Events.decoded().text("e1", "hello"))
+    return canonical_json(Events.decoded().text("hello", event_id="e1"))
 
 
 def test_valid_bytes_that_are_not_the_written_ones_are_read_strictly_as_before() -> None:

@@ -17,11 +17,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.ledger.facts import RunHeaderUpdated, RuntimeEventRecorded
 from maka_es.ledger.run import Run, project_run
 from maka_es.recovery.status import status_of_run
 from maka_es.resume.plan import build_resume_plan, resume_verdict, tracked_resume_verdict
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_json
@@ -34,7 +34,7 @@ CALLS = ("c1", "c2")
 #: One step of a generated ledger: what a builder appends for one call id.
 _STEPS: dict[str, Callable[[LedgerBuilder, str], Any]] = {
     "user": lambda b, c: b.user(),
-    "text": lambda b, c: b.model_text(),
+    "text": lambda b, c: b.text(),
     "call": lambda b, c: b.call(c),
     "hidden_call": lambda b, c: b.call(c, hidden=True),
     "t1_call": lambda b, c: b.t1_call(c),
@@ -197,7 +197,7 @@ def test_each_shortcut_of_the_tracked_verdict_reads_nothing() -> None:
     """The property above is not vacuous: each branch, built on purpose."""
     chat = LedgerBuilder(SPINE, prefix="a")
     chat.user(marker=True)
-    chat.model_text()
+    chat.text()
     pending = LedgerBuilder(SPINE, prefix="b")
     pending.user(marker=True)
     pending.t1_call("c1")

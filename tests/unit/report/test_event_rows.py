@@ -3,8 +3,8 @@ clipped but unescaped (escaping is the template's job), times converted without 
 
 from __future__ import annotations
 
-from maka_es.builders import LedgerBuilder, Spine
 from maka_es.report.event_rows import LANES, SUMMARY_LIMIT, event_anchor, event_row, format_ms
+from maka_es.testing.builders import LedgerBuilder, Spine
 from maka_es.wire.events import as_runtime_event
 
 SPINE = Spine(run_id="r1", invocation_id="i-r1", turn_id="t-r1")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from maka_es.builders import event_ids
 from maka_es.resume.failpoint_catalog import (
     FAILPOINT_PREFIXES,
     RUNTIME_RESUME_FAILPOINTS,
@@ -14,6 +13,7 @@ from maka_es.resume.failpoint_catalog import (
     harness_ledger,
 )
 from maka_es.resume.plan import build_resume_plan
+from maka_es.testing.builders import event_ids
 
 EXPECTED_CATALOG = [
     ("P0", "before tool preparation (T1)", "before_function_call"),

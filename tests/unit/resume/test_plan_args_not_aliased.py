@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from maka_es import RuntimeEvent, build_resume_plan
-from maka_es.builders import LedgerBuilder, Spine
+from maka_es.testing.builders import LedgerBuilder, Spine
 
 _ARGS = {"path": "a.txt", "edits": [{"line": 1, "text": "x"}, [2, 3]], "opts": {"deep": {"k": 1}}}
 

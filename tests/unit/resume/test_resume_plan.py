@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine, event_ids
 from maka_es.resume.plan import RESUME_DIRECTIVE, build_resume_plan, project_tool_operations
 from maka_es.resume.replay import provider_replay_subset
+from maka_es.testing.builders import Events, Spine, event_ids
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent
 
@@ -95,9 +95,9 @@ def test_directive_exact_text() -> None:
 
 def test_unresolved_call_is_excluded_from_replay() -> None:
     events = [
-        EV.text("user-1", "hello", role="user"),
+        EV.text("hello", event_id="user-1", role="user"),
         EV.call("tool-1", "Bash", {"command": "touch marker"}, event_id="call-1", with_refs=True),
-        EV.text("system-1", "diagnostic", role="system"),
+        EV.text("diagnostic", event_id="system-1", role="system"),
     ]
     assert event_ids(provider_replay_subset(events)) == ["user-1", "system-1"]
     assert event_ids(build_resume_plan(events).replay_runtime_events) == ["user-1", "system-1"]
@@ -105,7 +105,7 @@ def test_unresolved_call_is_excluded_from_replay() -> None:
 
 def test_hidden_nested_codemode_operations_are_never_replayed() -> None:
     events = [
-        EV.text("user-1", "inspect", role="user"),
+        EV.text("inspect", event_id="user-1", role="user"),
         EV.call("nested-1", "Read", {}, event_id="nested-call", hidden=True, with_refs=True),
         EV.response(
             "nested-1",
@@ -127,7 +127,7 @@ def test_hidden_nested_codemode_operations_are_never_replayed() -> None:
 
 def test_hidden_nested_operation_still_indeterminate_blocks() -> None:
     events = [
-        EV.user("user-1", "run the workflow", marker=T1),
+        EV.user("run the workflow", event_id="user-1", marker=T1),
         EV.call("exec-1", "exec", EXEC_CODE, event_id="outer-call", operation_id="outer-op"),
         EV.dispatch(
             "exec-1", "exec", EXEC_CODE, event_id="outer-dispatch", operation_id="outer-op"
@@ -199,7 +199,9 @@ def test_unmatched_tool_result_blocks_without_verification() -> None:
 
 
 def test_expected_high_water_mismatch_is_only_runtime_offset_mismatch() -> None:
-    plan = build_resume_plan([EV.text("user-1", "hello", role="user")], expected_high_water=2)
+    plan = build_resume_plan(
+        [EV.text("hello", event_id="user-1", role="user")], expected_high_water=2
+    )
     assert plan.disposition == "blocked"
     assert plan.rejection_reasons == ("runtime_offset_mismatch",)
     assert codes(plan) == ["runtime_offset_mismatch"]
@@ -211,7 +213,9 @@ def test_expected_high_water_mismatch_is_only_runtime_offset_mismatch() -> None:
 
 
 def test_expected_high_water_match_is_accepted() -> None:
-    plan = build_resume_plan([EV.text("user-1", "hello", role="user")], expected_high_water=1)
+    plan = build_resume_plan(
+        [EV.text("hello", event_id="user-1", role="user")], expected_high_water=1
+    )
     assert plan.disposition == "safe_replay"
     assert plan.diagnostics == ()
 
@@ -232,7 +236,7 @@ def test_offset_mismatch_comes_first_and_reasons_are_deduplicated() -> None:
 def test_new_protocol_call_without_dispatch_is_not_dispatched() -> None:
     plan = build_resume_plan(
         [
-            EV.user("user-1", "run it", marker=T1),
+            EV.user("run it", event_id="user-1", marker=T1),
             EV.call("tool-1", event_id="call-1", with_refs=True),
         ]
     )
@@ -245,8 +249,8 @@ def test_new_protocol_call_without_dispatch_is_not_dispatched() -> None:
 
 
 def test_partial_event_counts_in_high_water_but_is_not_replayed() -> None:
-    partial = EV.text("partial-1", "streaming", partial=True)
-    plan = build_resume_plan([EV.text("user-1", "continue", role="user"), partial])
+    partial = EV.text("streaming", event_id="partial-1", partial=True)
+    plan = build_resume_plan([EV.text("continue", event_id="user-1", role="user"), partial])
     assert plan.disposition == "safe_replay"
     assert plan.source_runtime_event_high_water == 2
     assert event_ids(plan.replay_runtime_events) == ["user-1"]
@@ -283,7 +287,7 @@ def test_tool_name_mismatch_diagnostic() -> None:
 def test_orphan_dispatch_gets_a_recovery_corruption_diagnostic() -> None:
     plan = build_resume_plan(
         [
-            EV.user("u", "run it", marker=T1),
+            EV.user("run it", event_id="u", marker=T1),
             EV.dispatch("call-1", event_id="dispatch-1", operation_id="operation-1"),
         ]
     )
@@ -299,7 +303,7 @@ def test_orphan_dispatch_gets_a_recovery_corruption_diagnostic() -> None:
 
 
 def test_self_named_issue_diagnostics() -> None:
-    late = EV.event("late", actions={"runtimeProtocol": {"toolBoundary": T1}})
+    late = EV.event(event_id="late", actions={"runtimeProtocol": {"toolBoundary": T1}})
     plan = build_resume_plan(
         [
             EV.user(text="run it"),
@@ -395,7 +399,7 @@ def test_dump_keys() -> None:
 
 def test_plan_is_deterministic_and_does_not_mutate_input() -> None:
     wire_events: list[Any] = [
-        EV.user("u", "run it", marker=T1).to_wire(),
+        EV.user("run it", event_id="u", marker=T1).to_wire(),
         EV.call(
             "tool-1", "Write", {"path": "a", "content": "b"}, event_id="c1", with_refs=True
         ).to_wire(),

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
 from maka_es.resume.plan import build_resume_plan
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import RuntimeEvent
@@ -61,8 +61,8 @@ def decision_event(
 ) -> RuntimeEvent:
     return EV.completed_decision(
         "provider-call-1",
-        COMPLETED_EVIDENCE if evidence is None else evidence,
-        outcome_id,
+        evidence=COMPLETED_EVIDENCE if evidence is None else evidence,
+        outcome_event_id=outcome_id,
         event_id="decision-event-1",
         operation_id="operation-1",
     )
@@ -73,8 +73,8 @@ def parked_event(
 ) -> RuntimeEvent:
     return EV.parked_decision(
         "provider-call-1",
-        EVIDENCE if evidence is None else evidence,
         reason_code,
+        evidence=EVIDENCE if evidence is None else evidence,
         event_id="decision-event-1",
         operation_id="operation-1",
     )

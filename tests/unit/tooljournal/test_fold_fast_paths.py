@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.tooljournal.resolver import ResolverState, ToolDecision
 from maka_es.tooljournal.scanner import EventRef
@@ -32,7 +32,7 @@ def _ledger() -> list[RuntimeEvent]:
     """Every decision row the fold builds: completed, error, indeterminate, not dispatched,
     orphan response, duplicate call, a hash conflict, a bundle."""
     return [
-        EV.user("initial-1", "run it", marker=T1),
+        EV.user("run it", event_id="initial-1", marker=T1),
         EV.call("c1", "Bash", ARGS),
         EV.dispatch("c1", "Bash", ARGS),
         EV.bound_response("c1", "Bash"),
@@ -109,7 +109,13 @@ def test_a_plain_fold_bypasses_the_journal_helpers_and_the_memo(
 
         monkeypatch.setattr(ResolverState, helper, spy)
     state = ResolverState()
-    state.feed_all([EV.user("initial-1", "go"), EV.user("user-2", "hi"), EV.user("user-3", "ho")])
+    state.feed_all(
+        [
+            EV.user("go", event_id="initial-1"),
+            EV.user("hi", event_id="user-2"),
+            EV.user("ho", event_id="user-3"),
+        ]
+    )
     # the count and positions of every event are written directly, and a spine already
     # known is not written again: only the invocation's first spine goes through a helper
     assert journalled == ["_put"]

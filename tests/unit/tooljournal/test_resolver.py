@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.resolver import (
     OPERATION_ISSUE_PRIORITY,
     Resolution,
@@ -60,7 +60,7 @@ def codes(resolution: Resolution) -> list[str]:
 
 
 def initial(marker: str | None = T1) -> RuntimeEvent:
-    return EV.user("initial-1", "run it", marker=marker)
+    return EV.user("run it", event_id="initial-1", marker=marker)
 
 
 def fcall(**kw: Any) -> RuntimeEvent:
@@ -244,7 +244,7 @@ def test_repeated_response_is_duplicate_response() -> None:
 
 
 def test_protocol_marker_after_first_event_is_invalid() -> None:
-    late = EV.event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}})
+    late = EV.event(event_id="late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}})
     resolution = resolve_tool_operations([initial(marker=None), late])
     assert [(i.code, i.event_id) for i in resolution.issues] == [
         ("protocol_marker_invalid", "late-marker")
@@ -270,7 +270,7 @@ def test_marker_issues_precede_scanner_issues() -> None:
         [
             initial(marker="future_protocol"),
             fresponse(),
-            EV.event("late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}}),
+            EV.event(event_id="late-marker", actions={"runtimeProtocol": {"toolBoundary": T1}}),
         ]
     )
     assert [(i.code, i.event_id) for i in resolution.issues] == [
@@ -317,7 +317,7 @@ def test_duplicate_event_id_is_reported_and_skipped() -> None:
 
 def test_duplicate_id_and_lane_conflict_are_both_reported() -> None:
     invalid = EV.event(
-        "outcome-1",
+        event_id="outcome-1",
         role="tool",
         author="tool",
         content={"kind": "function_response", "id": "call-1", "name": "Bash", "result": "ok"},
@@ -413,7 +413,7 @@ def test_lane_violations_are_semantic_lane_conflicts(bad: RuntimeEvent) -> None:
 
 
 def test_partial_ordinary_events_are_ignored() -> None:
-    partial_text = EV.text("p", "stream", partial=True)
+    partial_text = EV.text("stream", event_id="p", partial=True)
     resolution = resolve_tool_operations([EV.user(text="run it"), partial_text, fcall()])
     assert resolution.issues == ()
     assert len(resolution.decisions) == 1
@@ -680,7 +680,7 @@ def test_wire_mappings_and_models_resolve_identically() -> None:
 
 def test_invalid_wire_mapping_is_refused() -> None:
     with pytest.raises(InvalidRuntimeEventError):
-        resolve_tool_operations([W.event("x", unknownKey=1)])
+        resolve_tool_operations([W.event(event_id="x", unknownKey=1)])
 
 
 def test_resolution_dump_keys() -> None:

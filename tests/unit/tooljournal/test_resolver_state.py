@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.resolver import (
     ResolverState,
     resolve_tool_operations,
@@ -26,7 +26,7 @@ def rich_ledger() -> list[RuntimeEvent]:
         EV.call("call-3", event_id="c3", with_refs=True),
         EV.call("call-3", event_id="c3", with_refs=True),  # duplicate id
         EV.response("call-9", "Bash", "ok", event_id="r9", with_refs=True),  # orphan
-        EV.event("late", actions={"runtimeProtocol": {"toolBoundary": T1}}),
+        EV.event(event_id="late", actions={"runtimeProtocol": {"toolBoundary": T1}}),
         EV.terminal(status="failed", error_code=None),
     ]
 
@@ -50,7 +50,7 @@ def test_fold_matches_batch_resolution_at_every_prefix() -> None:
 
 def test_feed_returns_the_issues_it_introduced() -> None:
     state = ResolverState()
-    assert state.feed(EV.user("u", "run it")) == ()
+    assert state.feed(EV.user("run it", event_id="u")) == ()
     assert state.feed(EV.call("call-1", event_id="c1", with_refs=True)) == ()
     introduced = state.feed(EV.call("call-1", event_id="c2", with_refs=True))
     assert [(i.code, i.event_id) for i in introduced] == [("duplicate_call", "c2")]
@@ -68,7 +68,7 @@ def test_would_introduce_issue_is_pure() -> None:
     state = ResolverState()
     state.feed_all(
         [
-            EV.user("u", "run it", marker=T1),
+            EV.user("run it", event_id="u", marker=T1),
             EV.call("call-1", event_id="c1", with_refs=True),
             EV.dispatch("call-1", event_id="d1", operation_id="operation-1"),
         ]
@@ -87,7 +87,7 @@ def test_would_introduce_issue_is_pure() -> None:
         is None
     )
     marker = would_introduce_issue(
-        state, EV.event("m", actions={"runtimeProtocol": {"toolBoundary": T1}})
+        state, EV.event(event_id="m", actions={"runtimeProtocol": {"toolBoundary": T1}})
     )
     assert marker is not None
     assert marker.code == "protocol_marker_invalid"
@@ -98,7 +98,7 @@ def test_would_introduce_issue_is_pure() -> None:
     state.feed(EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="operation-1"))
     assert state.resolution() == resolve_tool_operations(
         [
-            EV.user("u", "run it", marker=T1),
+            EV.user("run it", event_id="u", marker=T1),
             EV.call("call-1", event_id="c1", with_refs=True),
             EV.dispatch("call-1", event_id="d1", operation_id="operation-1"),
             EV.response("call-1", "Bash", "ok", event_id="r1", operation_id="operation-1"),
@@ -108,8 +108,8 @@ def test_would_introduce_issue_is_pure() -> None:
 
 def test_first_event_marker_is_judged_prospectively() -> None:
     state = ResolverState()
-    assert would_introduce_issue(state, EV.user("u", "run it", marker=T1)) is None
-    bad = would_introduce_issue(state, EV.user("u", "run it", marker="future"))
+    assert would_introduce_issue(state, EV.user("run it", event_id="u", marker=T1)) is None
+    bad = would_introduce_issue(state, EV.user("run it", event_id="u", marker="future"))
     assert bad is not None
     assert (bad.code, bad.event_id) == ("protocol_marker_invalid", "u")
     assert state.tool_boundary_protocol is None
@@ -118,7 +118,7 @@ def test_first_event_marker_is_judged_prospectively() -> None:
 
 def test_batch_prospective_check_sees_its_own_events() -> None:
     state = ResolverState()
-    state.feed(EV.user("u", "run it", marker=T1))
+    state.feed(EV.user("run it", event_id="u", marker=T1))
     # T1 = call + dispatch: the dispatch is judged against the call of the same batch
     assert (
         state.issues_if_fed(
@@ -143,7 +143,9 @@ def test_batch_prospective_check_sees_its_own_events() -> None:
             [EV.dispatch("call-1", event_id="d1", operation_id="operation-1")]
         )
     ] == ["event_order_conflict"]
-    assert state.resolution() == resolve_tool_operations([EV.user("u", "run it", marker=T1)])
+    assert state.resolution() == resolve_tool_operations(
+        [EV.user("run it", event_id="u", marker=T1)]
+    )
 
 
 def test_invalid_input_leaves_state_unchanged() -> None:
@@ -165,7 +167,11 @@ def _bundle_events() -> list[RuntimeEvent]:
         EV.reconcile("call-1", event_id="rc", operation_id="op-1"),
         EV.response("call-1", "Bash", "ok", event_id="o", operation_id="op-1"),
         EV.completed_decision(
-            "call-1", ["c", "d", "rc", "o"], "o", event_id="dc", operation_id="op-1"
+            "call-1",
+            evidence=["c", "d", "rc", "o"],
+            outcome_event_id="o",
+            event_id="dc",
+            operation_id="op-1",
         ),
     ]
 

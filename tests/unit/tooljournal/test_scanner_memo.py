@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal import bundle
 from maka_es.tooljournal.resolver import ResolverState
 from maka_es.wire import lanes
@@ -34,7 +34,7 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_prospect_and_the_fold_hash_the_same_call_once(hashes: list[str]) -> None:
     state = ResolverState()
-    state.feed(EV.user("initial-1", "run it", marker=T1))
+    state.feed(EV.user("run it", event_id="initial-1", marker=T1))
     call = EV.call("call-1", "Bash", ARGS)
     dispatch = EV.dispatch("call-1", "Bash", ARGS)
     assert state.issues_if_fed([call, dispatch]) == ()
@@ -44,7 +44,7 @@ def test_a_prospect_and_the_fold_hash_the_same_call_once(hashes: list[str]) -> N
 
 def test_a_dispatch_with_another_hash_is_still_a_conflict(hashes: list[str]) -> None:
     state = ResolverState()
-    state.feed(EV.user("initial-1", "run it", marker=T1))
+    state.feed(EV.user("run it", event_id="initial-1", marker=T1))
     call = EV.call("call-1", "Bash", ARGS)
     good = EV.dispatch("call-1", "Bash", ARGS)
     assert state.issues_if_fed([call, good]) == ()  # the call's hash is now remembered

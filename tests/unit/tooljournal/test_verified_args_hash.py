@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal import scanner
 from maka_es.tooljournal.bundle import hash_or_none
 from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations

@@ -1,19 +1,22 @@
-"""The shared wire spelling (``maka_es.wire.fact_shapes``): the store's constructors and the
+"""The shared wire spelling (``maka_es.wire.facts``): the store's constructors and the
 public builders write the same facts because both spell them here."""
 
 from __future__ import annotations
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.fact_shapes import decision_payload, response_wire, terminal_wire, tool_refs
 from maka_es.wire.facts import (
     completed_decision_fact,
     continuation_start_fact,
+    decision_payload,
     dispatch_fact,
     parked_decision_fact,
     reconcile_result_fact,
+    response_wire,
     terminal_fact,
+    terminal_wire,
+    tool_refs,
 )
 
 DIGEST = "sha256:" + "c" * 64
@@ -38,19 +41,21 @@ def test_builders_and_constructors_write_the_same_tool_facts() -> None:
     parked = parked_decision_fact(
         call, op, ts=3, reason_code="reconcile_diverged", evidence_event_ids=evidence
     )
-    assert parked.to_wire() == kit.parked_decision("c1", evidence)
+    assert parked.to_wire() == kit.parked_decision("c1", evidence=evidence)
     outcome = SPINE.fact_id("c1", "response")
     completed = completed_decision_fact(
         call, op, ts=3, outcome_event_id=outcome, evidence_event_ids=[*evidence, outcome]
     )
-    assert completed.to_wire() == kit.completed_decision("c1", [*evidence, outcome], outcome)
+    assert completed.to_wire() == kit.completed_decision(
+        "c1", evidence=[*evidence, outcome], outcome_event_id=outcome
+    )
 
 
 def test_builders_and_constructors_write_the_same_terminal_and_start() -> None:
     kit = Events.wire(SPINE, 3)
     failed = terminal_fact(SPINE.identity, event_id="x", ts=3, status="failed", failure_class="f")
     assert failed.to_wire() == kit.terminal(
-        "x", "failed", error_code="f", message="f", failure_class="f"
+        "failed", event_id="x", error_code="f", message="f", failure_class="f"
     )
     source = Spine("s", "i0", "r0", "t0")
     start = continuation_start_fact(

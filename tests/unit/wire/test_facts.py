@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.builders import LedgerBuilder, Spine, run_header
 from maka_es.continuation.claims import (
     ContinuationTarget,
     SourceBoundary,
     continuation_start_event,
 )
 from maka_es.errors import InvalidRuntimeEventError
+from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.strategies import json_values
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for

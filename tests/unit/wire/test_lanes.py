@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from maka_es.builders import Events, Spine
+from maka_es.testing.builders import Events, Spine
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.lanes import classify_lane
 
@@ -50,7 +50,7 @@ REFS = {"operationId": "op", "toolCallId": "c1"}
 
 
 def ev(role: str, author: str, **fields: Any) -> RuntimeEvent:
-    return EV.event("e", role=role, author=author, **fields)
+    return EV.event(event_id="e", role=role, author=author, **fields)
 
 
 VALID = [

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.builders import Events, Spine
 from maka_es.errors import InvalidRuntimeEventError, NonStrictJsonError
+from maka_es.testing.builders import Events, Spine
 from maka_es.wire import codec
 from maka_es.wire.base import (
     TRUSTED_STORED,
@@ -31,7 +31,7 @@ _RUN = Spine(session_id="s-lean", invocation_id="inv-lean", run_id="run-lean", t
 
 def _texts() -> list[str]:
     kit = Events.wire(_RUN, ts=1000)
-    return [json.dumps(kit.text(f"e{n}", f"note {n}")) for n in range(3)]
+    return [json.dumps(kit.text(f"note {n}", event_id=f"e{n}")) for n in range(3)]
 
 
 def _reference_loads(text: str) -> Any:
@@ -85,7 +85,7 @@ def test_an_unvalidated_instance_passed_as_a_field_is_still_checked() -> None:
     forged = FunctionCallContent.model_construct(
         kind="function_call", id="c1", name="Echo", args={"x": float("nan")}
     )
-    wire = Events.wire(_RUN, ts=1000).text("e-forged")
+    wire = Events.wire(_RUN, ts=1000).text(event_id="e-forged")
     wire["content"] = forged
     with pytest.raises(InvalidRuntimeEventError, match="not strict JSON"):
         RuntimeEvent.model_validate(wire)

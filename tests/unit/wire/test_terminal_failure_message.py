@@ -4,7 +4,7 @@ terminal event and its header says what went wrong, like the one ``end_run`` wri
 
 from __future__ import annotations
 
-from maka_es.builders import Spine, run_header
+from maka_es.testing.builders import Spine, run_header
 from maka_es.wire.run_header import RunHeader, terminal_event, terminal_header_patch
 
 SPINE = {"sessionId": "s1", "invocationId": "i1", "runId": "r1", "turnId": "t1"}
