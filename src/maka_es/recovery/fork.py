@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from maka_es import failpoints
 from maka_es.continuation.claim import ContinuationTarget, SourceBoundary, source_boundary
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.composite_replay import CompositeReplay, build_composite_replay
@@ -41,7 +42,13 @@ from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
-__all__ = ["ForkReport", "RunForks"]
+__all__ = ["AFTER_FORK_COMMITTED", "AFTER_FORK_TAKEN", "ForkReport", "RunForks"]
+
+#: Crash-harness failpoints (docs/reference/continuation.md#continuation-failpoints): the fork's
+#: claim save (claim, seal, fork run with its start, provenance) is durable, and its execution
+#: has taken the fork at the owner's next epoch, its provider not yet called.
+AFTER_FORK_COMMITTED = "fork.after_fork_committed"
+AFTER_FORK_TAKEN = "fork.after_taken_for_execution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +163,9 @@ class RunForks:
             )
         # a command: the source is sealed at the version its checks below saw (ADR 0021)
         with self._ledger.command():
-            return self._fork(run_id, before_operation, actor, note)
+            report = self._fork(run_id, before_operation, actor, note)
+        failpoints.hit(AFTER_FORK_COMMITTED)
+        return report
 
     def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkReport:
         self._end_awaiting_source(run_id)
@@ -229,6 +238,7 @@ class RunForks:
         agent loop does not (each of its commands takes it for itself, a provider call or a tool
         never holds it)."""
         header, replay, source_run_id = self._take_pending(fork_run_id)
+        failpoints.hit(AFTER_FORK_TAKEN)
         executor = ContinuationExecutor(
             self._claims, None, self._telemetry, self._tool_runtime, system_prompt=system_prompt
         )
