@@ -21,7 +21,7 @@ from maka_es.ledger.tool_commands import ToolCommands
 from maka_es.recovery.report import Repair, StartupRecoveryReport
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
-from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
 
 __all__ = ["AttestationReport", "OperatorActions"]
 
@@ -78,6 +78,7 @@ class OperatorActions:
         :meth:`maka_es.ledger.tool_commands.ToolCommands.attest_operation`. A refusal raises a
         typed error and writes nothing. When nothing else of the run awaits a decision, the
         run's recovery is finished (see :meth:`_finish_recovery`)."""
+        self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
         commit, attestation = self._tools.attest_operation(
             run_id, operation_id, applied=applied, result=result, actor=actor, note=note
         )
@@ -85,6 +86,29 @@ class OperatorActions:
             self._emit(run_id, attestation)
         recovery = self._finish_recovery(run_id)
         return AttestationReport(run_id, commit.operation_id, commit.created, attestation, recovery)
+
+    def _take_over_if_owner_gone(
+        self, run_id: str, operation_id: str, decision: tuple[str, str, bool, Any]
+    ) -> None:
+        """A dead host's run awaiting the operator still names that host as its owner
+        (recovery writes nothing to it, so it takes it over from nobody, ADR 0021), and a write
+        of another host id is fenced: an attestation that will be accepted (valid input, the
+        operation unsettled in an unended run) takes the run over first when its owner's lease
+        has expired. A live owner's run is not taken: the attestation is then refused
+        ``run_owner_fenced`` with nothing written, as before."""
+        ownership = self._ledger.ownership
+        if ownership is None or not self._ledger.run_exists(run_id):
+            return
+        validate_attestation_input(*decision)
+        run = self._ledger.load_run(run_id)
+        unsettled = {op.operation_id for op in run.tool_operations if op.is_unsettled}
+        if (
+            operation_id in unsettled
+            and run.terminal_event is None
+            and run.sealed_by is None
+            and ownership.verdict(run) == "expired"
+        ):
+            ownership.take_over(run_id)
 
     def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
         """Startup recovery left the run unsealed only because an operator had to decide

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from maka_es.errors import MakaError
 from maka_es.ledger.faults import is_store_fault
+from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
@@ -62,6 +63,14 @@ class ToolSettlement:
     @property
     def holds_run(self) -> bool:
         return bool(self.held or self.awaiting_operator)
+
+
+def awaits_only_the_operator(run: Run) -> bool:
+    """Whether recovery would leave ``run`` to the operator and write nothing to it: some
+    operation is unsettled, and every unsettled one is of a mode no tool settles
+    (``never_auto_retry``, ...; ``left_awaiting_operator``)."""
+    modes = [op.recovery_mode for op in run.tool_operations if op.is_unsettled]
+    return bool(modes) and all(mode not in SELF_SETTLING_MODES for mode in modes)
 
 
 def unsettled_operations(ledger: Ledger, run_id: str) -> list[ToolOperationState]:
