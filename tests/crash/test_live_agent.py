@@ -319,14 +319,21 @@ def operator(root: Path, store: str, outcome: dict[str, Any], state: Seed) -> st
     return None
 
 
-def check_requests(root: Path) -> list[str]:
-    """Every request: each assistant tool call answered before anything else, one prompt."""
+def check_requests(
+    root: Path, name: str = live_agent.REQUESTS, prefix: str | None = None
+) -> list[str]:
+    """Every request (in ``name``): each assistant tool call answered before anything else,
+    one prompt (one of the agent's turns, or one starting with ``prefix`` when given)."""
     problems: list[str] = []
     prompts = {prompt for _, prompt, _ in live_agent.TURNS}
-    for n, line in enumerate((root / live_agent.REQUESTS).read_text().splitlines()):
+
+    def known(prompt: Any) -> bool:
+        return prompt in prompts if prefix is None else str(prompt).startswith(prefix)
+
+    for n, line in enumerate((root / name).read_text().splitlines()):
         messages = json.loads(line)
         users = [m["content"] for m in messages if m["role"] == "user"]
-        if len(users) != 1 or users[0] not in prompts:
+        if len(users) != 1 or not known(users[0]):
             problems.append(f"request {n}: user messages {users}")
         open_calls: list[str] = []
         for m in messages:
