@@ -296,18 +296,23 @@ def fork(root: Path, store: str, run_id: str, operation_id: str, state: Seed) ->
     return None if result == "finished" else f"fork {result}: {printed}"
 
 
-def parked_operation(commands: list[str]) -> tuple[str, str]:
+def parked_operation(commands: list[str]) -> tuple[str, str] | None:
     """The run and operation a park's operator commands name (``attest RUN OP`` while the
-    run awaits the operator, ``fork RUN --before OP`` once it ended)."""
-    words = commands[0].split()
-    return (words[2], words[3]) if words[1] == "attest" else (words[2], words[4])
+    run awaits the operator, ``fork RUN --before OP`` once it ended); ``None``: neither."""
+    words = commands[0].split() if commands else []
+    if words[1:2] == ["attest"]:
+        return words[2], words[3]
+    return (words[2], words[4]) if words[1:2] == ["fork"] else None
 
 
 def operator(root: Path, store: str, outcome: dict[str, Any], state: Seed) -> str | None:
     """The operator's one decision for a parked email (its fork retried when it was killed
     before its claim landed); ``None`` when made, else why the seed is stuck."""
     state.parks.append(outcome)
-    run_id, operation_id = parked_operation(outcome["commands"])
+    named = parked_operation(outcome["commands"])
+    if named is None:
+        return f"parked {outcome} with no operation to decide"
+    run_id, operation_id = named
     if operation_id in state.forks:
         return fork(root, store, run_id, operation_id, state)
     if operation_id not in state.window_ops - {op for op, _ in state.attests}:

@@ -21,7 +21,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
 from maka_es import HostConfig, OpenAIChatProvider, RuntimeApplication, failpoints
@@ -92,24 +91,31 @@ def email_tool(root: Path) -> Tool[EmailArgs]:
     return Tool("SendEmail", EmailArgs, run, recovery_mode="never_auto_retry")
 
 
-def _completion(n: int, content: str | None, call: tuple[str, dict[str, Any]] | None) -> Any:
+def _completion(
+    n: int, content: str | None, call: tuple[str, dict[str, Any]] | None, sdk: bool = True
+) -> Any:
+    """The SDK's ``ChatCompletion``, or with ``sdk=False`` its JSON (which the provider takes
+    as well: the fork's CLI process then needs no ``openai`` import, a second of its start)."""
     calls: list[dict[str, Any]] = []
     if call is not None:
         function = {"name": call[0], "arguments": json.dumps(call[1])}
         call_id = f"call_{uuid.uuid4().hex[:12]}"  # unique, as a real provider's are
         calls.append({"id": call_id, "type": "function", "function": function})
     message = {"role": "assistant", "content": content, "tool_calls": calls or None}
-    return ChatCompletion.model_validate(
-        {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "scripted",
-            "choices": [
-                {"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}
-            ],
-        }
-    )
+    data = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}
+        ],
+    }
+    if not sdk:
+        return data
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion.model_validate(data)
 
 
 #: Prompts of another session (the two-host test): one read, then the port as the answer.
@@ -129,8 +135,11 @@ class ScriptedClient:
     restarted process picks up where it was); records every request first (to ``requests``,
     and takes ``delay`` seconds: the two-host test's other conversation is slow)."""
 
-    def __init__(self, root: Path, requests: str = REQUESTS, delay: float = 0.0) -> None:
+    def __init__(
+        self, root: Path, requests: str = REQUESTS, delay: float = 0.0, *, sdk: bool = True
+    ) -> None:
         self.root = root
+        self.sdk = sdk
         self.requests = requests
         self.delay = delay
         self.chat = SimpleNamespace(completions=self)
@@ -146,19 +155,21 @@ class ScriptedClient:
         results = [str(m["content"]) for m in messages if m["role"] == "tool"]
         if prompt.startswith(LOOKUP):  # the two-host test's other session: read, then answer
             if not results:
-                return _completion(n, None, ("ReadConfig", {"path": "config.json"}))
-            return _completion(n, lookup_answer(json.loads(results[0])["port"]), None)
+                return _completion(n, None, ("ReadConfig", {"path": "config.json"}), sdk=self.sdk)
+            return _completion(n, lookup_answer(json.loads(results[0])["port"]), None, sdk=self.sdk)
         if prompt == TURNS[0][1]:
             if not results:
-                return _completion(n, None, ("ReadConfig", {"path": "config.json"}))
+                return _completion(n, None, ("ReadConfig", {"path": "config.json"}), sdk=self.sdk)
             if len(results) == 1 or _not_applied(results[-1]):
                 port = json.loads(results[0])["port"]
                 args = {"path": "port.txt", "content": f"{port}\n"}
-                return _completion(n, None, ("Write", args))
-            return _completion(n, TURNS[0][2], None)
+                return _completion(n, None, ("Write", args), sdk=self.sdk)
+            return _completion(n, TURNS[0][2], None, sdk=self.sdk)
         if not results or _not_applied(results[-1]):
-            return _completion(n, None, ("SendEmail", {"to": "ops", "body": "port.txt written"}))
-        return _completion(n, TURNS[1][2], None)
+            return _completion(
+                n, None, ("SendEmail", {"to": "ops", "body": "port.txt written"}), sdk=self.sdk
+            )
+        return _completion(n, TURNS[1][2], None, sdk=self.sdk)
 
 
 def instrument_writes(root: Path) -> None:
@@ -252,7 +263,7 @@ def cli_provider() -> Provider:
             os.write(fd, b"INSIDE\n")
 
         arm_kill((name, int(hits)), announce)
-    return OpenAIChatProvider(ScriptedClient(root), model="scripted")
+    return OpenAIChatProvider(ScriptedClient(root, sdk=False), model="scripted")
 
 
 def cli_tools() -> list[Tool[Any]]:
