@@ -7,10 +7,14 @@ random points: failpoints inside model calls, around and inside T1 and T2, betwe
 inside continuations and recovery, or after a random delay. Each restart calls ``recover()``,
 ``resume()``, then ``run_turn`` for a turn the session has not had. Every seed must end with
 both answers, with no operator action unless the email was inside its T1-T2 window when
-killed; then after exactly one ``maka-es attest`` for that email operation (the truth:
-applied when its outbox line landed) and one more restart (an email resent after "not
-applied" and killed inside ITS window needs its own). Side effects happen once, and every
-request the model got answers each tool call and holds its prompt once
+killed; then after exactly one operator decision for that email operation and one more
+restart (an email resent after "not applied" and killed inside ITS window needs its own). The
+decision is the truth: ``maka-es attest --applied`` when its outbox line landed; when it did
+not, the seed's operator chooses (by the seed's rng) ``maka-es attest --not-applied`` or
+``maka-es fork --execute``, a process of its own that is SIGKILLed too, at random points of
+the fork (its claim, its take, its model calls, its resent email's window, its terminal); a
+fork killed before its claim landed is retried with the same command. Side effects happen
+once, and every request the model got answers each tool call and holds its prompt once
 (docs/adr/0022-operator-actions-attest-and-fork.md).
 """
 
@@ -23,7 +27,6 @@ import select
 import signal
 import subprocess
 import sys
-import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,6 +44,7 @@ from maka_es.errors import (
     StorePathError,
     StoreSchemaMissingError,
 )
+from maka_es.recovery.operator_actions import AFTER_FORK_COMMITTED, AFTER_FORK_TAKEN
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import AFTER_T1, AFTER_T2, BEFORE_T2
 from maka_es.wire.run_header import RunHeader
@@ -64,9 +68,27 @@ POINTS: tuple[tuple[str, int], ...] = (
 )
 #: The email's window, before and after its line landed: the operator attests the truth.
 EMAIL_NOT_SENT, EMAIL_SENT = (live_agent.BEFORE_EMAIL, 1), (live_agent.AFTER_EMAIL, 1)
+#: Kill points inside ``maka-es fork --execute``: its saves (the source ended, its claim, its
+#: take, T1, T2, the terminal), after its claim and its take, its model calls, its resent email.
+FORK_POINTS: tuple[tuple[str, int], ...] = (
+    (failpoints.INSIDE_SAVE_BEFORE_COMMIT, 6),
+    (AFTER_FORK_COMMITTED, 1),
+    (AFTER_FORK_TAKEN, 1),
+    (live_agent.MODEL_CALL, 2),
+    (AFTER_T1, 1),
+    (live_agent.BEFORE_EMAIL, 1),
+    (live_agent.AFTER_EMAIL, 1),
+    (AFTER_T2, 1),
+    (failpoints.AFTER_TERMINAL_EVENT, 1),
+)
+#: A fork is killed with this chance, at most this many times per seed.
+FORK_KILL_CHANCE, MAX_FORK_KILLS = 0.7, 2
 MAX_RESTARTS = 5
 CHILD_TIMEOUT = 60.0
 EMAIL_LINE = "ops: port.txt written"
+CLI = Path(sys.executable).with_name("maka-es")
+#: What ``maka-es fork --execute`` imports its provider and tools from (the repository root).
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -83,6 +105,14 @@ class Seed:
     #: The email operations a kill left inside their T1-T2 window.
     window_ops: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+    #: The operations the operator forked before, in order, and the fork commands run
+    #: (a fork killed before its claim landed is run again), and how many were killed.
+    forks: list[str] = field(default_factory=list)
+    fork_runs: int = 0
+    fork_kills: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(f"operator-{self.seed}")  # the operator's choices and kills
 
 
 def plan_for(seed: int) -> list[tuple[str, int]]:
@@ -101,16 +131,11 @@ def _child(root: Path, store: str, kill: tuple[str, int] | None, pipe: int) -> N
     try:
         live_agent.instrument_writes(root)
         if kill is not None and kill[0] != "delay":
-            hits = 0
 
-            def block(_: str) -> None:
-                nonlocal hits
-                hits += 1
-                if hits == kill[1]:
-                    os.write(pipe, b"INSIDE\n")
-                    time.sleep(3600)
+            def announce() -> None:
+                os.write(pipe, b"INSIDE\n")
 
-            failpoints.arm(kill[0], block)
+            live_agent.arm_kill(kill, announce)
         live_agent.main(root, store)
     except BaseException:  # the parent reads it from the file
         (root / "child-error.txt").write_text(traceback.format_exc())
@@ -213,16 +238,111 @@ def attest(root: Path, store: str, run_id: str, operation_id: str, state: Seed) 
     assert out.returncode == 0, (state.seed, out.stdout, out.stderr)
 
 
-def check_requests(root: Path) -> list[str]:
-    """Every request: each assistant tool call answered before anything else, each turn's
-    prompt once and in turn order (the earlier turns come first, as the session history,
-    ADR 0038; a turn's prompt is never repeated)."""
+def operator_choice(state: Seed) -> str:
+    """For an email that was not sent: ``fork`` or ``not_applied``, by the seed's rng; the
+    seeds planned inside the email's window before its side effect alternate their first
+    choice (so both are exercised in every tier)."""
+    first = not state.forks and all(decision != "not_applied" for _, decision in state.attests)
+    if first and state.seed % 8 == 0:
+        return "fork" if state.seed % 16 == 0 else "not_applied"
+    return "fork" if state.rng.random() < 0.5 else "not_applied"
+
+
+def run_cli(root: Path, argv: list[str], kill: tuple[str, int] | None) -> tuple[str, str]:
+    """``maka-es`` as its own process, SIGKILLed when it reaches ``kill`` (its provider factory
+    arms it, see ``live_agent.cli_provider``): ``killed``, ``finished``, ``failed`` or
+    ``hung``, and what it printed."""
+    read, write = os.pipe()
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p)
+    env = os.environ | {live_agent.ROOT_ENV: str(root), "PYTHONPATH": path}
+    if kill is not None:
+        env |= {live_agent.KILL_ENV: f"{kill[0]}:{kill[1]}", live_agent.KILL_FD_ENV: str(write)}
+    out = root / "cli-out.txt"
+    with out.open("w") as sink:
+        child = subprocess.Popen(argv, env=env, pass_fds=(write,), stdout=sink, stderr=sink)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], CHILD_TIMEOUT)
+        said = os.read(read, 64) if ready else b""
+        if said.startswith(b"INSIDE") or not ready:
+            child.kill()
+    finally:
+        os.close(read)
+    code = child.wait(60)
+    result = "hung" if not ready else "killed" if code == -signal.SIGKILL else "finished"
+    return ("failed" if result == "finished" and code != 0 else result), out.read_text()
+
+
+def fork(root: Path, store: str, run_id: str, operation_id: str, state: Seed) -> str | None:
+    """One operator fork through the CLI, run at once (``--execute``), maybe killed inside;
+    ``None`` unless it failed or hung."""
+    kill = None
+    if state.fork_kills < MAX_FORK_KILLS and state.rng.random() < FORK_KILL_CHANCE:
+        name, top = state.rng.choice(FORK_POINTS)
+        kill = (name, state.rng.randint(1, top))
+    state.fork_runs += 1
+    factories = ["--provider", "tests.support.live_agent:cli_provider"]
+    factories += ["--tools", "tests.support.live_agent:cli_tools"]
+    argv = [str(CLI), "--store", store, "fork", run_id, "--before", operation_id]
+    result, printed = run_cli(root, [*argv, "--actor", "live-test", "--execute", *factories], kill)
+    state.log.append(f"fork {operation_id} at {kill}: {result}")
+    if result == "killed":
+        assert kill is not None
+        state.kills += 1
+        state.fork_kills += 1
+        state.killed_at.append(f"fork:{kill[0]}")
+        state.window_ops |= emails_in_window(store)
+        return None
+    return None if result == "finished" else f"fork {result}: {printed}"
+
+
+def parked_operation(commands: list[str]) -> tuple[str, str] | None:
+    """The run and operation a park's operator commands name (``attest RUN OP`` while the
+    run awaits the operator, ``fork RUN --before OP`` once it ended); ``None``: neither."""
+    words = commands[0].split() if commands else []
+    if words[1:2] == ["attest"]:
+        return words[2], words[3]
+    return (words[2], words[4]) if words[1:2] == ["fork"] else None
+
+
+def operator(root: Path, store: str, outcome: dict[str, Any], state: Seed) -> str | None:
+    """The operator's one decision for a parked email (its fork retried when it was killed
+    before its claim landed); ``None`` when made, else why the seed is stuck."""
+    state.parks.append(outcome)
+    named = parked_operation(outcome["commands"])
+    if named is None:
+        return f"parked {outcome} with no operation to decide"
+    run_id, operation_id = named
+    if operation_id in state.forks:
+        return fork(root, store, run_id, operation_id, state)
+    if operation_id not in state.window_ops - {op for op, _ in state.attests}:
+        return f"parked {outcome} (email operations killed in window {state.window_ops})"
+    if not (root / live_agent.OUTBOX).exists() and operator_choice(state) == "fork":
+        state.forks.append(operation_id)
+        return fork(root, store, run_id, operation_id, state)
+    attest(root, store, run_id, operation_id, state)
+    return None
+
+
+def check_requests(
+    root: Path, name: str = live_agent.REQUESTS, prefix: str | None = None
+) -> list[str]:
+    """Every request (in ``name``): each assistant tool call answered before anything else,
+    each turn's prompt once and in turn order (the earlier turns come first, as the session
+    history, ADR 0038; a turn's prompt is never repeated): the agent's turns, or prompts that
+    start with ``prefix`` when given."""
     problems: list[str] = []
     prompts = [prompt for _, prompt, _ in live_agent.TURNS]
-    for n, line in enumerate((root / live_agent.REQUESTS).read_text().splitlines()):
+
+    def in_order(users: list[Any]) -> bool:
+        if prefix is None:
+            return users == prompts[: len(users)]
+        return len(set(users)) == len(users) and all(str(u).startswith(prefix) for u in users)
+
+    for n, line in enumerate((root / name).read_text().splitlines()):
         messages = json.loads(line)
         users = [m["content"] for m in messages if m["role"] == "user"]
-        if not users or users != prompts[: len(users)]:
+        if not users or not in_order(users):
             problems.append(f"request {n}: user messages {users}")
         open_calls: list[str] = []
         for m in messages:
@@ -277,12 +397,9 @@ def drive(root: Path, store: str, state: Seed) -> str | None:
             return "child failed: " + (root / "child-error.txt").read_text()
         outcome = json.loads((root / live_agent.OUTCOME).read_text())
         if outcome["resume"] == "parked":
-            state.parks.append(outcome)
-            command = next(c for c in outcome["commands"] if c.startswith("maka-es attest"))
-            run_id, operation_id = command.split()[2:4]
-            if operation_id not in state.window_ops - {op for op, _ in state.attests}:
-                return f"parked {outcome} (email operations killed in window {state.window_ops})"
-            attest(root, store, run_id, operation_id, state)
+            stuck = operator(root, store, outcome, state)
+            if stuck is not None:
+                return stuck
             continue
         if finished(store):
             return None
@@ -301,7 +418,7 @@ def one_seed(tmp: Path, seed: int, store_for: Any) -> tuple[Seed, list[str]]:
     if stuck is not None:
         return state, [f"STUCK {stuck}", f"runs {store_summary(store)}", *state.log]
     problems = side_effect_problems(root, port, state) + check_requests(root)
-    if len(state.attests) != len(state.parks):
+    if len(state.attests) + state.fork_runs != len(state.parks):
         problems.append(f"parked {state.parks}")
     if problems:
         problems += [f"runs {store_summary(store)}", *state.log]
@@ -313,14 +430,23 @@ def soak(tmp: Path, seeds: range, store_for: Any) -> None:
     failures = {s.seed: (s.plan, p) for s, p in results if p}
     stuck = sum(1 for _, p in results if p and p[0].startswith("STUCK"))
     attested = Counter(decision for s, _ in results for _, decision in s.attests)
+    ok = [s for s, p in results if not p]
     counts: dict[str, object] = {
         "seeds": len(results),
         "kills": sum(s.kills for s, _ in results),
-        "finished_without_operator": sum(1 for s, p in results if not p and not s.attests),
-        "finished_after_one_attest": sum(1 for s, p in results if not p and len(s.attests) == 1),
+        "finished_without_operator": sum(1 for s in ok if not s.attests and not s.forks),
+        "finished_after_one_attest": sum(1 for s in ok if len(s.attests) == 1 and not s.forks),
         # a resent email (after "not applied") killed in ITS window too: one attest per window
-        "finished_after_two_attests": sum(1 for s, p in results if not p and len(s.attests) > 1),
+        "finished_after_two_attests": sum(1 for s in ok if len(s.attests) > 1 and not s.forks),
+        "finished_after_one_fork": sum(1 for s in ok if len(s.forks) == 1 and not s.attests),
+        # a fork's resent email killed in ITS window: one more decision for that email
+        "finished_after_a_fork_and_more": sum(
+            1 for s in ok if s.forks and len(s.forks) + len(s.attests) > 1
+        ),
         "attested": dict(attested),
+        "forked": sum(len(s.forks) for s, _ in results),
+        "fork_retries": sum(s.fork_runs - len(s.forks) for s, _ in results),
+        "kills_in_forks": sum(s.fork_kills for s, _ in results),
         "stuck": stuck,
         "failed_checks": len(failures),
     }
@@ -328,6 +454,8 @@ def soak(tmp: Path, seeds: range, store_for: Any) -> None:
     print(f"\nliveness {counts}\nkills by point {dict(where)}")
     assert not failures, f"{counts}: {failures}"
     assert attested.keys() >= {"applied", "not_applied"}, counts  # both attestations exercised
+    assert counts["finished_after_one_fork"], counts  # and the fork, run to its answer
+    assert counts["kills_in_forks"], counts  # and killed inside
 
 
 def sqlite_store(root: Path) -> str:

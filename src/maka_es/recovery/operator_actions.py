@@ -40,6 +40,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from maka_es import failpoints
 from maka_es.continuation.claims import (
     Claims,
     ContinuationTarget,
@@ -68,7 +69,7 @@ from maka_es.recovery.startup import (
 )
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
-from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
@@ -76,6 +77,8 @@ from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = [
+    "AFTER_FORK_COMMITTED",
+    "AFTER_FORK_TAKEN",
     "AttestationOutcome",
     "OperatorActions",
     "ForkOutcome",
@@ -140,6 +143,7 @@ class OperatorActions:
         :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
         typed error and writes nothing. When nothing else of the run awaits a decision, the
         run's recovery is finished (see :meth:`_finish_recovery`)."""
+        self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
         commit, attestation = self._tools.attest_operation(
             run_id, operation_id, applied=applied, result=result, actor=actor, note=note
         )
@@ -149,6 +153,29 @@ class OperatorActions:
         return AttestationOutcome(
             run_id, commit.operation_id, commit.created, attestation, recovery
         )
+
+    def _take_over_if_owner_gone(
+        self, run_id: str, operation_id: str, decision: tuple[str, str, bool, Any]
+    ) -> None:
+        """A dead host's run awaiting the operator still names that host as its owner
+        (recovery writes nothing to it, so it takes it over from nobody, ADR 0021), and a write
+        of another host id is fenced: an attestation that will be accepted (valid input, the
+        operation unsettled in an unended run) takes the run over first when its owner's lease
+        has expired. A live owner's run is not taken: the attestation is then refused
+        ``run_owner_fenced`` with nothing written, as before."""
+        ownership = self._ledger.ownership
+        if ownership is None or not self._ledger.run_exists(run_id):
+            return
+        validate_attestation_input(*decision)
+        run = self._ledger.load_run(run_id)
+        unsettled = {op.operation_id for op in run.tool_operations if op.is_unsettled}
+        if (
+            operation_id in unsettled
+            and run.terminal_event is None
+            and run.sealed_by is None
+            and ownership.verdict(run) == "expired"
+        ):
+            ownership.take_over(run_id)
 
     def _finish_recovery(self, run_id: str) -> tuple[Repair, ...]:
         """Startup recovery left the run unsealed only because an operator had to decide
@@ -273,6 +300,13 @@ def fork_high_water(events: tuple[RuntimeEvent, ...], operation_id: str) -> int:
     return index
 
 
+#: Crash-harness failpoints (docs/reference/continuation.md#continuation-failpoints): the fork's
+#: claim save (claim, seal, fork run with its start, provenance) is durable, and its execution
+#: has taken the fork at the owner's next epoch, its provider not yet called.
+AFTER_FORK_COMMITTED = "fork.after_fork_committed"
+AFTER_FORK_TAKEN = "fork.after_taken_for_execution"
+
+
 class RunForks:
     """The operator fork (see module docstring)."""
 
@@ -304,7 +338,9 @@ class RunForks:
             )
         # a command: the source is sealed at the version its checks below saw (ADR 0021)
         with self._ledger.command():
-            return self._fork(run_id, before_operation, actor, note)
+            outcome = self._fork(run_id, before_operation, actor, note)
+        failpoints.hit(AFTER_FORK_COMMITTED)
+        return outcome
 
     def _fork(self, run_id: str, before_operation: str, actor: str, note: str) -> ForkOutcome:
         self._end_awaiting_source(run_id)
@@ -391,6 +427,7 @@ class RunForks:
             history_turns=checked_history_turns(history_turns),
         )
         header, replay, source_run_id, history = self._take_pending(fork_run_id, executor)
+        failpoints.hit(AFTER_FORK_TAKEN)
         return executor.run_admitted(
             header,
             replay.runtime_context,

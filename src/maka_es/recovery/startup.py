@@ -219,6 +219,14 @@ class ToolSettlement:
         return bool(self.held or self.awaiting_operator)
 
 
+def awaits_only_the_operator(run: Run) -> bool:
+    """Whether recovery would leave ``run`` to the operator and write nothing to it: some
+    operation is unsettled, and every unsettled one is of a mode no tool settles
+    (``never_auto_retry``, ...; ``left_awaiting_operator``)."""
+    modes = [op.recovery_mode for op in run.tool_operations if op.is_unsettled]
+    return bool(modes) and all(mode not in SELF_SETTLING_MODES for mode in modes)
+
+
 def unsettled_operations(ledger: Ledger, run_id: str) -> list[ToolOperationState]:
     """Operations of ``run_id`` with T1 and neither T2 nor a recovery decision."""
     return [op for op in ledger.load_run(run_id).tool_operations if op.is_unsettled]
@@ -469,9 +477,12 @@ class StartupRecovery:
                 repairs.append(repair)
         return StartupRecoveryOutcome(tuple(repairs))
 
-    def _take_ownership(self, run_ids: list[str]) -> tuple[list[str], list[Repair]]:
-        """The runs this host may repair, and the repair lines of the others (ADR 0021)."""
-        sorting = sort_by_owner(self.ledger, run_ids, self._would_end)
+    def _take_ownership(
+        self, run_ids: list[str], would_write: Callable[[str], bool] | None = None
+    ) -> tuple[list[str], list[Repair]]:
+        """The runs this host may repair, and the repair lines of the others (ADR 0021); an
+        expired owner's run is taken over when ``would_write`` (default :meth:`_would_write`)."""
+        sorting = sort_by_owner(self.ledger, run_ids, would_write or self._would_write)
         repairs = [Repair(run_id, kind, detail) for run_id, kind, detail in sorting.repairs]
         return sorting.kept, repairs
 
@@ -490,8 +501,7 @@ class StartupRecovery:
     def _would_end(self, run_id: str) -> bool:
         """Whether :meth:`_repair_run` would append a terminal to ``run_id`` once its owner is
         gone: no terminal event, not sealed by a claim; a bare continuation start only under
-        its rule (the start-only rule above). The ownership step takes over an expired owner's
-        run only when this says yes, and tools are settled first."""
+        its rule (the start-only rule above). Tools are settled first when this says yes."""
         run = self.ledger.load_run(run_id)
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
@@ -499,6 +509,16 @@ class StartupRecovery:
         if run.high_water == 1 and is_bare_continuation_start(run.header, run.events):
             return may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
         return True
+
+    def _would_write(self, run_id: str) -> bool:
+        """Whether recovery writes to ``run_id`` once its owner is gone: it would end it, and
+        its tools do not leave it to the operator. Only then does the ownership step take an
+        expired owner's run over (ADR 0021). A run awaiting only the operator gets no write;
+        taken over by a sweeping host, it would fence every attestation and fork from another
+        host id while that host lives. The operator's action takes it over itself."""
+        return self._would_end(run_id) and not awaits_only_the_operator(
+            self.ledger.load_run(run_id)
+        )
 
     # -- claims -----------------------------------------------------------------------------------
 
@@ -615,7 +635,7 @@ class StartupRecovery:
         fork is the operator's decision to abandon the uncertain call, so the source gets the
         recovered terminal (the call stays indeterminate in its history, and the fork's claim
         then seals it). ``False``, nothing written, when its owner is live."""
-        candidates, _ = self._take_ownership([run_id])
+        candidates, _ = self._take_ownership([run_id], self._would_end)
         if run_id not in candidates:
             return False
         run = self.ledger.load_run(run_id)
