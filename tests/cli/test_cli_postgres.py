@@ -60,12 +60,18 @@ def test_crash_matrix_on_postgres_uses_scratch_schemas_and_matches(
     """The tool-journal suite on the chosen PostgreSQL server: every case SIGKILLed in its own
     schema, decided by a fresh application, and the schema dropped afterwards."""
 
+    operator_schema = pg_store_url.rsplit("schema=", 1)[1]
+
     def schemas() -> set[str]:
+        """The operator's schema and every crash-matrix scratch schema (other tests, on other
+        xdist workers, create and drop their own schemas meanwhile)."""
         with psycopg.connect(pg_server_url, autocommit=True) as conn:
             found = conn.execute("SELECT nspname FROM pg_namespace").fetchall()
-        return {row[0] for row in found}
+        names = {row[0] for row in found}
+        return {n for n in names if n == operator_schema or n.startswith("crash_matrix_")}
 
     before = schemas()
+    assert before == {operator_schema}
     ran = cli("crash-matrix", "--suite", "tooljournal", "--json", store=pg_store_url)
     assert ran.code == 0, ran.err
     report = ran.json()
