@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from maka_es.cli.data import SUITES, mismatches
 from maka_es.cli.demo import KILL_POINTS
-from maka_es.cli.prove import SUITES, mismatches
 from maka_es.testing import crash_matrix
 from maka_es.testing.example_child import POINTS
 from tests.cli.stores import cli

@@ -1,4 +1,5 @@
-"""``make demo``: the example agent killed with SIGKILL inside its Write, then recovered.
+"""``make demo`` and ``maka-es demo``: the example agent killed with SIGKILL inside its Write,
+then recovered (docs/cli.md#demo).
 
 1. The example agent (``maka_es.example_agent``, shipped in the package so the demo runs from an
    installed wheel; ``examples/two_tool_agent.py`` re-exports it) runs in a real child process:
@@ -14,6 +15,9 @@
 4. The demo checks what it claims: one write (probe log, same inode), every call paired with
    exactly one result, and planning the same boundary again parks
    (docs/adr/0019-startup-recovery-reconciles-before-it-seals.md).
+
+Why ``maka-es demo`` is here: this is the one demo; the command only exposes its kill point and
+directory, so ``make demo`` and the command can never tell different stories.
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from maka_es import example_agent
 from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.app import RuntimeApplication
+from maka_es.errors import CommandLineUsageError
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
 #: The agent's file inside the installed package: the child runs it as ``__main__``.
@@ -166,6 +174,24 @@ def run_demo(root: Path, point: str = DEFAULT_POINT) -> int:
     if not _restart(root):
         return 1
     return 0 if _check(root, inode) else 1
+
+
+def demo_command(
+    crash_at: Annotated[
+        str, typer.Option("--crash-at", help=f"Kill point: {', '.join(KILL_POINTS)}.")
+    ] = DEFAULT_POINT,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", help="Directory for the demo (replaced).")
+    ] = Path("demo-data"),
+) -> None:
+    """Kill the example agent with SIGKILL inside its Write, restart it, check the result."""
+    if crash_at not in KILL_POINTS:
+        raise CommandLineUsageError(
+            f"unknown kill point {crash_at!r}", f"one of {', '.join(KILL_POINTS)}"
+        )
+    code = run_demo(workspace, crash_at)
+    if code != 0:
+        raise typer.Exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,32 +1,94 @@
-"""``maka-es``: the console script's entry point and its exit handler (ADR 0029).
+"""``maka-es``: the typer application, its global options, its commands, and the exit handler
+around them (docs/cli.md#global-options, docs/cli.md#exit-codes; ADR 0029).
 
+Why the commands are registered here and not where they are defined: the command modules
+(``inspect``, ``operator``, ``data``, ``demo``) are plain functions over ``cli/store.py``, so
+none of them imports this module and the order of the commands in ``--help`` is this one list.
 Why a handler around typer: the documented exit codes and the one-line error format hold for
 every command and for usage errors too, so no traceback or help box reaches an operator unless
-``--debug`` asks for it (docs/cli.md#exit-codes).
+``--debug`` asks for it.
 """
 
 from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
-from maka_es.cli import (
-    data,
-    decide,
-    demo_cmd,
-    inspect_cmds,
-    prove,
-    repair,
-    report_cmd,
-    verify_cmd,
+from maka_es.cli import data, demo, inspect, operator
+from maka_es.cli.store import (
+    DEFAULT_STORE,
+    EXIT_ERROR,
+    EXIT_USAGE,
+    STORE_ENV,
+    Settings,
+    err_console,
+    failure_line,
+    one_line,
 )
-from maka_es.cli.output import EXIT_ERROR, EXIT_USAGE, err_console, failure_line, one_line
-from maka_es.cli.root import DEBUG, app
 
-#: The command modules, imported for their registration on ``app``.
-COMMAND_MODULES = (inspect_cmds, decide, repair, verify_cmd, prove, data, demo_cmd, report_cmd)
+app = typer.Typer(
+    name="maka-es",
+    help="Inspect, plan, repair and continue crash-safe agent runs (docs/cli.md).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+#: Set by the global callback; the exit handler (``run``) reads it to print a traceback.
+DEBUG = {"on": False}
+
+
+@app.callback()
+def global_options(
+    ctx: typer.Context,
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            envvar=STORE_ENV,
+            help="SQLite path or PostgreSQL URL of the store.",
+            show_default=True,
+        ),
+    ] = DEFAULT_STORE,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Print the traceback of a failure.")
+    ] = False,
+) -> None:
+    """Inspect, plan, repair and continue crash-safe agent runs (docs/cli.md)."""
+    DEBUG["on"] = debug
+    ctx.obj = Settings(store=store, debug=debug)
+
+
+#: The commands, in the order ``maka-es --help`` lists them, with a help text of their own where
+#: the docstring is not it: ``resume SESSION`` is the documented operator name of ``continue``
+#: (plan, then continue the session from its last safe boundary); one command, two names.
+COMMANDS: tuple[tuple[str, Callable[..., None], str | None], ...] = (
+    ("import", data.import_, None),
+    ("export", data.export, None),
+    ("schema", data.schema, None),
+    ("plan", operator.plan, None),
+    ("continue", operator.continue_, None),
+    ("resume", operator.continue_, "Resume SESSION: the same command as `continue`."),
+    ("demo", demo.demo_command, None),
+    ("sessions", inspect.sessions, None),
+    ("runs", inspect.runs, None),
+    ("show", inspect.show, None),
+    ("ops", inspect.ops, None),
+    ("crash-matrix", data.crash_matrix, None),
+    ("recover", operator.recover, None),
+    ("attest", operator.attest, None),
+    ("fork", operator.fork, None),
+    ("end-run", operator.end_run, None),
+    ("report", inspect.report, None),
+    ("verify", data.verify, None),
+)
+for _name, _command, _help in COMMANDS:
+    app.command(_name, help=_help)(_command)
 
 
 def run(argv: list[str] | None = None) -> int:

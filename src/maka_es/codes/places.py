@@ -173,9 +173,8 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "workspace_path_invalid"): ("adapters/file_write.py",),
     ("error", "usage"): (
         "cli/data.py",
-        "cli/demo_cmd.py",
-        "cli/prove.py",
-        "cli/providers.py",
+        "cli/demo.py",
+        "cli/operator.py",
         "cli/store.py",
     ),
     ("error", "extra_missing"): ("extras.py",),
@@ -299,9 +298,9 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "continuation/planner.py",
         "continuation/service.py",
     ),
-    ("diagnostic", "pending_tool_result"): ("cli/decide.py", "resume/diagnostics.py"),
+    ("diagnostic", "pending_tool_result"): ("cli/operator.py", "resume/diagnostics.py"),
     ("diagnostic", "tool_not_dispatched"): ("resume/diagnostics.py",),
-    ("diagnostic", "tool_recovery_parked"): ("cli/decide.py", "resume/diagnostics.py"),
+    ("diagnostic", "tool_recovery_parked"): ("cli/operator.py", "resume/diagnostics.py"),
     ("diagnostic", "tool_recovery_corruption"): (
         "continuation/plan.py",
         "continuation/replay.py",

@@ -1,20 +1,38 @@
-"""Inspect: ``sessions``, ``runs``, ``show RUN``, ``ops RUN`` (docs/cli.md#inspect).
+"""The read commands: ``sessions``, ``runs``, ``show RUN``, ``ops RUN`` (docs/cli.md#inspect) and
+``report`` (docs/cli.md#report).
 
 Why read-only opens: looking at a stuck run must never change it; SQLite's ``mode=ro`` makes
-that a property of the connection.
+that a property of the connection. Why ``report`` only delegates: ``maka_es.report`` reads the
+store once and renders one self-contained page (ADR 0030); the command names the file it wrote.
+It opens the store with the host context ``continue`` uses (the host inspector of
+``--tool``/``--tools`` and the safe-boundary flag on), so the continuation decision on the page
+is the one the host would get.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from maka_es.cli.output import console, emit_json
-from maka_es.cli.root import JsonFlag, app, settings
-from maka_es.cli.store import open_store
-from maka_es.cli.views import ledger_rows, operation_rows, run_row, session_row
+from maka_es.adapters.workspace import LocalHostInspector
+from maka_es.cli.operator import host_tool_names, load_tools
+from maka_es.cli.store import (
+    JsonFlag,
+    ToolNamesOption,
+    ToolsFactoryOption,
+    console,
+    emit_json,
+    ledger_rows,
+    open_store,
+    operation_rows,
+    run_row,
+    session_row,
+    settings,
+)
+from maka_es.report import write_run_report, write_session_report
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
@@ -26,7 +44,6 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     console.print(table)
 
 
-@app.command()
 def sessions(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List the sessions in the store."""
     with open_store(settings(ctx).store, read_only=True) as runtime:
@@ -41,7 +58,6 @@ def sessions(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     )
 
 
-@app.command()
 def runs(
     ctx: typer.Context,
     session: Annotated[str | None, typer.Argument(help="Only this session's runs.")] = None,
@@ -65,7 +81,6 @@ def runs(
     )
 
 
-@app.command()
 def show(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="Run id.")],
@@ -86,7 +101,6 @@ def show(
     )
 
 
-@app.command()
 def ops(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="Run id.")],
@@ -114,3 +128,33 @@ def ops(
             for r in rows
         ],
     )
+
+
+def report(
+    ctx: typer.Context,
+    run: Annotated[str | None, typer.Argument(help="The run to report.")] = None,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
+    session: Annotated[
+        str | None, typer.Option("--session", help="Report every run of this session instead.")
+    ] = None,
+    tool: ToolNamesOption = None,
+    tools: ToolsFactoryOption = None,
+) -> None:
+    """Write a self-contained HTML page: timeline, tool operations, plans, lineage."""
+    if (run is None) == (session is None):
+        raise typer.BadParameter("name a RUN, or --session SESSION (not both)")
+    names = host_tool_names(tool, load_tools(tools))
+    with open_store(
+        settings(ctx).store,
+        read_only=True,
+        host_inspector=LocalHostInspector(tool_names=names),
+        safe_boundary_resume=True,
+    ) as runtime:
+        if session is not None:
+            written = write_session_report(runtime, session, output)
+        else:
+            assert run is not None
+            written = write_run_report(runtime, run, output)
+    console.print(str(written), highlight=False)
