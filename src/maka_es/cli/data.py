@@ -2,7 +2,7 @@
 
 Why these formats: ``jsonl`` is the reference runtime's file layout (byte-compatible rows;
 ``adapters/jsonl.py``); ``openai`` and ``anthropic`` are the run as the model-facing message
-lists a provider would be sent (``continuation/provider_export.py``), so an operator can replay
+lists a provider would be sent (``providers/export.py``), so an operator can replay
 a run by hand. ``schema`` is pydantic's JSON Schema of the RuntimeEvent wire model.
 """
 
@@ -22,8 +22,8 @@ from maka_es.app import RuntimeApplication
 from maka_es.cli.output import console, emit_json
 from maka_es.cli.root import JsonFlag, app, settings
 from maka_es.cli.store import is_postgres, open_store, sqlite_path
-from maka_es.continuation.provider_export import to_anthropic_messages, to_openai_chat_messages
 from maka_es.errors import CommandLineUsageError, MakaError, ReportOutputError
+from maka_es.providers.export import to_anthropic_messages, to_openai_chat_messages
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 

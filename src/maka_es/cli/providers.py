@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.provider import Provider, ProviderTurn, ScriptedProvider
 from maka_es.errors import CommandLineUsageError
+from maka_es.providers.protocol import Provider, ProviderTurn, ScriptedProvider
 from maka_es.tooljournal.tools import Tool
 
 DEFAULT_PROVIDER = "maka_es.cli.providers:scripted_provider"

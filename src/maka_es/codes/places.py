@@ -41,7 +41,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "prefix_invalid"): ("continuation/boundary.py", "continuation/replay.py"),
     ("error", "boundary_invalid"): ("continuation/boundary.py", "continuation/replay.py"),
     ("error", "tool_identity_invalid"): ("wire/codec.py",),
-    ("error", "provider_replay_invalid"): ("continuation/replay.py",),
+    ("error", "provider_replay_invalid"): ("providers/replay_items.py",),
     ("error", "invalid_plan_request"): (
         "continuation/service.py",
         "continuation/session_history.py",
@@ -182,12 +182,12 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "continuation_revalidation_failed"): (),
     ("error", "provider_output_invalid"): (
         "continuation/agent_loop.py",
-        "continuation/provider.py",
-        "continuation/provider_formats.py",
+        "providers/protocol.py",
+        "providers/formats.py",
     ),
     ("error", "step_limit_exceeded"): ("continuation/agent_loop.py",),
-    ("error", "provider_script_exhausted"): ("continuation/provider.py",),
-    ("error", "provider_export_invalid"): ("continuation/provider_export.py",),
+    ("error", "provider_script_exhausted"): ("providers/protocol.py",),
+    ("error", "provider_export_invalid"): ("providers/export.py",),
     ("error", "recovery_status_conflict"): ("recovery/status_store.py",),
     ("error", "recovery_status_unsupported"): ("adapters/recovery_status.py",),
     ("error", "report_output_invalid"): (
@@ -310,7 +310,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ),
     ("diagnostic", "protocol_marker_invalid"): ("resume/diagnostics.py", "tooljournal/scanner.py"),
     ("diagnostic", "unmatched_tool_result"): (
-        "continuation/provider_export.py",
+        "providers/export.py",
         "continuation/replay.py",
         "resume/diagnostics.py",
     ),
@@ -329,11 +329,11 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("diagnostic", "unsupported_role"): ("continuation/replay.py",),
     ("diagnostic", "unsupported_content"): ("continuation/replay.py",),
     ("diagnostic", "tool_id_mismatch"): (
-        "continuation/provider_export.py",
+        "providers/export.py",
         "continuation/replay.py",
     ),
     ("diagnostic", "unmatched_tool_call"): (
-        "continuation/provider_export.py",
+        "providers/export.py",
         "continuation/replay.py",
     ),
 }

@@ -76,13 +76,13 @@ from maka_es.continuation.plan import (
     RuntimeContinuation,
     normalize_cwd,
 )
-from maka_es.continuation.provider import Provider, ProviderRequest
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.ledger.run import Run
+from maka_es.providers.protocol import Provider, ProviderRequest
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent

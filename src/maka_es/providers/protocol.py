@@ -25,13 +25,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from maka_es.continuation.provider_export import (
+from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
+from maka_es.providers.export import (
     ProviderMessage,
     to_anthropic_messages,
     to_openai_chat_messages,
 )
-from maka_es.continuation.provider_formats import ToolSpec
-from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
+from maka_es.providers.formats import ToolSpec
 from maka_es.wire.events import (
     FunctionCallContent,
     RuntimeEvent,
