@@ -23,18 +23,16 @@ import maka_es
 from maka_es import aio
 from maka_es.aio import services as aio_services
 from maka_es.app import RuntimeApplication, ToolJournalService
-from maka_es.continuation import (
-    host,
-    provider,
-    provider_anthropic,
-    provider_formats,
-    provider_openai_chat,
-    provider_openai_responses,
-    sdk_providers,
-)
+from maka_es.continuation import host
 from maka_es.continuation.claims import Claims
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.service import Ledger, RunStarts
+from maka_es.providers import anthropic as provider_anthropic
+from maka_es.providers import formats as provider_formats
+from maka_es.providers import openai_chat as provider_openai_chat
+from maka_es.providers import openai_responses as provider_openai_responses
+from maka_es.providers import protocol as provider
+from maka_es.providers import sdk as sdk_providers
 from maka_es.tooljournal import runtime, tools
 from tests.test_docs_blocks import ROOT, _build
 

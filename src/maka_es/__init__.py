@@ -23,8 +23,11 @@ if TYPE_CHECKING:
         build_continuation_plan,
     )
     from maka_es.continuation.planner import PlannerSettings
-    from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
-    from maka_es.continuation.sdk_providers import (
+    from maka_es.continuation.turns import TurnResult
+    from maka_es.errors import MakaError
+    from maka_es.ledger.host_config import HostConfig
+    from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
+    from maka_es.providers.sdk import (
         AnthropicMessagesProvider,
         AsyncAnthropicMessagesProvider,
         AsyncOpenAIChatProvider,
@@ -32,9 +35,6 @@ if TYPE_CHECKING:
         OpenAIChatProvider,
         OpenAIResponsesProvider,
     )
-    from maka_es.continuation.turns import TurnResult
-    from maka_es.errors import MakaError
-    from maka_es.ledger.host_config import HostConfig
     from maka_es.recovery.operator_actions import AttestationOutcome, EndRunOutcome, ForkOutcome
     from maka_es.recovery.session_resume import ResumeResult
     from maka_es.recovery.startup import StartupRecoveryOutcome
@@ -62,15 +62,15 @@ _EXPORTS: dict[str, str] = {
     "ContinuationPlan": "maka_es.continuation.plan",
     "build_continuation_plan": "maka_es.continuation.plan",
     "PlannerSettings": "maka_es.continuation.planner",
-    "Provider": "maka_es.continuation.provider",
-    "ProviderRequest": "maka_es.continuation.provider",
-    "ProviderTurn": "maka_es.continuation.provider",
-    "AnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
-    "AsyncAnthropicMessagesProvider": "maka_es.continuation.sdk_providers",
-    "AsyncOpenAIChatProvider": "maka_es.continuation.sdk_providers",
-    "AsyncOpenAIResponsesProvider": "maka_es.continuation.sdk_providers",
-    "OpenAIChatProvider": "maka_es.continuation.sdk_providers",
-    "OpenAIResponsesProvider": "maka_es.continuation.sdk_providers",
+    "Provider": "maka_es.providers.protocol",
+    "ProviderRequest": "maka_es.providers.protocol",
+    "ProviderTurn": "maka_es.providers.protocol",
+    "AnthropicMessagesProvider": "maka_es.providers.sdk",
+    "AsyncAnthropicMessagesProvider": "maka_es.providers.sdk",
+    "AsyncOpenAIChatProvider": "maka_es.providers.sdk",
+    "AsyncOpenAIResponsesProvider": "maka_es.providers.sdk",
+    "OpenAIChatProvider": "maka_es.providers.sdk",
+    "OpenAIResponsesProvider": "maka_es.providers.sdk",
     "TurnResult": "maka_es.continuation.turns",
     "MakaError": "maka_es.errors",
     "HostConfig": "maka_es.ledger.host_config",

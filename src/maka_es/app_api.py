@@ -18,7 +18,6 @@ from typing import Any
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
-from maka_es.continuation.provider import Provider
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.turns import TurnResult, Turns
 from maka_es.ledger.host_config import HostConfig
@@ -26,6 +25,7 @@ from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.ownership import HostLease
 from maka_es.ledger.service import Ledger, SessionInfo
+from maka_es.providers.protocol import Provider
 from maka_es.recovery.operator_actions import (
     AttestationOutcome,
     ForkOutcome,

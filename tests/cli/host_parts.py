@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
+from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
 from maka_es.tooljournal.tools import Tool
 from tests.support.send_tool import send_tool
 

@@ -36,8 +36,8 @@ from maka_es.continuation.executor import (
     AFTER_TERMINAL_HEADER,
 )
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.recovery.startup import Repair
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child

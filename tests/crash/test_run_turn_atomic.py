@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from maka_es import HostConfig, RuntimeApplication, failpoints
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.turns import AFTER_TURN_STARTED
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.wire.events import TextContent
 
 CHILD = """
 import sys, time
 from maka_es import HostConfig, RuntimeApplication, failpoints
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 
 store, cwd, point, nth = sys.argv[1:5]
 hits = []

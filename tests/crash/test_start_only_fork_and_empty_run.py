@@ -17,8 +17,8 @@ import pytest
 
 from maka_es import HostConfig
 from maka_es.app import RuntimeApplication
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.recovery.startup import Repair
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child

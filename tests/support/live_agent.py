@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from maka_es import HostConfig, OpenAIChatProvider, RuntimeApplication, failpoints
 from maka_es.adapters import file_write
 from maka_es.adapters.file_write import file_write_tool, read_workspace_file
-from maka_es.continuation.provider import Provider
+from maka_es.providers.protocol import Provider
 from maka_es.tooljournal.runtime import Tool, ToolContext
 
 SESSION = "s1"

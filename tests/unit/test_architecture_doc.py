@@ -19,6 +19,7 @@ CAPABILITIES = (
     "tooljournal",
     "ledger",
     "resume",
+    "providers",
     "continuation",
     "recovery",
     "adapters",

@@ -135,11 +135,10 @@ def test_every_public_exception_class_of_the_library_is_defined_in_errors() -> N
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("maka_es.continuation.provider", "InvalidProviderOutputError"),
-        ("maka_es.continuation.provider", "ProviderScriptExhaustedError"),
-        ("maka_es.continuation.provider_export", "ProviderExportError"),
-        ("maka_es.continuation.provider_export", "ExportReason"),
-        ("maka_es.continuation.revalidation", "ContinuationRevalidationError"),
+        ("maka_es.providers.protocol", "InvalidProviderOutputError"),
+        ("maka_es.providers.protocol", "ProviderScriptExhaustedError"),
+        ("maka_es.providers.export", "ProviderExportError"),
+        ("maka_es.providers.export", "ExportReason"),
         ("maka_es.continuation.executor", "ContinuationRevalidationError"),
         ("maka_es.continuation.planner", "LineagePark"),
         ("maka_es.tooljournal.runtime", "OutcomeUnknownError"),

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.tooljournal.tools import Reconciler, Tool, ToolContext
 from maka_es.wire.events import ToolRecoveryMode
 
@@ -58,7 +58,7 @@ def _call_on_loop(loop: asyncio.AbstractEventLoop, coroutine: Awaitable[T]) -> T
 
 
 class LoopProvider:
-    """The sync :class:`~maka_es.continuation.provider.Provider` the executor calls: each
+    """The sync :class:`~maka_es.providers.protocol.Provider` the executor calls: each
     ``complete`` submits the async provider's coroutine to ``loop`` and waits in the calling
     (worker) thread, never on the loop itself."""
 

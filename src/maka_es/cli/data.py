@@ -3,7 +3,7 @@
 
 Why these formats: ``jsonl`` is the reference runtime's file layout (byte-compatible rows;
 ``adapters/jsonl.py``); ``openai`` and ``anthropic`` are the run as the model-facing message
-lists a provider would be sent (``continuation/provider_export.py``), so an operator can replay
+lists a provider would be sent (``providers/export.py``), so an operator can replay
 a run by hand. ``schema`` is pydantic's JSON Schema of the RuntimeEvent wire model.
 
 Why ``verify`` checks three levels: SQLite's own ``integrity_check`` finds a damaged file;
@@ -52,13 +52,13 @@ from maka_es.cli.store import (
     settings,
     sqlite_path,
 )
-from maka_es.continuation.provider_export import to_anthropic_messages, to_openai_chat_messages
 from maka_es.errors import (
     CommandLineUsageError,
     MakaError,
     ReportOutputError,
     StoreCorruptionError,
 )
+from maka_es.providers.export import to_anthropic_messages, to_openai_chat_messages
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 

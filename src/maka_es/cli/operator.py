@@ -46,8 +46,8 @@ from maka_es.cli.store import (
     settings,
 )
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.provider import Provider, ProviderTurn, ScriptedProvider
 from maka_es.errors import CommandLineUsageError
+from maka_es.providers.protocol import Provider, ProviderTurn, ScriptedProvider
 from maka_es.recovery.startup import LEFT_KINDS
 from maka_es.tooljournal.tools import Tool
 

@@ -39,11 +39,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from maka_es.continuation.provider import Provider, ProviderRequest, ProviderTurn
-from maka_es.continuation.provider_formats import ToolSpec
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
+from maka_es.providers.formats import ToolSpec
+from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
 from maka_es.resume.replay import provider_replay_subset
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for

@@ -5,7 +5,7 @@ for its safety facts and reports lifecycle telemetry; execution revalidates, cla
 the provider's agent loop. Both depend on typed collaborators only (the ledger and claims
 services, the host inspector, the application's tool runtime, the provider, telemetry), never
 on the application object (ADR 0017). The
-rules themselves are in ``planner``, ``gates``, ``revalidation`` and ``executor``
+rules themselves are in ``planner``, ``gates`` and ``executor`` (with its revalidation)
 (docs/reference/continuation.md).
 """
 
@@ -15,16 +15,19 @@ from collections.abc import Callable
 
 from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT
 from maka_es.continuation.claims import Claims, RunReader, park
-from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
+from maka_es.continuation.executor import (
+    ContinuationExecutor,
+    ContinuationOutcome,
+    ContinuationRevalidationError,
+)
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.continuation.planner import FEATURE_FLAG, ContinuationPlanner, PlannerSettings
-from maka_es.continuation.provider import Provider
-from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
 from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
+from maka_es.providers.protocol import Provider
 from maka_es.tooljournal.runtime import ToolRuntime
 
 

@@ -38,13 +38,14 @@ from collections.abc import Callable, Iterable, Sequence
 
 from maka_es.continuation.claims import RunReader
 from maka_es.continuation.lineage import check_v2_replay, read_lineage
-from maka_es.continuation.replay import build_composite_replay, provider_replay_item
+from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import (
     InvalidPlanRequestError,
     LineagePark,
     RunNotFoundError,
     SessionHistoryError,
 )
+from maka_es.providers.replay_items import provider_replay_item
 from maka_es.resume.replay import provider_replay_subset
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent

@@ -50,7 +50,6 @@ from maka_es.continuation.claims import (
 )
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
 from maka_es.continuation.lineage import read_lineage
-from maka_es.continuation.provider import Provider
 from maka_es.continuation.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import OperatorAttestedEvent, RunForkedEvent, Telemetry
@@ -60,6 +59,7 @@ from maka_es.ledger.ownership import decide_take_over
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
 from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, ToolCommands
+from maka_es.providers.protocol import Provider
 from maka_es.recovery.startup import (
     Repair,
     StartupRecovery,

@@ -46,8 +46,8 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.plan import ContinuationPlan
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.errors import MakaError
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probe_tools import probe_tools
 from maka_es.tooljournal.runtime import ToolRuntime
 

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict
 from maka_es import AsyncOpenAIChatProvider, HostConfig
 from maka_es.aio import AsyncRuntimeApplication, async_tool
 from maka_es.app import RuntimeApplication
+from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
-from maka_es.continuation.revalidation import ContinuationRevalidationError
 from maka_es.errors import RunForkRefusedError
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext
 

@@ -18,8 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from maka_es import HostConfig, RuntimeApplication
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.errors import TurnRefusedError
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import Tool, ToolContext
 from maka_es.wire.actions import TOOL_BOUNDARY_PROTOCOL_V1

@@ -21,8 +21,8 @@ from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.agent_loop import DEFAULT_STEP_LIMIT
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.errors import InvalidPlanRequestError
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T2, BEFORE_T2, Tool, ToolContext

@@ -25,7 +25,6 @@ from maka_es.continuation.claims import (
     source_boundary,
 )
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import ContinuationStartConflictError
 from maka_es.ledger.facts import (
@@ -35,6 +34,7 @@ from maka_es.ledger.facts import (
     claim_stream_id,
 )
 from maka_es.ledger.run import Run
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot

@@ -19,7 +19,6 @@ from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, S
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpoint
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,
     RecordingTelemetrySink,
@@ -28,6 +27,7 @@ from maka_es.continuation.telemetry import (
 )
 from maka_es.errors import RunSealedError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.raw_facts import commit_unchecked
 from maka_es.testing.store_probe import store_snapshot

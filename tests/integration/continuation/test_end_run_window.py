@@ -22,7 +22,7 @@ import pytest
 from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.conftest import FixedClock
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from maka_es import HostConfig
 from maka_es.adapters.workspace import LocalHostInspector
 from maka_es.app import RuntimeApplication
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine
 from maka_es.tooljournal.runtime import Tool, ToolContext
 

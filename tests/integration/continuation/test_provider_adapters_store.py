@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
-from maka_es.continuation.provider_anthropic import anthropic_messages_request
-from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
-from maka_es.continuation.provider_openai_responses import openai_responses_request
+from maka_es.providers.anthropic import anthropic_messages_request
+from maka_es.providers.openai_chat import openai_chat_request, openai_chat_response
+from maka_es.providers.openai_responses import openai_responses_request
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from tests.unit.continuation.provider_sdk import (

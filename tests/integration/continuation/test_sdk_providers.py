@@ -29,7 +29,7 @@ from maka_es import (
     OpenAIResponsesProvider,
     RuntimeApplication,
 )
-from maka_es.continuation.provider import ProviderRequest
+from maka_es.providers.protocol import ProviderRequest
 from maka_es.tooljournal.runtime import Tool, ToolContext
 from tests.support.fake_model_server import fake_model_server
 

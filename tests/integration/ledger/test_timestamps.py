@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from maka_es.adapters.event_store import epoch_ms
 from maka_es.app import RuntimeApplication, wall_clock_ms
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from tests.support.restart import Restart

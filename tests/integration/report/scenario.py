@@ -16,7 +16,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import Killed, send_tool

@@ -37,12 +37,12 @@ from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import HostConfig, RuntimeApplication
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.plan import ContinuationPlan
-from maka_es.continuation.provider import ProviderTurn, ScriptedProvider
 from maka_es.errors import (
     StorePathError,
     StoreSchemaMissingError,
     StoreUnavailableError,
 )
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.store_probe import store_snapshot
 from maka_es.wire.events import RuntimeEvent

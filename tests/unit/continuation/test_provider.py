@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from maka_es.continuation.provider import (
+from maka_es.errors import InvalidRuntimeEventError, MakaError
+from maka_es.providers.export import (
+    ProviderExportError,
+    to_anthropic_messages,
+    to_openai_chat_messages,
+)
+from maka_es.providers.protocol import (
     InvalidProviderOutputError,
     Provider,
     ProviderRequest,
@@ -16,12 +22,6 @@ from maka_es.continuation.provider import (
     ProviderTurn,
     ScriptedProvider,
 )
-from maka_es.continuation.provider_export import (
-    ProviderExportError,
-    to_anthropic_messages,
-    to_openai_chat_messages,
-)
-from maka_es.errors import InvalidRuntimeEventError, MakaError
 from maka_es.testing.builders import Events, Spine
 from maka_es.wire.events import RuntimeEvent
 

@@ -17,15 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
-from maka_es.continuation.provider_export import (
+from maka_es.errors import MakaError
+from maka_es.providers.export import (
     ProviderExportError,
     ProviderMessage,
     to_anthropic_messages,
     to_openai_chat_messages,
     tool_result_text,
 )
-from maka_es.continuation.replay import provider_replay_item
-from maka_es.errors import MakaError
+from maka_es.providers.replay_items import provider_replay_item
 from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.tools import outcome_unknown_result
 from maka_es.wire.codec import canonical_json

@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from maka_es.continuation.provider_anthropic import (
+from maka_es.errors import InvalidProviderOutputError
+from maka_es.providers.anthropic import (
     anthropic_messages_request,
     anthropic_messages_response,
 )
-from maka_es.continuation.provider_formats import ModelResponse, ToolSpec
-from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
-from maka_es.continuation.provider_openai_responses import (
+from maka_es.providers.formats import ModelResponse, ToolSpec
+from maka_es.providers.openai_chat import openai_chat_request, openai_chat_response
+from maka_es.providers.openai_responses import (
     openai_responses_request,
     openai_responses_response,
 )
-from maka_es.errors import InvalidProviderOutputError
 from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal.tools import Tool, outcome_unknown_result
 from maka_es.wire.codec import operation_id_for
@@ -436,9 +436,9 @@ def test_the_core_and_the_adapters_import_without_the_sdks() -> None:
         "sys.modules['openai'] = None\n"
         "sys.modules['anthropic'] = None\n"
         "import maka_es, maka_es.app\n"
-        "import maka_es.continuation.provider_openai_chat\n"
-        "import maka_es.continuation.provider_openai_responses\n"
-        "import maka_es.continuation.provider_anthropic\n"
+        "import maka_es.providers.openai_chat\n"
+        "import maka_es.providers.openai_responses\n"
+        "import maka_es.providers.anthropic\n"
         "try:\n"
         "    import openai\n"
         "except ImportError:\n"

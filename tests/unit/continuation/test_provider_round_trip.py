@@ -18,13 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter
 
-from maka_es.continuation.provider_anthropic import (
+from maka_es.providers.anthropic import (
     anthropic_messages_request,
     anthropic_messages_response,
 )
-from maka_es.continuation.provider_formats import ModelResponse
-from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
-from maka_es.continuation.provider_openai_responses import (
+from maka_es.providers.formats import ModelResponse
+from maka_es.providers.openai_chat import openai_chat_request, openai_chat_response
+from maka_es.providers.openai_responses import (
     openai_responses_request,
     openai_responses_response,
 )

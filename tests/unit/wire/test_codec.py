@@ -24,8 +24,8 @@ from maka_es.continuation.boundary import (
     prefix_event_wire,
     provider_replay_digest,
 )
-from maka_es.continuation.replay import format_text_with_inline_refs, provider_replay_item
 from maka_es.errors import MakaError, NonStrictJsonError
+from maka_es.providers.replay_items import format_text_with_inline_refs, provider_replay_item
 from maka_es.wire.codec import (
     MAX_JSON_DEPTH,
     CodecInputError,

@@ -11,7 +11,7 @@ an unanswered call may act on it again. The exporters here are pure (no network,
 :class:`ProviderExportError` (code ``provider_export_invalid``), so no exporter can ever emit a
 dangling tool call.
 
-Per-event projection is :func:`maka_es.continuation.replay.provider_replay_item` (projection
+Per-event projection is :func:`maka_es.providers.replay_items.provider_replay_item` (projection
 version 1), the same function whose items the continuation's ``providerReplayDigest`` binds. That is
 deliberate: the messages are a function of exactly the digest-bound items, so user text carries the
 reference's folding (quotes, attachments, the steering envelope) and a tool result is the stored
@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from maka_es.continuation.replay import provider_replay_item
 from maka_es.errors import ExportReason, ProviderExportError
+from maka_es.providers.replay_items import provider_replay_item
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.values import RuntimeEventInput, decode_events
 

@@ -1,7 +1,7 @@
 """What every provider format shares: a parsed model response, its RuntimeEvents, tool specs.
 
-Why one module under the three adapters (``provider_openai_chat``, ``provider_openai_responses``,
-``provider_anthropic``): a model response, whatever its wire format, is one *model step*: text,
+Why one module under the three adapters (``openai_chat``, ``openai_responses``,
+``anthropic``): a model response, whatever its wire format, is one *model step*: text,
 thinking and tool calls in the order the model produced them
 (docs/reference/continuation.md#provider-formats). Each adapter only reads its format; turning
 that step into validated content and then into RuntimeEvents with the reference's ids and refs

@@ -23,12 +23,12 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from maka_es.continuation.provider_export import (
+from maka_es.providers.export import (
     ExchangeTurn,
     exchange_turns,
     tool_result_text,
 )
-from maka_es.continuation.provider_formats import (
+from maka_es.providers.formats import (
     ModelResponse,
     ProviderResponseInput,
     ToolSpec,

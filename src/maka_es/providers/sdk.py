@@ -2,8 +2,8 @@
 
 Why: a host should hand ``run_turn`` / ``resume`` its SDK client and a model name, never
 convert formats itself. Each provider turns a :class:`ProviderRequest` into the API's create
-parameters with the format adapters (``provider_openai_chat``, ``provider_openai_responses``,
-``provider_anthropic``), calls the client, and reads the answer back into a
+parameters with the format adapters (``openai_chat``, ``openai_responses``,
+``anthropic``), calls the client, and reads the answer back into a
 :class:`ProviderTurn`:
 
 * :class:`OpenAIChatProvider` / :class:`AsyncOpenAIChatProvider`: ``client.chat.completions
@@ -27,17 +27,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from maka_es.continuation.provider import ProviderRequest, ProviderTurn
-from maka_es.continuation.provider_anthropic import (
+from maka_es.providers.anthropic import (
     anthropic_messages_request,
     anthropic_messages_response,
 )
-from maka_es.continuation.provider_formats import ModelResponse, ToolSpec
-from maka_es.continuation.provider_openai_chat import openai_chat_request, openai_chat_response
-from maka_es.continuation.provider_openai_responses import (
+from maka_es.providers.formats import ModelResponse, ToolSpec
+from maka_es.providers.openai_chat import openai_chat_request, openai_chat_response
+from maka_es.providers.openai_responses import (
     openai_responses_request,
     openai_responses_response,
 )
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.tooljournal.tools import Tool
 
 __all__ = [

@@ -11,7 +11,7 @@ calls it led to, and a ``tool_use`` input is already an object
 * ``tool_use`` -> a call with its id, name and ``input``.
 
 Any other block (a server tool's use or result) is refused: its outcome is not journaled here.
-Writing: :func:`~maka_es.continuation.provider_export.to_anthropic_messages` plus ``system``,
+Writing: :func:`~maka_es.providers.export.to_anthropic_messages` plus ``system``,
 ``max_tokens`` and the tools.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from maka_es.continuation.provider_export import to_anthropic_messages
-from maka_es.continuation.provider_formats import (
+from maka_es.providers.export import to_anthropic_messages
+from maka_es.providers.formats import (
     ModelResponse,
     ProviderResponseInput,
     ToolSpec,

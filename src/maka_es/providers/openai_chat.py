@@ -6,8 +6,8 @@ as ``messages`` with every call answered by its result
 (docs/reference/continuation.md#provider-formats). Reading: ``choices[0].message`` gives, in
 order, reasoning (``reasoning_content``, which OpenAI-compatible servers add; OpenAI itself
 sends none), text, a refusal (as text, marked ``providerOptions.openai.refusal``), then the
-function tool calls. Writing: :func:`~maka_es.continuation.provider_export.to_openai_chat_messages`
-plus the system prompt and the tools. The SDK is never imported (``provider_formats``).
+function tool calls. Writing: :func:`~maka_es.providers.export.to_openai_chat_messages`
+plus the system prompt and the tools. The SDK is never imported (``formats``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from maka_es.continuation.provider_export import ProviderMessage, to_openai_chat_messages
-from maka_es.continuation.provider_formats import (
+from maka_es.providers.export import ProviderMessage, to_openai_chat_messages
+from maka_es.providers.formats import (
     ModelResponse,
     ProviderResponseInput,
     ToolSpec,

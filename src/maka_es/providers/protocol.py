@@ -1,4 +1,4 @@
-"""The provider seam of a continuation: what it is asked, what it answers, a scripted double.
+"""The provider seam of every turn: what it is asked, what it answers, a scripted double.
 
 Why a seam: a continuation must call its provider exactly once, *after* the continuation-start
 fact is durable, with the validated replay context and nothing else - never a new user event,
@@ -14,7 +14,7 @@ journal and asks the provider again with the run's replay, so one continuation m
 provider calls, each a :class:`ProviderRequest` of the same shape.
 
 * :class:`ProviderRequest` / :class:`ProviderTurn` - request and answer, frozen.
-* :class:`Provider` - the protocol the continuation executor depends on.
+* :class:`Provider` - the protocol the agent loop of a turn or a continuation depends on.
 * :class:`ScriptedProvider` - deterministic double for tests and the demo.
 """
 
@@ -25,13 +25,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from maka_es.continuation.provider_export import (
+from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
+from maka_es.providers.export import (
     ProviderMessage,
     to_anthropic_messages,
     to_openai_chat_messages,
 )
-from maka_es.continuation.provider_formats import ToolSpec
-from maka_es.errors import InvalidProviderOutputError, MakaError, ProviderScriptExhaustedError
+from maka_es.providers.formats import ToolSpec
 from maka_es.wire.events import (
     FunctionCallContent,
     RuntimeEvent,
