@@ -420,6 +420,10 @@ class Claims:
         registration, and ``provenance`` (an operator fork's record, ADR 0022). A concurrent
         claimer loses on the store's uniqueness and ``conflict()`` says why. Returns the
         target's header."""
+        if source.sealed_by is not None:
+            # a resumer's claim landed since this process revalidated (a load in between
+            # advanced the cached source): a lost race, refused as one, nothing written
+            raise conflict()
         claimed_at = self._store.now_ms()
         target_header = continuation_header(
             header, boundary, target, workspace_identity=workspace_identity, claimed_at=claimed_at

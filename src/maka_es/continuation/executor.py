@@ -419,10 +419,16 @@ class ContinuationExecutor:
         # after it is not (each of its commands takes the lock for itself): a model call or a
         # tool of this conversation never holds up another conversation's commands
         with self.ledger.command():
+            # the history first: its reads load the session's runs, and a load inside a command
+            # advances the cached Run, so after revalidation it could fast-forward the source
+            # past another resumer's seal between the check and the claim (a loser must see
+            # continuation_claim_conflict, tests/crash/test_continuation_race.py)
+            history = self.history_of(
+                session_id, continuation.source_run_id, continuation.runtime_context
+            )
             header, source, boundary, observation = self.revalidate(
                 continuation, session_id, current_cwd
             )
-            history = self.history_of(session_id, header.run_id, continuation.runtime_context)
             target_header = self._claim(header, source, boundary, target, observation)
         for name in (AFTER_CLAIM_COMMITTED, AFTER_RUN_CREATED, AFTER_START_COMMITTED):
             failpoints.hit(name)
