@@ -1,4 +1,4 @@
-"""docs/architecture.md names real files and links, and every capability module appears in it.
+"""docs/architecture.md names real files and links, and each capability row names its entry modules.
 
 Why: a map that names a moved or missing file sends a new reader the wrong way; when a module
 is added, split or moved, this test says which line of the page to update.
@@ -36,15 +36,26 @@ def test_every_named_module_exists() -> None:
     assert sorted(path for path in named if not (SRC / path).is_file()) == []
 
 
-def test_every_capability_module_is_named() -> None:
-    named = set(MODULE_RE.findall(DOC.read_text(encoding="utf-8")))
-    modules = {
-        str(path.relative_to(SRC))
-        for capability in CAPABILITIES
-        for path in (SRC / capability).glob("*.py")
-        if path.name != "__init__.py"
-    }
-    assert sorted(modules - named) == []
+def _entry_modules() -> dict[str, list[str]]:
+    """The modules each capability row of section 1 names as where to start reading."""
+    rows: dict[str, list[str]] = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\| \*\*([a-z]+)\*\* \| ([^|]*) \|", line)
+        if match and match.group(1) in CAPABILITIES:
+            rows[match.group(1)] = MODULE_RE.findall(match.group(2))
+    return rows
+
+
+def test_each_capability_names_two_to_four_entry_modules_of_its_own() -> None:
+    """Issue 22: the map names where to start, not every file (a module's docstring says
+    what it holds); a capability without a row, or with a row naming another capability's
+    module, fails."""
+    rows = _entry_modules()
+    assert sorted(rows) == sorted(CAPABILITIES)
+    for capability, modules in rows.items():
+        assert 2 <= len(modules) <= 4, (capability, modules)
+        assert all(module.startswith(f"{capability}/") for module in modules), capability
+        assert all((SRC / module).is_file() for module in modules), capability
 
 
 def test_every_relative_link_resolves() -> None:
