@@ -15,49 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from maka_es import HostConfig, RuntimeApplication
 from maka_es.errors import TurnRefusedError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.store_probe import store_snapshot
-from maka_es.tooljournal.runtime import Tool, ToolContext
 from maka_es.wire.actions import TOOL_BOUNDARY_PROTOCOL_V1
+from tests.support.lookup_host import Crash, open_app
 from tests.support.send_tool import Killed
 
 PROMPT = "look both up"
-
-
-class Lookup(BaseModel):
-    """Look a key up."""
-
-    key: str
-
-
-class Crash:
-    """Which call of the tool 'dies' (raises ``Killed``, no T2), and what ran."""
-
-    def __init__(self) -> None:
-        self.dies_on: str | None = None
-        self.ran: list[str] = []
-
-    def run(self, args: Lookup, context: ToolContext) -> dict[str, Any]:
-        self.ran.append(args.key)
-        if args.key == self.dies_on:
-            raise Killed
-        return {"kind": "text", "text": f"{args.key}=1"}
-
-
-def open_app(store: str, cwd: Path, crash: Crash, mode: str = "replay_safe") -> RuntimeApplication:
-    host = HostConfig(
-        backend_kind="ai-sdk",
-        llm_connection_slug="main",
-        model_id="m",
-        permission_mode="ask",
-        cwd=str(cwd),
-    )
-    tool = Tool("Lookup", Lookup, crash.run, recovery_mode=mode)  # type: ignore[arg-type]
-    return RuntimeApplication.open(store, tools=[tool], host_config=host, safe_boundary_resume=True)
 
 
 def call(call_id: str, key: str) -> dict[str, Any]:

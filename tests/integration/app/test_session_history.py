@@ -17,49 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
-from maka_es import HostConfig, RuntimeApplication
 from maka_es.aio import AsyncRuntimeApplication
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.store_probe import store_snapshot
-from maka_es.tooljournal.runtime import Tool, ToolContext
+from tests.support.lookup_host import Crash, open_app
 from tests.support.send_tool import Killed
 
 P1, P2, P3 = "what is a?", "and b?", "thanks, and now?"
 A1, A2, A3 = "a is 1", "b is 1", "all done"
-
-
-class Lookup(BaseModel):
-    """Look a key up."""
-
-    key: str
-
-
-class Crash:
-    """Which key's lookup 'dies' (raises ``Killed``, no T2)."""
-
-    def __init__(self) -> None:
-        self.dies_on: str | None = None
-
-    def run(self, args: Lookup, context: ToolContext) -> dict[str, Any]:
-        if args.key == self.dies_on:
-            raise Killed
-        return {"kind": "text", "text": f"{args.key}=1"}
-
-
-def open_app(store: str, cwd: Path, crash: Crash, mode: str = "replay_safe") -> RuntimeApplication:
-    host = HostConfig(
-        backend_kind="ai-sdk",
-        llm_connection_slug="main",
-        model_id="m",
-        permission_mode="ask",
-        cwd=str(cwd),
-    )
-    tool = Tool("Lookup", Lookup, crash.run, recovery_mode=mode)  # type: ignore[arg-type]
-    return RuntimeApplication.open(store, tools=[tool], host_config=host, safe_boundary_resume=True)
 
 
 def looks_up(call_id: str, key: str, answer: str) -> ScriptedProvider:
