@@ -184,7 +184,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "report_output_invalid"): (
         "adapters/confined_fs.py",
         "cli/data.py",
-        "report/pages.py",
+        "report/render.py",
     ),
     ("revalidation", "continuation_not_approved"): (
         "continuation/executor.py",
