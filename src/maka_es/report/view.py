@@ -28,8 +28,8 @@ from maka_es.wire.events import (
     RuntimeEvent,
     TextContent,
     ThinkingContent,
+    classify_lane,
 )
-from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import RunHeader
 
 __all__ = [
@@ -217,7 +217,7 @@ class ReportData:
 # ----------------------------------------------------------------------------------------------
 # One committed event as a timeline row: its lane, a one-line summary, and its exact wire.
 #
-# Why the lane comes from ``wire/lanes.py``: the report must classify an event exactly as the
+# Why the lane comes from ``wire/events.py``: the report must classify an event exactly as the
 # store and the resolver do (docs/reference/wire.md#lanes), so a lane conflict the store would
 # refuse or the resolver would call corruption shows as one here too. Event text is hostile
 # input: it is kept as plain strings, and the templates escape it (ADR 0030).
