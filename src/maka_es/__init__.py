@@ -2,7 +2,7 @@
 
 The stable public API (ADR 0017, ADR 0039; what it does: docs/reference/index.md): what a host
 needs to run turns, define tools and providers, and inspect what happened. Everything else
-(the failpoint catalogue, ``wire.lanes.classify_lane``, ``wire.codec.operation_id_for``, the
+(the failpoint catalogue, ``wire.events.classify_lane``, ``wire.codec.operation_id_for``, the
 services) is importable from its module but may change between minor versions.
 """
 

@@ -67,7 +67,7 @@ PUBLIC = [
 LEFT_THE_ROOT = {
     "RUNTIME_RESUME_FAILPOINTS": "maka_es.resume.failpoint_catalog",
     "Failpoint": "maka_es.resume.failpoint_catalog",
-    "classify_lane": "maka_es.wire.lanes",
+    "classify_lane": "maka_es.wire.events",
     "operation_id_for": "maka_es.wire.codec",
 }
 

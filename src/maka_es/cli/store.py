@@ -37,8 +37,7 @@ from maka_es.errors import (
 from maka_es.ledger.service import SessionInfo
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.resolver import ToolDecision
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import classify_lane
+from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.run_header import RunHeader
 
 EXIT_OK = 0

@@ -36,7 +36,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "wire/run_header.py",
     ),
     ("error", "invalid_host_config"): ("ledger/host_config.py",),
-    ("error", "non_strict_json"): ("adapters/fact_rows.py", "wire/js_text.py"),
+    ("error", "non_strict_json"): ("adapters/fact_rows.py", "wire/codec.py"),
     ("error", "codec_input_invalid"): (),
     ("error", "prefix_invalid"): ("continuation/boundary.py", "continuation/replay.py"),
     ("error", "boundary_invalid"): ("continuation/boundary.py", "continuation/replay.py"),
@@ -184,7 +184,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "report_output_invalid"): (
         "adapters/confined_fs.py",
         "cli/data.py",
-        "report/pages.py",
+        "report/render.py",
     ),
     ("revalidation", "continuation_not_approved"): (
         "continuation/executor.py",

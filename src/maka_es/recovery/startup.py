@@ -122,8 +122,7 @@ from maka_es.ledger.service import Ledger
 from maka_es.recovery.reason import recovery_reason_newest_first
 from maka_es.tooljournal.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
-from maka_es.wire.actions import ContinuationStartV2
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import ContinuationStartV2, RuntimeEvent
 from maka_es.wire.run_header import (
     ContinuationSourceV2,
     RunHeader,

@@ -12,7 +12,7 @@ from maka_es.extras import REPORT_MODULES, require_extra
 
 require_extra("cli", "the HTML run report (maka_es.report)", REPORT_MODULES)
 
-from maka_es.report.pages import (  # noqa: E402 - after the extra's check
+from maka_es.report.render import (  # noqa: E402 - after the extra's check
     render_run_report,
     render_session_report,
     write_run_report,

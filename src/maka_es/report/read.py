@@ -3,7 +3,7 @@
 Why one small reader: the renderer must be a pure function of what the store holds, so every
 question the page answers (header, committed events, tool journal, resolver, the Phase 0 plan,
 the continuation decision, fork provenance, lineage) is asked here, through the application's
-public reads, and frozen into :mod:`maka_es.report.data`. Nothing here writes: both planners
+public reads, and frozen into :mod:`maka_es.report.view`. Nothing here writes: both planners
 only read (docs/reference/phase0.md#resume-plan, docs/reference/continuation.md#plan).
 """
 
@@ -16,7 +16,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.recovery.operator_actions import ForkOutcome
-from maka_es.report.data import PlanFailure, ReportData, RunData
+from maka_es.report.view import PlanFailure, ReportData, RunData
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["read_run_report", "read_session_report"]

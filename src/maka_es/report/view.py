@@ -3,31 +3,328 @@
 Why pure: the same store must render byte-identical HTML (ADR 0030), so this step reads
 nothing but its argument. It decides what an operator looks at first: operations whose
 outcome is unknown or parked, and the reasons that block a plan, are flagged for highlighting.
+One module for the concept (issue 22, part 1): the frozen answers, the rows the templates see,
+the timeline rows and the step between them, all pure.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
 
 from maka_es.continuation.plan import ContinuationPlan
-from maka_es.report.data import PlanFailure, ReportData, RunData
-from maka_es.report.event_rows import LANES, event_row, format_ms
-from maka_es.report.view_models import (
-    EventLink,
-    LineageEdgeRow,
-    OperationRow,
-    PageView,
-    PlanRow,
-    ReasonRow,
-    RunView,
-)
+from maka_es.recovery.operator_actions import ForkOutcome
 from maka_es.resume.models import Diagnostic, ResumePlan
 from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import ToolDecision
-from maka_es.wire.events import RuntimeEvent
+from maka_es.tooljournal.resolver import Resolution, ToolDecision
+from maka_es.wire.events import (
+    ErrorContent,
+    FunctionCallContent,
+    FunctionResponseContent,
+    RuntimeEvent,
+    TextContent,
+    ThinkingContent,
+    classify_lane,
+)
+from maka_es.wire.run_header import RunHeader
 
-__all__ = ["build_page"]
+__all__ = [
+    "EventLink",
+    "EventRow",
+    "LANES",
+    "LaneColumn",
+    "LineageEdgeRow",
+    "OperationRow",
+    "PageView",
+    "PlanFailure",
+    "PlanRow",
+    "ReasonRow",
+    "ReportData",
+    "ReportKind",
+    "RunData",
+    "RunView",
+    "build_page",
+    "event_anchor",
+    "event_row",
+    "format_ms",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# What the templates see: plain, frozen rows with every string already decided.
+#
+# Why rows and not the store's models: the templates stay free of logic (no lane rules, no
+# resolver lookups, no formatting), so what a page shows is decided in Python, tested without a
+# browser, and deterministic; the templates only lay the rows out and escape them (ADR 0030).
+
+
+@dataclass(frozen=True, slots=True)
+class LaneColumn:
+    lane: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventLink:
+    """A link to an event of the page (``anchor`` is ``None`` when it is not on the page)."""
+
+    event_id: str
+    anchor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    seq: int
+    anchor: str
+    event_id: str
+    lane: str
+    lane_index: int
+    conflict: str | None
+    role: str
+    author: str
+    time: str
+    summary: str
+    operation_id: str | None
+    status: str | None
+    wire_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRow:
+    operation_id: str
+    tool_name: str
+    tool_call_id: str
+    recovery_mode: str
+    journal_state: str
+    t1: EventLink
+    t2: EventLink | None
+    bundle: tuple[tuple[str, EventLink], ...]
+    observation: str | None
+    decision_status: str
+    decision_reason: str
+    settlement_origin: str | None
+    attention: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonRow:
+    code: str
+    message: str
+    event: EventLink | None
+    blocking: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRow:
+    """A planner's answer: its disposition, the reasons that decide it first (highlighted),
+    then the diagnostics, then the facts it names."""
+
+    title: str
+    disposition: str
+    proceeds: bool
+    reasons: tuple[ReasonRow, ...]
+    facts: tuple[tuple[str, str], ...]
+    #: The operator commands that move a parked session on, in the order to try them.
+    next_commands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LineageEdgeRow:
+    kind: str
+    source_run_id: str
+    source_anchor: str | None
+    target_run_id: str
+    target_anchor: str | None
+    high_water: int
+    claim_id: str | None
+    detail: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    anchor: str
+    run_id: str
+    full: bool
+    status: str
+    header_facts: tuple[tuple[str, str], ...]
+    events: tuple[EventRow, ...]
+    operations: tuple[OperationRow, ...]
+    issues: tuple[ReasonRow, ...]
+    resume_plan: PlanRow
+    continuation_plan: PlanRow
+    edges_in: tuple[LineageEdgeRow, ...]
+    edges_out: tuple[LineageEdgeRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PageView:
+    kind: str
+    title: str
+    session_id: str
+    lanes: tuple[LaneColumn, ...]
+    runs: tuple[RunView, ...]
+    edges: tuple[LineageEdgeRow, ...]
+
+
+# ----------------------------------------------------------------------------------------------
+# What a run report is made of: the store's answers, read once, before anything is rendered.
+#
+# Why a separate, frozen record: the report must be a pure function of the store (the same store
+# renders byte-identical HTML, ADR 0030). Everything the page shows is read into these records
+# by one small function (``report/read.py``); the view and the templates only ever see them, so
+# no rendering step can read the clock, the environment or the store on its own.
+
+ReportKind = Literal["run", "session"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFailure:
+    """A planner that refused with a typed error instead of returning a plan."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunData:
+    """One run as the store answers for it: header, committed events, journal, decisions."""
+
+    header: RunHeader
+    events: tuple[RuntimeEvent, ...]
+    operations: tuple[ToolOperationState, ...]
+    resolution: Resolution
+    resume_plan: ResumePlan | PlanFailure
+    continuation_plan: ContinuationPlan | PlanFailure
+    #: The provenance an operator fork recorded (ADR 0022), as the fork service reports it.
+    fork: ForkOutcome | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    """A page's input: the runs it shows in full (``focus``) and the related runs of their
+    lineage, all in store order."""
+
+    kind: ReportKind
+    session_id: str
+    focus: tuple[str, ...]
+    runs: tuple[RunData, ...]
+
+
+# ----------------------------------------------------------------------------------------------
+# One committed event as a timeline row: its lane, a one-line summary, and its exact wire.
+#
+# Why the lane comes from ``wire/events.py``: the report must classify an event exactly as the
+# store and the resolver do (docs/reference/wire.md#lanes), so a lane conflict the store would
+# refuse or the resolver would call corruption shows as one here too. Event text is hostile
+# input: it is kept as plain strings, and the templates escape it (ADR 0030).
+
+#: Timeline columns, left to right in the order a tool call crosses them.
+LANES: tuple[LaneColumn, ...] = (
+    LaneColumn("ordinary", "conversation"),
+    LaneColumn("function_call", "call"),
+    LaneColumn("tool_dispatch", "T1 dispatch"),
+    LaneColumn("function_response", "T2 response"),
+    LaneColumn("reconcile_result", "reconcile"),
+    LaneColumn("recovery_decision", "recovery decision"),
+)
+_LANE_INDEX = {column.lane: index for index, column in enumerate(LANES)}
+SUMMARY_LIMIT = 240
+_MAX_MS = 10**14  # beyond year 5000: not a Unix time in milliseconds, shown as the number
+
+
+def event_anchor(run_anchor: str, seq: int) -> str:
+    """An element id made of safe characters only: event ids are arbitrary strings."""
+    return f"{run_anchor}-e{seq}"
+
+
+def format_ms(value: float) -> str:
+    """Unix milliseconds as UTC ISO-8601 (a pure conversion, never the clock)."""
+    if isinstance(value, bool) or not 0 <= value < _MAX_MS:
+        return str(value)
+    stamp = datetime.fromtimestamp(value / 1000, tz=UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _content_summary(event: RuntimeEvent) -> str | None:
+    content = event.content
+    if isinstance(content, TextContent | ThinkingContent):
+        prefix = "thinking: " if isinstance(content, ThinkingContent) else ""
+        return prefix + content.text
+    if isinstance(content, FunctionCallContent):
+        return f"{content.name}({_compact(content.args)}) call {content.id}"
+    if isinstance(content, FunctionResponseContent):
+        error = " error" if content.is_error else ""
+        return f"{content.name}{error} -> {_compact(content.result)}"
+    if isinstance(content, ErrorContent):
+        return f"error {content.code or ''}: {content.message}".replace("  ", " ")
+    return None
+
+
+def _actions_summary(event: RuntimeEvent) -> str | None:
+    actions = event.actions
+    if actions is None:
+        return None
+    if actions.tool_dispatch is not None:
+        d = actions.tool_dispatch
+        return f"T1 {d.tool_name} {d.operation_id} ({d.recovery_mode})"
+    if actions.tool_recovery is not None:
+        payload = actions.tool_recovery.payload.to_wire()
+        detail = payload.get("observation") or payload.get("disposition")
+        reason = payload.get("reasonCode")
+        return " ".join(str(p) for p in (actions.tool_recovery.kind, detail, reason) if p)
+    if actions.continuation_start is not None:
+        source = actions.continuation_start.immediate_source
+        return f"continues {source.run_id} at high-water {source.high_water}"
+    return None
+
+
+def _summary(event: RuntimeEvent) -> str:
+    parts = [p for p in (_content_summary(event), _actions_summary(event)) if p]
+    if event.status is not None:
+        parts.append(f"status {event.status}")
+    return _clip(" | ".join(parts) if parts else "(no content)")
+
+
+def _operation_id(event: RuntimeEvent) -> str | None:
+    if event.refs is not None and event.refs.operation_id is not None:
+        return event.refs.operation_id
+    actions = event.actions
+    if actions is not None and actions.tool_dispatch is not None:
+        return actions.tool_dispatch.operation_id
+    return None
+
+
+def event_row(run_anchor: str, seq: int, event: RuntimeEvent) -> EventRow:
+    """The timeline row of the ``seq``-th committed event (1-based, the ledger's order)."""
+    lane = classify_lane(event)
+    return EventRow(
+        seq=seq,
+        anchor=event_anchor(run_anchor, seq),
+        event_id=event.id,
+        lane=lane.lane,
+        lane_index=_LANE_INDEX[lane.lane],
+        conflict=lane.conflict,
+        role=event.role,
+        author=event.author,
+        time=format_ms(event.ts),
+        summary=_summary(event),
+        operation_id=_operation_id(event),
+        status=event.status,
+        wire_json=json.dumps(event.to_wire(), sort_keys=True, ensure_ascii=False, indent=2),
+    )
+
 
 _ATTENTION = frozenset({"indeterminate", "parked", "corruption"})
 

@@ -33,9 +33,9 @@ from maka_es.wire.events import (
     ReconcileResultPayload,
     RuntimeEvent,
     ToolDispatch,
+    classify_lane,
 )
 from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
-from maka_es.wire.lanes import classify_lane
 
 __all__ = [
     "BUNDLE_CHECKS",

@@ -32,9 +32,10 @@ from maka_es.wire.events import (
     TOOL_BOUNDARY_PROTOCOL_V1,
     FunctionCallContent,
     FunctionResponseContent,
+    LaneClassification,
     RuntimeEvent,
+    classify_lane,
 )
-from maka_es.wire.lanes import LaneClassification, classify_lane
 from maka_es.wire.values import ValueModel
 
 __all__ = [

@@ -2,8 +2,8 @@
 
 Boundary digests live in ``continuation.boundary`` and provider replay items in
 ``continuation.replay``; both build on the canonical JSON defined here. The JavaScript text
-of single scalars and the object-key order come from ``maka_es.wire.js_text`` and are
-re-exported here, where callers have always found them.
+of single scalars and the object-key order come first in this module, then the plain fast path,
+then the exact encoder (one module for canonical JSON, issue 22, part 1).
 
 Why this module exists: the reference (TypeScript) runtime persists *bytes* — stable JSON of
 RuntimeEvents, SHA-256 identities of tool arguments, operation ids and boundary digests — and a
@@ -16,41 +16,346 @@ idiomatic Python. It is pure: no clock, randomness, filesystem or database acces
 from __future__ import annotations
 
 import hashlib
+import json
+import json.encoder
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from maka_es.errors import CodecInputError
-from maka_es.wire.canonical_plain import plain_args_body, plain_canonical
-from maka_es.wire.js_text import (
-    StrictJsonError,
-    has_lone_surrogate,
-    js_key_order,
-    js_number,
-    js_sort_key,
-    js_string,
-    non_strict,
-    scalar_text,
-    string_text,
-)
+from maka_es.errors import CodecInputError, NonStrictJsonError
+from maka_es.errors import StrictJsonError as StrictJsonError
 
 __all__ = [
+    "CodecInputError",
+    "EXACT_INT_LIMIT",
+    "JsonValue",
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
-    "CodecInputError",
-    "JsonValue",
-    "canonical_args_hash",
+    "PLAIN_DEPTH",
+    "StrictJsonError",
     "as_wire",
+    "canonical_args_hash",
     "canonical_json",
     "canonical_payload",
     "has_lone_surrogate",
     "is_sha256_digest",
+    "js_key_order",
     "js_number",
     "js_sort_key",
     "js_string",
+    "non_strict",
     "operation_id_for",
+    "plain_args_body",
+    "plain_canonical",
+    "scalar_text",
     "sha256_digest",
+    "string_text",
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# JavaScript's text for JSON scalars and its object-key order, reproduced byte for byte.
+#
+# Why a module of its own: every byte the reference (TypeScript) runtime persists or hashes goes
+# through ``JSON.stringify``, so numbers, strings and key order must come out exactly as
+# JavaScript writes them (``1`` not ``1.0``, ``1e+21``, UTF-16 key order with array-index keys
+# first). These rules are the leaves of the canonical encoder in ``maka_es.wire.codec`` and are
+# also used on their own (``js_sort_key`` orders ids wherever the reference sorts strings). See
+# docs/reference/wire.md#canonical-json. Pure: no clock, randomness, filesystem or database.
+#
+# A refusal inside the encoder is the internal :class:`StrictJsonError` (it does not know its
+# position yet); :func:`non_strict` turns it into the public
+# :class:`~maka_es.errors.NonStrictJsonError` once the JSON-pointer path is known.
+
+#: Every integer up to this magnitude is an exact double and is printed as-is.
+EXACT_INT_LIMIT: Final = 2**53
+_ARRAY_INDEX_LIMIT: Final = 2**32 - 1  # ECMAScript "array index": 0 <= n < 2**32 - 1
+_ARRAY_INDEX_RE: Final = re.compile(r"0|[1-9][0-9]{0,9}")
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
+_ASTRAL_MIN: Final = "\U00010000"
+
+# CPython's C ``encode_basestring`` escapes exactly what ``JSON.stringify`` escapes for
+# well-formed strings: ``"``, ``\\``, ``\b\f\n\r\t`` and other C0 controls as lowercase
+# ``\u00xx``; everything else (DEL, U+2028, non-ASCII) is emitted raw.
+_encode_basestring: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _pointer(segments: Sequence[str]) -> str:
+    return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
+
+
+def non_strict(reason: str, segments: Sequence[str]) -> NonStrictJsonError:
+    """The public refusal for ``reason`` at the JSON-pointer built from ``segments``."""
+    path = _pointer(segments)
+    where = path if path else "(root)"
+    return NonStrictJsonError(f"not strict JSON at {where}: {reason}", detail={"path": path})
+
+
+def js_number(value: int | float) -> str:
+    """Format a number exactly as ``Number.prototype.toString`` / ``JSON.stringify`` would.
+
+    Why: stored event bytes and every digest over them embed numbers in JavaScript's format
+    (``1`` not ``1.0``, ``1e+21``, ``1.5e-7``, ``-0`` → ``0``). Python's ``repr`` already yields
+    the shortest round-trip digits; only the notation has to be re-laid out per ECMA-262
+    Number::toString. Raises :class:`NonStrictJsonError` for non-finite floats and for ints
+    beyond ``±2**53`` whose digits JavaScript would not print back unchanged.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise non_strict("not a number", [])
+    try:
+        text = scalar_text(value)
+    except StrictJsonError as failure:
+        raise non_strict(failure.reason, []) from None
+    assert text is not None
+    return text
+
+
+def _float_text(x: float) -> str:
+    if math.isnan(x) or math.isinf(x):
+        raise StrictJsonError("NaN and Infinity are not JSON")
+    if x == 0.0:
+        return "0"  # JSON.stringify(-0) === "0"
+    if x.is_integer() and -EXACT_INT_LIMIT <= x <= EXACT_INT_LIMIT:
+        # Every integer up to 2**53 is an exact double whose exact decimal is also its shortest
+        # round-trip representation.
+        return str(int(x))
+    return _js_layout(repr(x))
+
+
+def _large_int_text(value: int) -> str:
+    """An int beyond ``±2**53`` is accepted only when JavaScript would print it back with the
+    same digits (e.g. ``9007199254740994``, or ``json.loads`` of our own ``1e20``-style output);
+    anything else (``2**60`` prints as ``1152921504606847000``) would silently change value."""
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = math.inf
+    if not math.isinf(as_float):
+        text = _js_layout(repr(as_float))
+        if text == str(value):
+            return text
+    raise StrictJsonError("integer is not exactly representable as a JavaScript number")
+
+
+def _js_layout(text: str) -> str:
+    """Re-lay out Python's shortest ``repr`` digits with ECMA-262 Number::toString rules."""
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    stripped = digits.rstrip("0")
+    # value = stripped * 10**(exponent - len(frac_part) + trailing_zeros)
+    k = len(stripped)
+    n = exponent - len(frac_part) + (len(digits) - k) + k  # position of the decimal point
+    if k <= n <= 21:
+        body = stripped + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = stripped[:n] + "." + stripped[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + stripped
+    else:
+        e = n - 1
+        exp_str = ("e+" if e >= 0 else "e-") + str(abs(e))
+        body = stripped + exp_str if k == 1 else stripped[0] + "." + stripped[1:] + exp_str
+    return sign + body
+
+
+def _is_array_index(key: str) -> bool:
+    return _ARRAY_INDEX_RE.fullmatch(key) is not None and int(key) < _ARRAY_INDEX_LIMIT
+
+
+def js_sort_key(text: str) -> bytes:
+    """Sort key of JavaScript's default string order (``Array.prototype.sort``: UTF-16 code
+    units). Every place that must order strings like the reference runtime uses it."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def js_key_order(keys: list[str]) -> list[str]:
+    """Order object keys the way ``JSON.stringify`` emits a key-sorted object.
+
+    The reference sorts keys with the JavaScript default sort (UTF-16 code units) and then
+    re-inserts them into an object; ECMAScript property order always lists *array-index* keys
+    (``"0"``, ``"7"``, ``"42"``, ...) first in ascending numeric order, then the remaining keys
+    in insertion (= UTF-16 sorted) order. Code-point order equals UTF-16 order unless a key
+    contains an astral-plane character, so the cheap ``str`` sort is used when possible.
+    """
+    index_keys = [k for k in keys if k and k[0] in "0123456789" and _is_array_index(k)]
+    if index_keys:
+        index_set = set(index_keys)
+        rest = [k for k in keys if k not in index_set]
+        index_keys.sort(key=int)
+    else:
+        rest = keys
+    if any(k and max(k) >= _ASTRAL_MIN for k in rest):
+        rest = sorted(rest, key=js_sort_key)
+    else:
+        rest = sorted(rest)
+    return index_keys + rest if index_keys else rest
+
+
+def has_lone_surrogate(s: str) -> bool:
+    """Whether ``s`` holds a surrogate code point: text no UTF-8 writer can encode (and that
+    pydantic's JSON serialisation silently rewrites to U+FFFD in object keys)."""
+    return not s.isascii() and _SURROGATE_RE.search(s) is not None
+
+
+def string_text(s: str) -> str:
+    """``JSON.stringify(s)``; a lone surrogate is an internal :class:`StrictJsonError`."""
+    if has_lone_surrogate(s):
+        raise StrictJsonError("string contains a lone surrogate")
+    return _encode_basestring(s)
+
+
+def js_string(s: str) -> str:
+    """``JSON.stringify(s)`` for a well-formed string (lone surrogates are refused)."""
+    try:
+        return string_text(s)
+    except StrictJsonError as failure:
+        raise non_strict(failure.reason, failure.segments) from None
+
+
+def scalar_text(value: object) -> str | None:
+    """Text of a JSON scalar, or None when ``value`` is not a scalar. May raise
+    ``StrictJsonError`` without a path (the caller adds it)."""
+    if type(value) is str:
+        return string_text(value)
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int:
+        if -EXACT_INT_LIMIT <= value <= EXACT_INT_LIMIT:
+            return str(value)
+        return _large_int_text(value)
+    if type(value) is float:
+        return _float_text(value)
+    # Subclasses of the JSON scalar types (StrEnum, IntEnum, ...) encode as their base value.
+    if isinstance(value, str):
+        return string_text(str.__str__(value))
+    if isinstance(value, int):
+        return scalar_text(int(value))
+    if isinstance(value, float):
+        return _float_text(float(value))
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# The fast path of canonical JSON: plain values, encoded by CPython's C encoder, or declined.
+#
+# Why: canonical JSON is on every write (the stored bytes of each event, exact-retry checks, the
+# args hash of every dispatch), and the exact encoder of ``maka_es.wire.codec`` is iterative
+# Python that keeps a JSON-pointer path so it can name what it refuses. Almost every value a tool
+# step writes is *plain*: ASCII keys that are not array indexes, well-formed strings, safe
+# integers, non-integral floats in plain notation, shallow nesting. For those, CPython's C encoder
+# of the key-sorted value writes the very bytes of docs/reference/wire.md#canonical-json.
+#
+# It never decides anything on its own: whatever is not plain (a ``to_wire`` object below the
+# root, a subclass of a scalar type, a non-ASCII, array-index or ``__proto__`` key, a collated
+# ``required``/``enum`` array, a lone surrogate, an integral or exponent-notation float, an
+# unsafe integer, deep nesting) makes :func:`plain_canonical` return ``None``, and the caller runs
+# the exact encoder, which produces the bytes or the typed refusal with its path. That the two
+# agree on everything accepted here is property-tested (tests/unit/wire/test_canonical_plain.py).
+# Pure.
+
+#: Deeper values take the exact encoder (so a cycle is declined, never followed).
+PLAIN_DEPTH: Final = 64
+
+_DIGITS: Final = frozenset("0123456789")
+_COLLATED: Final = ("required", "enum")
+
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False,  # C ``encode_basestring``: JSON.stringify's escaping (js_text.py)
+    allow_nan=False,
+    check_circular=False,  # _is_plain bounds the depth first
+    sort_keys=True,  # ASCII keys: code-point order is UTF-16 order
+    separators=(",", ":"),
+)
+#: The C encoder ``_ENCODER.encode`` builds on every call, built once (ADR 0034): the same
+#: arguments ``JSONEncoder.iterencode`` passes, so the same text.
+_C_MAKE_ENCODER: Callable[..., Callable[[object, int], Sequence[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_ENCODE = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None,  # no markers: check_circular=False
+        _ENCODER.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+)
+
+
+def _dumps(value: object) -> str:
+    """``_ENCODER.encode(value)``, without building the C encoder again."""
+    if _C_ENCODE is None or isinstance(value, str):
+        text: str = _ENCODER.encode(value)
+        return text
+    return "".join(_C_ENCODE(value, 0))
+
+
+def plain_canonical(value: object, drop_proto: bool) -> str | None:
+    """The canonical text of a plain ``value``; ``None`` for anything else.
+
+    ``drop_proto`` is the args-identity mode of the exact encoder: its quirks (``__proto__``
+    keys vanish, ``required``/``enum`` arrays are collated) are declined here, not reproduced.
+    """
+    if not _is_plain(value, 0, drop_proto):
+        return None
+    text: str = _dumps(value)
+    return text
+
+
+def plain_args_body(tool_name: str, args: object) -> str | None:
+    """The args-identity text ``{"args":…,"toolName":…}`` of plain ``args``; ``None`` else.
+
+    Why: ``canonical_args_hash`` validated ``args`` (one encoding) and then encoded the body
+    (a second one). Plain under the identity's rules at the body's depth implies strict JSON,
+    and the C encoder writes a dict as its sorted members' texts, so one encoding of ``args``
+    is the whole body, byte for byte (ADR 0034).
+    """
+    if not (_is_plain(tool_name, 0, True) and _is_plain(args, 1, True)):
+        return None
+    return '{"args":' + _dumps(args) + ',"toolName":' + _dumps(tool_name) + "}"
+
+
+def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:
+    if isinstance(value, str):
+        return type(value) is str and (value.isascii() or not has_lone_surrogate(value))
+    if type(value) is dict:
+        return depth < PLAIN_DEPTH and all(
+            _is_plain_key(key, item, drop_proto) and _is_plain(item, depth + 1, drop_proto)
+            for key, item in value.items()
+        )
+    if type(value) is list:
+        return depth < PLAIN_DEPTH and all(_is_plain(i, depth + 1, drop_proto) for i in value)
+    if type(value) is int:
+        return -EXACT_INT_LIMIT <= value <= EXACT_INT_LIMIT
+    if type(value) is float:
+        # JavaScript prints integral doubles without ".0" and switches to exponent notation at
+        # other magnitudes than Python: only finite, non-integral floats in plain notation.
+        return math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
+    return value is None or type(value) is bool
+
+
+def _is_plain_key(key: object, item: object, drop_proto: bool) -> bool:
+    """Non-ASCII keys may sort differently in UTF-16 and digit-led keys may be array indexes,
+    which JavaScript lists first: both are the exact encoder's business, as are the args
+    identity's quirks."""
+    if type(key) is not str or not key.isascii() or (key and key[0] in _DIGITS):
+        return False
+    return not drop_proto or not (key == "__proto__" or (key in _COLLATED and type(item) is list))
+
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 """A strict JSON value as Python holds it (what ``json.loads`` returns)."""

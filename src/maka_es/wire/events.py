@@ -8,12 +8,12 @@ never become a committed fact, because the reference runtime (and any later read
 disagree with us about what happened. Every model here has the exact key set of the reference
 runtime, camelCase on the wire and snake_case in Python.
 
-This module holds the envelope, the content kinds and the refs; the ``actions`` payloads live in
-``maka_es.wire.actions`` and the shared field types in ``maka_es.wire.event_fields``. Their
-names are re-exported here, where every reader of the wire model has always imported them.
+This module holds the whole event model, one concept (issue 22, part 1): the shared field
+types, the ``actions`` payloads, the envelope, the content kinds and the refs, and the semantic
+lanes of tool facts, in that order.
 
 Derived predicates (terminal, partial, model-visible) live next to the model because every
-layer needs the same answer; the lane classification has its own module (``lanes``).
+layer needs the same answer; so does the lane classification, at the end of this module.
 """
 
 from __future__ import annotations
@@ -21,44 +21,25 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
-from pydantic import Field, JsonValue, StrictBool, StrictStr, field_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
-from maka_es.wire.actions import (
-    RECONCILE_RESULT_KIND,
-    RECOVERY_DECISION_KIND,
-    TOOL_BOUNDARY_PROTOCOL_V1,
-    Actions,
-    CompletedDecisionPayload,
-    ContinuationStartV2,
-    ImmediateSource,
-    ParkedDecisionPayload,
-    PermissionClosureAccepted,
-    PermissionDecision,
-    ReconcileResultPayload,
-    RequestIdentity,
-    RuntimeProtocolMarker,
-    ToolDispatch,
-    ToolPermissionRequest,
-    ToolRecovery,
-    ToolRecoveryMode,
-)
-from maka_es.wire.event_fields import (
-    JsonNumber,
-    JsonObject,
-    NonEmptyStr,
-    RuntimeWireModel,
-    SafeNonNegativeInt,
-    SafePositiveInt,
-    Sha256Digest,
-)
+from maka_es.errors import InvalidRuntimeEventError, MakaError
+from maka_es.wire.base import WireModel
 
 __all__ = [
-    "RECONCILE_RESULT_KIND",
-    "RECOVERY_DECISION_KIND",
-    "TERMINAL_EVENT_STATUSES",
-    "TOOL_BOUNDARY_PROTOCOL_V1",
     "Actions",
     "Author",
     "CompletedDecisionPayload",
@@ -75,6 +56,8 @@ __all__ = [
     "ParkedDecisionPayload",
     "PermissionClosureAccepted",
     "PermissionDecision",
+    "RECONCILE_RESULT_KIND",
+    "RECOVERY_DECISION_KIND",
     "ReconcileResultPayload",
     "Refs",
     "RequestIdentity",
@@ -85,6 +68,8 @@ __all__ = [
     "SafeNonNegativeInt",
     "SafePositiveInt",
     "Sha256Digest",
+    "TERMINAL_EVENT_STATUSES",
+    "TOOL_BOUNDARY_PROTOCOL_V1",
     "TextContent",
     "ThinkingContent",
     "ToolDispatch",
@@ -93,6 +78,267 @@ __all__ = [
     "ToolRecoveryMode",
     "as_runtime_event",
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Field types and the base model shared by every part of a RuntimeEvent.
+#
+# Why defined first: the envelope and the action payloads below validate the same kinds of
+# values (non-empty ids, ``sha256:`` digests, JavaScript-safe integers) and fail with the same
+# typed error; defining them once keeps the two halves of the model from drifting apart.
+# See docs/reference/wire.md#envelope.
+
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+Sha256Digest = Annotated[StrictStr, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+SafeNonNegativeInt = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
+SafePositiveInt = Annotated[int, Field(gt=0, le=2**53 - 1, strict=True)]
+JsonObject = dict[str, JsonValue]
+JsonNumber = StrictInt | StrictFloat
+
+
+class RuntimeWireModel(WireModel):
+    """Wire model whose validation failures are ``InvalidRuntimeEventError``."""
+
+    error_class: ClassVar[type[MakaError]] = InvalidRuntimeEventError
+
+
+# ----------------------------------------------------------------------------------------------
+# The ``actions`` object of a RuntimeEvent and the facts it carries.
+#
+# Why a module of its own: the envelope says *who* wrote an event and *where* it belongs; the
+# actions say what the runtime decided. Most of the crash-safety protocol is spelled here: the
+# T1 ``toolDispatch`` fact, the ``toolRecovery`` envelope of reconcile results and recovery
+# decisions, the ``runtimeProtocol`` marker and the ``continuationStart`` fact of a continuation
+# run. Each model keeps the reference runtime's exact key set, as the rest of the wire model does.
+# See docs/reference/wire.md#actions.
+
+ToolRecoveryMode = Literal[
+    "replay_safe", "idempotent", "reconcile", "reattach", "outcome_unknown", "never_auto_retry"
+]
+TOOL_BOUNDARY_PROTOCOL_V1 = "t1_after_preflight_v1"
+
+
+class ToolPermissionRequest(RuntimeWireModel):
+    json_payload_keys = ("args", "hint")
+    nullable_keys = frozenset({"args"})
+
+    kind: Literal["tool_permission"]
+    request_id: NonEmptyStr
+    tool_use_id: NonEmptyStr
+    tool_name: NonEmptyStr
+    category: StrictStr
+    reason: StrictStr
+    args: JsonValue = Field(...)
+    hint: JsonValue = None
+    remember_for_turn_allowed: StrictBool
+
+
+class PermissionDecision(RuntimeWireModel):
+    json_payload_keys = ("reviewer",)
+
+    request_id: NonEmptyStr
+    decision: Literal["allow", "deny"]
+    remember_for_turn: StrictBool | None = None
+    reviewer: JsonValue = None
+    rationale: StrictStr | None = None
+    risk_level: StrictStr | None = None
+    tool_name: StrictStr | None = None
+
+
+class RequestIdentity(RuntimeWireModel):
+    """``permissionAnswerAccepted`` / ``userQuestionAnswerAccepted``: ``{requestId}``."""
+
+    request_id: NonEmptyStr
+
+
+class PermissionClosureAccepted(RuntimeWireModel):
+    request_id: NonEmptyStr
+    reason: Literal["timed_out"]
+
+
+class ToolDispatch(RuntimeWireModel):
+    """T1 fact: the runtime crossed the durable dispatch boundary (the tool may have started)."""
+
+    protocol: Literal["t1_after_preflight_v1"]
+    operation_id: NonEmptyStr
+    provider_tool_call_id: NonEmptyStr
+    tool_name: NonEmptyStr
+    canonical_args_hash: Sha256Digest
+    recovery_mode: ToolRecoveryMode
+
+
+class RuntimeProtocolMarker(RuntimeWireModel):
+    tool_boundary: StrictStr
+
+
+class ReconcileResultPayload(RuntimeWireModel):
+    protocol: Literal["tool_reconcile_v1"]
+    operation_id: NonEmptyStr
+    observation: Literal["matches_expected_state", "matches_prior_state", "diverged", "unreadable"]
+    observation_schema: Literal["state_identity_v1"]
+    observation_digest: Sha256Digest
+
+
+def _evidence(value: list[str]) -> list[str]:
+    if not value or any(not item for item in value) or len(set(value)) != len(value):
+        raise ValueError("evidenceEventIds must be non-empty distinct non-empty strings")
+    return value
+
+
+class CompletedDecisionPayload(RuntimeWireModel):
+    protocol: Literal["tool_recovery_v1"]
+    operation_id: NonEmptyStr
+    disposition: Literal["completed"]
+    reason_code: Literal["reconcile_matches_expected_state"]
+    outcome_event_id: NonEmptyStr
+    evidence_event_ids: list[StrictStr]
+
+    _check_evidence = field_validator("evidence_event_ids")(_evidence)
+
+
+class ParkedDecisionPayload(RuntimeWireModel):
+    protocol: Literal["tool_recovery_v1"]
+    operation_id: NonEmptyStr
+    disposition: Literal["parked"]
+    reason_code: Literal[
+        "reconcile_matches_prior_state", "reconcile_diverged", "reconcile_unreadable"
+    ]
+    evidence_event_ids: list[StrictStr]
+
+    _check_evidence = field_validator("evidence_event_ids")(_evidence)
+
+
+RECONCILE_RESULT_KIND = "maka.tool.reconcile_result"
+RECOVERY_DECISION_KIND = "maka.tool.recovery_decision"
+
+
+class ToolRecovery(RuntimeWireModel):
+    """Recovery fact envelope ``{kind, version: 1, payload}``
+    (docs/reference/tool-journal.md#recovery-facts)."""
+
+    kind: Literal["maka.tool.reconcile_result", "maka.tool.recovery_decision"]
+    version: Literal[1]
+    payload: ReconcileResultPayload | CompletedDecisionPayload | ParkedDecisionPayload
+
+    @model_validator(mode="before")
+    @classmethod
+    def _payload_for_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("payload"), dict):
+            kind = data.get("kind")
+            payload = data["payload"]
+            if kind == RECONCILE_RESULT_KIND:
+                return {**data, "payload": ReconcileResultPayload.model_validate(payload)}
+            if kind == RECOVERY_DECISION_KIND:
+                model: type[RuntimeWireModel] = (
+                    CompletedDecisionPayload
+                    if payload.get("disposition") == "completed"
+                    else ParkedDecisionPayload
+                )
+                return {**data, "payload": model.model_validate(payload)}
+        return data
+
+
+class ImmediateSource(RuntimeWireModel):
+    session_id: NonEmptyStr
+    invocation_id: NonEmptyStr
+    run_id: NonEmptyStr
+    turn_id: NonEmptyStr
+    high_water: SafePositiveInt
+    prefix_digest: Sha256Digest
+
+
+class ContinuationStartV2(RuntimeWireModel):
+    """HEAD continuation-start fact: event 1 of a continuation run
+    (docs/reference/continuation.md#start-fact)."""
+
+    protocol: Literal["continuation_start_v2"]
+    provenance: Literal["runtime_admission", "claim_repair"]
+    claim_id: NonEmptyStr
+    boundary_digest: Sha256Digest
+    immediate_source: ImmediateSource
+    replay_manifest_digest: Sha256Digest
+    provider_projection_version: Literal[1]
+    provider_replay_digest: Sha256Digest
+
+
+class Actions(RuntimeWireModel):
+    json_payload_keys = (
+        "stateDelta",
+        "artifactDelta",
+        "permissionRequest",
+        "userQuestionRequest",
+        "tokenUsage",
+        "workspaceFact",
+    )
+
+    state_delta: JsonObject | None = None
+    artifact_delta: dict[str, StrictStr | int | float | StrictBool] | None = None
+    permission_request: ToolPermissionRequest | JsonObject | None = None
+    permission_decision: PermissionDecision | None = None
+    permission_answer_accepted: RequestIdentity | None = None
+    permission_closure_accepted: PermissionClosureAccepted | None = None
+    user_question_request: JsonObject | None = None
+    user_question_answer_accepted: RequestIdentity | None = None
+    transfer_to_agent: StrictStr | None = None
+    end_invocation: StrictBool | None = None
+    token_usage: JsonObject | None = None
+    tool_dispatch: ToolDispatch | None = None
+    tool_recovery: ToolRecovery | None = None
+    runtime_protocol: RuntimeProtocolMarker | None = None
+    continuation_start: ContinuationStartV2 | None = None
+    workspace_fact: JsonObject | None = None
+
+    @field_validator("permission_request", mode="before")
+    @classmethod
+    def _permission_request_variant(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            kind = value.get("kind")
+            if kind == "tool_permission":
+                return ToolPermissionRequest.model_validate(value)
+            if not isinstance(kind, str) or not kind:
+                raise ValueError("permissionRequest.kind must be a non-empty string")
+            request_id = value.get("requestId")
+            if not isinstance(request_id, str) or not request_id:
+                raise ValueError("permissionRequest.requestId must be a non-empty string")
+        return value
+
+    @field_validator("user_question_request")
+    @classmethod
+    def _user_question_has_id(cls, value: JsonObject | None) -> JsonObject | None:
+        if value is not None:
+            request_id = value.get("requestId")
+            if not isinstance(request_id, str) or not request_id:
+                raise ValueError("userQuestionRequest.requestId must be a non-empty string")
+        return value
+
+    @field_validator("artifact_delta")
+    @classmethod
+    def _finite_artifact_numbers(
+        cls, value: dict[str, str | int | float | bool] | None
+    ) -> dict[str, str | int | float | bool] | None:
+        if value is not None:
+            for key, item in value.items():
+                if isinstance(item, float) and not math.isfinite(item):
+                    raise ValueError(f"artifactDelta.{key} must be finite")
+        return value
+
+    @model_validator(mode="after")
+    def _closure_is_alone(self) -> Self:
+        if self.permission_closure_accepted is not None and len(self.model_fields_set) != 1:
+            raise ValueError("permissionClosureAccepted must be the only action on its event")
+        return self
+
+    @property
+    def permission_request_id(self) -> str | None:
+        """``requestId`` of the permission request carried here, whatever its variant."""
+        request = self.permission_request
+        if request is None:
+            return None
+        if isinstance(request, ToolPermissionRequest):
+            return request.request_id
+        value = request.get("requestId")
+        return value if isinstance(value, str) else None
+
 
 Role = Literal["user", "model", "tool", "system"]
 Author = Literal["user", "host", "agent", "tool", "system"]
@@ -299,3 +545,189 @@ def as_runtime_event(value: RuntimeEvent | Mapping[str, Any]) -> RuntimeEvent:
     if isinstance(value, RuntimeEvent):
         return value
     return RuntimeEvent.model_validate(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Semantic lanes of tool facts: the one classification every writer and reader uses.
+#
+# The lanes and their envelopes: docs/reference/wire.md#lanes.
+#
+# Why strict: a tool fact with a sloppy envelope (a partial call, a dispatch that is also a
+# terminal, a response carrying extra actions) is ambiguous evidence. Instead of guessing which
+# reading was meant, the event is classified as a ``semantic_lane_conflict`` and treated as
+# corruption by the resolver and refused by the store.
+
+Lane = Literal[
+    "function_call",
+    "function_response",
+    "tool_dispatch",
+    "reconcile_result",
+    "recovery_decision",
+    "ordinary",
+]
+
+TOOL_LANES: frozenset[str] = frozenset(
+    {"function_call", "function_response", "tool_dispatch", "reconcile_result", "recovery_decision"}
+)
+
+_CALL_STATE_KEYS = frozenset({"activityKind", "displayName", "intent"})
+_DISPATCH_REF_SETS = (
+    frozenset({"operationId", "toolCallId"}),
+    frozenset({"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}),
+)
+_RECOVERY_REF_SET = frozenset({"operationId", "toolCallId"})
+_STATE_DELTA = frozenset({"stateDelta"})
+_ONLY = {key: frozenset({key}) for key in ("toolDispatch", "toolRecovery")}
+
+
+@dataclass(frozen=True, slots=True)
+class LaneClassification:
+    """The lane an event belongs to, or why it belongs to none (``conflict``)."""
+
+    lane: Lane
+    conflict: str | None = None
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.conflict is not None
+
+    @property
+    def is_tool_lane(self) -> bool:
+        return self.lane in TOOL_LANES
+
+
+def _triggers(event: RuntimeEvent) -> list[Lane]:
+    lanes: list[Lane] = []
+    if isinstance(event.content, FunctionCallContent):
+        lanes.append("function_call")
+    if isinstance(event.content, FunctionResponseContent):
+        lanes.append("function_response")
+    actions = event.actions
+    if actions is not None:
+        if actions.tool_dispatch is not None:
+            lanes.append("tool_dispatch")
+        if actions.tool_recovery is not None:
+            kind = actions.tool_recovery.kind
+            lanes.append(
+                "reconcile_result" if kind == RECONCILE_RESULT_KIND else "recovery_decision"
+            )
+    return lanes
+
+
+def _common_envelope_problem(event: RuntimeEvent) -> str | None:
+    if event.partial:
+        return "partial tool fact"
+    if event.status is not None:
+        return "tool fact carries a status"
+    if event.branch is not None:
+        return "branch-qualified tool fact"
+    return None
+
+
+def _set_keys(model: WireModel) -> frozenset[str]:
+    """camelCase keys that were actually given on a wire model: the keys of its ``to_wire()``
+    (which dumps exactly the set fields by alias), read from the fields without dumping, since
+    every reload classifies every event."""
+    aliases = _aliases(type(model))
+    return frozenset(aliases[name] for name in model.model_fields_set)
+
+
+def _given_exactly(model: WireModel, keys: frozenset[str]) -> bool:
+    """``_set_keys(model) == keys``, compared on field names so no set is built per event
+    (the fold classifies every tool event; ADR 0034)."""
+    return model.model_fields_set == _field_names(type(model), keys)
+
+
+@cache
+def _field_names(model_type: type[WireModel], keys: frozenset[str]) -> frozenset[str]:
+    """The field names whose wire keys are ``keys``; a key the model does not have makes a
+    set no ``fields_set`` can equal (it holds field names only)."""
+    aliases = _aliases(model_type)
+    names = frozenset(name for name, alias in aliases.items() if alias in keys)
+    return names if len(names) == len(keys) else frozenset({"<no such field>"})
+
+
+@cache
+def _aliases(model_type: type[WireModel]) -> dict[str, str]:
+    """Field name -> wire key of one wire model class (fixed once the class exists)."""
+    return {name: info.alias or name for name, info in model_type.model_fields.items()}
+
+
+def _call_problem(event: RuntimeEvent) -> str | None:
+    if event.role != "model" or event.author != "agent":
+        return "function_call must be role=model author=agent"
+    if event.actions is not None:
+        if not _given_exactly(event.actions, _STATE_DELTA):
+            return "function_call actions must be absent or exactly {stateDelta}"
+        delta = event.actions.state_delta
+        # The reference scanner: a non-empty delta of activityKind/displayName/intent strings.
+        if (
+            not delta
+            or not set(delta) <= _CALL_STATE_KEYS
+            or any(not isinstance(value, str) for value in delta.values())
+        ):
+            return (
+                "function_call stateDelta must be non-empty activityKind/displayName/intent strings"
+            )
+    return None
+
+
+def _response_problem(event: RuntimeEvent) -> str | None:
+    if event.role != "tool" or event.author != "tool":
+        return "function_response must be role=tool author=tool"
+    if event.actions is not None:
+        delta = event.actions.state_delta
+        if (
+            not _given_exactly(event.actions, _STATE_DELTA)
+            or not isinstance(delta, dict)
+            or set(delta) != {"durationMs"}
+            or isinstance(delta["durationMs"], bool)
+            or not isinstance(delta["durationMs"], int | float)
+        ):
+            return "function_response actions must be absent or exactly {stateDelta:{durationMs}}"
+    return None
+
+
+def _system_fact_problem(
+    event: RuntimeEvent, action_key: str, ref_sets: tuple[frozenset[str], ...]
+) -> str | None:
+    if event.content is not None:
+        return f"{action_key} fact carries content"
+    if event.role != "system" or event.author != "system":
+        return f"{action_key} fact must be role=system author=system"
+    if event.actions is None or not _given_exactly(event.actions, _ONLY[action_key]):
+        return f"{action_key} fact must carry no other action"
+    refs = event.refs
+    if refs is None or not any(_given_exactly(refs, keys) for keys in ref_sets):
+        return f"{action_key} fact has the wrong refs"
+    return None
+
+
+_TOOL_CONTENT = (FunctionCallContent, FunctionResponseContent)
+
+#: The classification of an event in a lane without conflict: one frozen instance per lane
+#: (most events of a run are ordinary; the fold classifies every one).
+_CLEAN: dict[str, LaneClassification] = {lane: LaneClassification(lane) for lane in get_args(Lane)}
+
+
+def classify_lane(event: RuntimeEvent) -> LaneClassification:
+    """Classify ``event`` into exactly one lane, or report a ``semantic_lane_conflict``."""
+    if event.actions is None and not isinstance(event.content, _TOOL_CONTENT):
+        return _CLEAN["ordinary"]  # no trigger can fire: most events of a run
+    lanes = _triggers(event)
+    if not lanes:
+        return _CLEAN["ordinary"]
+    lane = lanes[0]
+    if len(lanes) > 1:
+        return LaneClassification(lane, f"event matches several tool lanes: {', '.join(lanes)}")
+    problem = _common_envelope_problem(event)
+    if problem is None:
+        if lane == "function_call":
+            problem = _call_problem(event)
+        elif lane == "function_response":
+            problem = _response_problem(event)
+        elif lane == "tool_dispatch":
+            problem = _system_fact_problem(event, "toolDispatch", _DISPATCH_REF_SETS)
+        else:
+            problem = _system_fact_problem(event, "toolRecovery", (_RECOVERY_REF_SET,))
+    return _CLEAN[lane] if problem is None else LaneClassification(lane, problem)

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from maka_es.testing.builders import SAMPLE_DIGEST, Events, FactBuilder, LedgerBuilder, Spine
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import classify_lane
+from maka_es.wire.events import RuntimeEvent, classify_lane
 
 Build = Callable[[Events[Any]], Any]
 

@@ -12,9 +12,8 @@ import pytest
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, event_ids, run_header
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import dispatch_fact as build_dispatch_event
-from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import RunHeader
 
 WRITE = {"path": "notes.txt", "content": "after"}

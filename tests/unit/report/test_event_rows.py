@@ -3,7 +3,7 @@ clipped but unescaped (escaping is the template's job), times converted without 
 
 from __future__ import annotations
 
-from maka_es.report.event_rows import LANES, SUMMARY_LIMIT, event_anchor, event_row, format_ms
+from maka_es.report.view import LANES, SUMMARY_LIMIT, event_anchor, event_row, format_ms
 from maka_es.testing.builders import LedgerBuilder, Spine
 from maka_es.wire.events import as_runtime_event
 

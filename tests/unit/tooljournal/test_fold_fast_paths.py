@@ -18,11 +18,10 @@ from maka_es.testing.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.tooljournal.resolver import ResolverState, ToolDecision
 from maka_es.tooljournal.scanner import EventRef
-from maka_es.wire import canonical_plain
+from maka_es.wire import codec as canonical_plain
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import _given_exactly, _set_keys
+from maka_es.wire.events import RuntimeEvent, _given_exactly, _set_keys
 
 EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)
 ARGS = {"command": "ls"}

@@ -11,7 +11,7 @@ import pytest
 from maka_es.testing.builders import Events, Spine
 from maka_es.tooljournal import bundle
 from maka_es.tooljournal.resolver import ResolverState
-from maka_es.wire import lanes
+from maka_es.wire import events as lanes
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 
 EV = Events.decoded(Spine("session-1", "invocation-1", "run-1", "turn-1"), ts=1)

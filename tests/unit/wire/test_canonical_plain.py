@@ -13,8 +13,13 @@ from hypothesis import strategies as st
 
 from maka_es.errors import NonStrictJsonError
 from maka_es.testing.builders import LedgerBuilder
-from maka_es.wire.canonical_plain import PLAIN_DEPTH, plain_canonical
-from maka_es.wire.codec import _exact_canonical, canonical_args_hash, canonical_json
+from maka_es.wire.codec import (
+    PLAIN_DEPTH,
+    _exact_canonical,
+    canonical_args_hash,
+    canonical_json,
+    plain_canonical,
+)
 from maka_es.wire.events import RuntimeEvent
 
 _keys = st.one_of(

@@ -12,14 +12,13 @@ from maka_es.continuation.claims import ContinuationTarget, SourceBoundary, cont
 from maka_es.resume.failpoint_catalog import FAILPOINT_PREFIXES, harness_ledger
 from maka_es.testing.builders import LedgerBuilder
 from maka_es.tooljournal.resolver import resolve_tool_operations
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import (
     StartProvenance,
     continuation_start_fact,
     terminal_fact,
     unbound_response,
 )
-from maka_es.wire.lanes import classify_lane
 
 DIGEST = "sha256:" + "cd" * 32
 SPINE = {"sessionId": "s1", "invocationId": "i2", "runId": "r2", "turnId": "t2"}

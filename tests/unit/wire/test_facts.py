@@ -20,7 +20,7 @@ from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.strategies import json_values
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import (
     PARKED_REASON_FOR_OBSERVATION,
     Observation,
@@ -33,7 +33,6 @@ from maka_es.wire.facts import (
     reconcile_result_fact,
     terminal_fact,
 )
-from maka_es.wire.lanes import classify_lane
 from maka_es.wire.run_header import RunHeader, header_matches_terminal, terminal_event
 
 DIGEST = "sha256:" + "ab" * 32

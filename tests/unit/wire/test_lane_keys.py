@@ -8,8 +8,7 @@ from typing import Any
 from hypothesis import given
 
 from maka_es.testing.strategies import runtime_event_dicts
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import _set_keys
+from maka_es.wire.events import RuntimeEvent, _set_keys
 
 
 @given(runtime_event_dicts())

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from maka_es.testing.builders import Events, Spine
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.lanes import classify_lane
+from maka_es.wire.events import RuntimeEvent, classify_lane
 
 SPINE = Spine()
 EV = Events.decoded(SPINE, ts=1)
