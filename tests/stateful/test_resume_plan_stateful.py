@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from maka_es.testing.machines import ResumeLedgerMachine
-from maka_es.testing.store_probe import FreshStore
+from maka_es.testing.probes import FreshStore
 
 
 def test_resume_ledger_machine(fresh_store: FreshStore, machine_settings: settings) -> None:

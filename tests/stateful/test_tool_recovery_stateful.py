@@ -8,7 +8,7 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from maka_es.testing.machines import ToolRecoveryMachine
-from maka_es.testing.store_probe import FreshStore
+from maka_es.testing.probes import FreshStore
 
 
 def test_tool_recovery_machine(fresh_store: FreshStore, machine_settings: settings) -> None:

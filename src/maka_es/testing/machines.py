@@ -78,7 +78,7 @@ from maka_es.continuation.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import FreshStore, sqlite_store_in, store_snapshot
+from maka_es.testing.probes import FreshStore, sqlite_store_in, store_snapshot
 from maka_es.tooljournal.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import BEFORE_T2, Tool, ToolContext, ToolResult, ToolRuntime
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
