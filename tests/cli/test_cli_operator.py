@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.cli.host_parts import LOG_ENV
 from tests.cli.stores import MAKA_ES, Ran, build_store, cli, rows
 

@@ -31,8 +31,7 @@ from maka_es.errors import ToolOutcomeConflictError
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import RecordingProvider, open_app
-from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import AFTER_SIDE_EFFECT, executions, store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T1
 from maka_es.wire.codec import operation_id_for
 from tests.cli.stores import cli

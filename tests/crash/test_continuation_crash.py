@@ -42,7 +42,7 @@ from maka_es.recovery.startup import Repair
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
 from maka_es.testing.crash_child import CHILD_CLOCK_MS, RecordingProvider, open_app
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 pytestmark = pytest.mark.crash
 

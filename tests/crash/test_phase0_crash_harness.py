@@ -15,7 +15,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.resume.failpoint_catalog import RUNTIME_RESUME_FAILPOINTS, Failpoint, harness_ledger
 from maka_es.testing.builders import Spine, run_header
 from maka_es.testing.crash import crash_child
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 pytestmark = pytest.mark.crash
 

@@ -21,10 +21,9 @@ from maka_es.continuation.claims import ContinuationTarget
 from maka_es.failpoints import AFTER_CLAIM_REPAIR_START
 from maka_es.recovery.startup import repair_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.claims import leave_unstarted_claim
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import leave_unstarted_claim, store_snapshot
 
 pytestmark = pytest.mark.crash
 

@@ -23,8 +23,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
-from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import AFTER_SIDE_EFFECT, executions, store_snapshot
 
 pytestmark = pytest.mark.crash
 

@@ -16,8 +16,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.failpoints import INSIDE_SAVE_BEFORE_COMMIT
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.testing.crash import crash_child
-from maka_es.testing.probe_tools import AFTER_SIDE_EFFECT, executions, probe_tools
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import AFTER_SIDE_EFFECT, executions, probe_tools, store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T1, AFTER_T2, BEFORE_T2, ToolRuntime
 from maka_es.wire.codec import operation_id_for
 

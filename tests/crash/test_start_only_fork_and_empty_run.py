@@ -23,7 +23,7 @@ from maka_es.recovery.startup import Repair
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.send_tool import Killed, send_tool
 
 pytestmark = pytest.mark.crash

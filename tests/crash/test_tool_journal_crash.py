@@ -18,7 +18,7 @@ import pytest
 from maka_es.app import RuntimeApplication
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.crash import CrashOutcome, crash_child
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 SPINE = Spine()
 RUN = SPINE.run_id

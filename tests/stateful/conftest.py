@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from maka_es.testing.store_probe import FreshStore
+from maka_es.testing.probes import FreshStore
 from tests.support.store_sql import fresh_store_for, hypothesis_settings_for
 
 

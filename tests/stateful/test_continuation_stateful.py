@@ -1,14 +1,14 @@
 """Phase 1a stateful suite: continuation eligibility is deterministic and read-only over
 generated prefixes and host facts, on each real store (a SQLite file, a PostgreSQL schema); see
-``maka_es.testing.continuation_machine``."""
+``maka_es.testing.machines``."""
 
 from __future__ import annotations
 
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from maka_es.testing.continuation_machine import ContinuationEligibilityMachine
-from maka_es.testing.store_probe import FreshStore
+from maka_es.testing.machines import ContinuationEligibilityMachine
+from maka_es.testing.probes import FreshStore
 
 
 def test_continuation_eligibility_machine(

@@ -10,8 +10,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from maka_es.testing.continuation_machine import ContinuationEligibilityMachine
-from maka_es.testing.tool_machine import ToolRecoveryMachine, ToolUnderTest
+from maka_es.testing.machines import (
+    ContinuationEligibilityMachine,
+    ToolRecoveryMachine,
+    ToolUnderTest,
+)
 from maka_es.tooljournal.tools import Tool, ToolContext
 
 

@@ -16,7 +16,7 @@ import psycopg
 from hypothesis import settings
 
 from maka_es.adapters.store_url import is_postgres_url
-from maka_es.testing.store_probe import FreshStore, sqlite_store_in
+from maka_es.testing.probes import FreshStore, sqlite_store_in
 
 __all__ = [
     "PG_MAX_EXAMPLES",

@@ -48,7 +48,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
-from maka_es.testing.probe_tools import probe_tools
+from maka_es.testing.probes import probe_tools
 from maka_es.tooljournal.runtime import ToolRuntime
 
 #: The child's fixed clock (ms): deterministic timestamps across parent and child.

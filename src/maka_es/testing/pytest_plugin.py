@@ -16,7 +16,7 @@ Fixtures:
 * ``maka_store``: a :class:`TemporaryStore`, a SQLite file under ``tmp_path``; ``open()`` it
   as often as a restarted host would, every application it opened is closed at teardown;
 * ``maka_app``: ``maka_store.open(tools=maka_tools)``;
-* ``maka_crash``: an :class:`~maka_es.testing.agent_crash.AgentCrashHarness`.
+* ``maka_crash``: an :class:`~maka_es.testing.crash.AgentCrashHarness`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import pytest
 
 if TYPE_CHECKING:  # imported by the fixtures that need them, when a test asks
     from maka_es.app import RuntimeApplication
-    from maka_es.testing.agent_crash import AgentCrashHarness
+    from maka_es.testing.crash import AgentCrashHarness
     from maka_es.tooljournal.tools import Tool
 
 
@@ -77,6 +77,6 @@ def maka_app(maka_store: TemporaryStore, maka_tools: Sequence[Tool[Any]]) -> Run
 @pytest.fixture
 def maka_crash() -> AgentCrashHarness:
     """The SIGKILL harness: ``kill_at("module:function", "tool.before_t2", store_path)``."""
-    from maka_es.testing.agent_crash import AgentCrashHarness
+    from maka_es.testing.crash import AgentCrashHarness
 
     return AgentCrashHarness()

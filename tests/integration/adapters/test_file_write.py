@@ -21,7 +21,7 @@ from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
+from maka_es.testing.probes import Outside, make_outside, symlinks_under
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 
 CONTENT = '{"port":4000}'

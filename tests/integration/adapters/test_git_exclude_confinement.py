@@ -4,7 +4,7 @@ Why: the exclude rule is appended to ``<git dir>/info/exclude``. A symlinked ``.
 ``.git/info``, or an ``exclude`` that is a hard link to another file, would let that append land
 in a file anywhere the process may write. Each is refused with ``workspace_io_failed`` before a
 byte is written and before a marker is published; the outside tree keeps its bytes and mtimes
-(``maka_es.testing.hostile_fs``), and nothing new appears in it (ADR 0013).
+(``maka_es.testing.probes``), and nothing new appears in it (ADR 0013).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from maka_es.adapters.workspace import WORKSPACE_MARKER_FILE, resolve_workspace_identity
 from maka_es.errors import WorkspaceIdentityError
-from maka_es.testing.hostile_fs import Outside, make_outside
+from maka_es.testing.probes import Outside, make_outside
 from tests.integration.adapters.test_workspace_marker import make_git_dir
 
 OUTSIDE_RULES = b"# the outside repository's own rules\n"

@@ -20,7 +20,7 @@ import pytest
 from maka_es.adapters.jsonl import JsonlLedger
 from maka_es.errors import JsonlLedgerError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
+from maka_es.testing.probes import Outside, make_outside, symlinks_under
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

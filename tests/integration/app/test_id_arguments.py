@@ -22,7 +22,7 @@ from maka_es.aio import AsyncRuntimeApplication
 from maka_es.app import RuntimeApplication
 from maka_es.errors import InvalidRuntimeEventError, InvalidWorkspaceError
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from tests.support.host_surface import entries_taking
 

@@ -19,7 +19,7 @@ import pytest
 from maka_es import HostConfig, RuntimeApplication
 from maka_es.errors import TurnRefusedError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
 from tests.support.lookup_host import Crash, open_app
 from tests.support.send_tool import Killed

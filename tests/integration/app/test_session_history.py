@@ -22,7 +22,7 @@ from maka_es.aio import AsyncRuntimeApplication
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.lookup_host import Crash, open_app
 from tests.support.send_tool import Killed
 

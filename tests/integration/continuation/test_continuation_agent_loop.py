@@ -24,7 +24,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T2, BEFORE_T2, Tool, ToolContext
 from maka_es.wire.codec import operation_id_for
 from tests.support.restart import Restart

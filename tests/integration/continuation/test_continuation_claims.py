@@ -36,8 +36,7 @@ from maka_es.ledger.facts import (
 from maka_es.ledger.run import Run
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.raw_facts import commit_unchecked
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import commit_unchecked, store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader, terminal_event
 

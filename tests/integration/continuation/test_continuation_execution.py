@@ -29,8 +29,7 @@ from maka_es.errors import RunSealedError
 from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.raw_facts import commit_unchecked
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import commit_unchecked, store_snapshot
 from maka_es.wire.codec import canonical_json
 from tests.support.restart import Restart
 

@@ -19,7 +19,7 @@ from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.replay import build_composite_replay
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}

@@ -23,7 +23,7 @@ from maka_es.ledger import run as run_module
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 LEASE_MS = 1_000
 T0 = 1_700_000_000_000

@@ -18,7 +18,7 @@ from maka_es.errors import (
     SessionAlreadyExistsError,
     WorkspaceNotFoundError,
 )
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.conftest import FixedClock
 
 CONFIG = HostConfig(

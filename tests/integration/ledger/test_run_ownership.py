@@ -17,7 +17,7 @@ from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError, RunSealedE
 from maka_es.ledger.ownership import RunOwner, decide_take_over
 from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolResult
 
 LEASE_MS = 1_000

@@ -20,7 +20,7 @@ from maka_es.adapters.event_store import EventSourcedRunStore
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError, TerminalConflictError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 
 @pytest.fixture

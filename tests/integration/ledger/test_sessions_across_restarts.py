@@ -16,7 +16,7 @@ from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.errors import SessionAlreadyExistsError
 from maka_es.testing.builders import Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 IDENTITY = "workspace:v1:2d0c8a3e-4b1f-4c6d-8e9a-7f6b5c4d3e2a"
 

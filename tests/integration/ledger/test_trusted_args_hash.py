@@ -17,7 +17,7 @@ from maka_es.errors import ToolLedgerCorruptionError
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import Events, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal import scanner
 from maka_es.tooljournal.bundle import hash_or_none
 from tests.conftest import FixedClock

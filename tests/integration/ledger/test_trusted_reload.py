@@ -15,7 +15,7 @@ from maka_es.errors import InvalidRuntimeEventError
 from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import Events, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.conftest import FixedClock
 
 TOPIC = RuntimeEventRecorded.TOPIC

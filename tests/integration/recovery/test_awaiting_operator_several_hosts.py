@@ -21,7 +21,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.errors import RunOwnerFencedError
 from maka_es.ledger.ownership import RunOwner
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.send_tool import Killed, send_tool
 
 LEASE_MS = 1_000

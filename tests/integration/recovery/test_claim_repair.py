@@ -24,8 +24,7 @@ from maka_es.ledger.facts import RunHeaderUpdated
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.recovery.startup import StartupRecovery, claim_boundary, repair_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.claims import leave_unstarted_claim
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import leave_unstarted_claim, store_snapshot
 from tests.support.restart import Restart
 
 WORKSPACE = "workspace:v1:6f1c2a4e-8b7d-4c3e-9a1f-0e2d3c4b5a69"

@@ -29,7 +29,7 @@ from maka_es.errors import (
 )
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import RESULT, Killed, send_tool
 

@@ -20,7 +20,7 @@ from maka_es.continuation.telemetry import RecordingTelemetrySink, RunForkedEven
 from maka_es.errors import CodecInputError, MakaError, RunForkRefusedError
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.old_recovery import seal_like_old_recovery
 from tests.support.send_tool import Killed, send_tool
 

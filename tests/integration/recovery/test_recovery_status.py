@@ -45,7 +45,7 @@ from maka_es.recovery.status import (
 )
 from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, InMemoryRecoveryStatusBackend
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.raw_facts import commit_unchecked
+from maka_es.testing.probes import commit_unchecked
 from tests.support.run_loads import count_loads
 
 DIGEST_A = "sha256:" + "a" * 64

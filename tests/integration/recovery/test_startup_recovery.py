@@ -17,8 +17,7 @@ from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
 from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
 from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
-from maka_es.testing.raw_facts import commit_unchecked
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import commit_unchecked, store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from tests.support.restart import Restart
 

@@ -23,7 +23,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.errors import StoreUnavailableError
 from maka_es.recovery.startup import StartupRecoveryOutcome
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.runtime import (
     ReconcileObservation,
     Tool,

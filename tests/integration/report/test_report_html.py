@@ -16,7 +16,7 @@ from maka_es.report import (
     write_run_report,
     write_session_report,
 )
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.integration.report.scenario import HOSTILE, Store, open_app
 
 

@@ -11,7 +11,7 @@ import pytest
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
 from maka_es.testing.builders import Events, LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 Command = Callable[[RuntimeApplication, LedgerBuilder], Any]
 

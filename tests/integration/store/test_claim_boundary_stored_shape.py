@@ -19,8 +19,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.errors import StoreCorruptionError
 from maka_es.ledger.facts import claim_stream_id
-from maka_es.testing.raw_facts import commit_unchecked
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import commit_unchecked, store_snapshot
 from tests.support.store_sql import event_states_with_topic
 
 DIGEST_P = "sha256:" + "1" * 64

@@ -11,8 +11,7 @@ from maka_es.adapters.jsonl import JsonlLedger, export_jsonl_run, import_jsonl_l
 from maka_es.app import RuntimeApplication
 from maka_es.errors import JsonlLedgerError, MakaError
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.hostile_fs import Outside, make_outside, symlinks_under
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import Outside, make_outside, store_snapshot, symlinks_under
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

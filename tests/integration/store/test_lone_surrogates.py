@@ -24,7 +24,7 @@ from maka_es.errors import (
     NonStrictJsonError,
 )
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 
 #: Two distinct keys that both become "\ufffd" under lossy encoding.

@@ -12,7 +12,7 @@ from maka_es.adapters.store_url import is_postgres_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from tests.support.store_sql import all_rows
 
 

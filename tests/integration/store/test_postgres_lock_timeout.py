@@ -23,7 +23,7 @@ import pytest
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 #: Seconds a command may take behind the lock: the 1 s lock_timeout plus generous slack.
 BOUND_S = 10.0

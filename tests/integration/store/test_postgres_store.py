@@ -21,7 +21,7 @@ from maka_es.errors import (
     StoreUnavailableError,
 )
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from maka_es.errors import (
     TerminalConflictError,
 )
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 
 
 def _open_run(app: RuntimeApplication, **header: Any) -> None:

@@ -44,7 +44,7 @@ from maka_es.errors import (
 )
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 from tests.support.host_surface import host_public_names, plumbing_names

@@ -21,7 +21,7 @@ from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.probe_tools import append_line_tool, executions
+from maka_es.testing.probes import append_line_tool, executions
 from maka_es.tooljournal.runtime import ToolRuntime
 
 SIDECARS = ("", "-wal", "-shm")

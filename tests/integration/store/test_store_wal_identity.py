@@ -29,8 +29,7 @@ from maka_es.adapters.sqlite import Factory
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder
-from maka_es.testing.probe_tools import executions
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import executions, store_snapshot
 from tests.integration.store.test_store_file_identity import WRITES, Write, _seeded
 
 

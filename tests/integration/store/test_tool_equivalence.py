@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from maka_es.app import RuntimeApplication
 from maka_es.ledger.service import ToolCommit
 from maka_es.testing.builders import Events, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.operation import (
     JournalState,
     ToolJournal,

@@ -34,8 +34,7 @@ from maka_es.errors import (
 from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
 from maka_es.testing.builders import SAMPLE_DIGEST as DIGEST
 from maka_es.testing.builders import Events, Spine, run_header
-from maka_es.testing.raw_facts import commit_unchecked
-from maka_es.testing.store_probe import StoreSnapshot, store_snapshot
+from maka_es.testing.probes import StoreSnapshot, commit_unchecked, store_snapshot
 from maka_es.tooljournal.operation import expected_journal_state
 from maka_es.tooljournal.resolver import ResolverState
 from maka_es.tooljournal.scanner import ResolverIssue

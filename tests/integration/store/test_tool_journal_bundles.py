@@ -37,7 +37,7 @@ from maka_es.errors import (
 )
 from maka_es.ledger.facts import RuntimeEventRecorded
 from maka_es.testing.builders import Events, Spine, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.operation import ToolJournal, expected_journal_state
 
 SPINE = Spine()

@@ -14,7 +14,7 @@ from maka_es.adapters.file_write import FileWriteArgs, file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.errors import InvalidRuntimeEventError, MakaError, RunSealedError
 from maka_es.testing.builders import LedgerBuilder, run_header
-from maka_es.testing.store_probe import store_snapshot
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.runtime import (
     OutcomeUnknownError,
     Tool,
