@@ -95,6 +95,8 @@ def any_app(
 PG_URL_ENV = "MAKA_ES_TEST_PG_URL"
 _pg_unavailable: list[str] = []
 _pg_used: list[str] = []
+#: Under pytest-xdist, how many PostgreSQL tests each finished worker ran.
+_pg_worker_tests: list[int] = []
 
 
 def _pg_server_problem(url: str | None) -> str | None:
@@ -182,7 +184,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_testnodedown(node: object, error: object) -> None:
     """The controller adds up what each xdist worker reported (``pytest_sessionfinish``)."""
     output = getattr(node, "workeroutput", {})
-    _pg_used.extend(["worker"] * int(output.get("maka_pg_used", 0)))
+    _pg_worker_tests.append(int(output.get("maka_pg_used", 0)))
     _pg_unavailable.extend(output.get("maka_pg_unavailable", []))
 
 
@@ -192,9 +194,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep(
             "!", f"POSTGRESQL TESTS SKIPPED: {_pg_unavailable[0]}", red=True, bold=True
         )
-    elif _pg_used:
+    elif ran := len(_pg_used) + sum(_pg_worker_tests):
         terminalreporter.write_line(
-            f"PostgreSQL: {len(_pg_used)} tests ran on a fresh schema of the test server"
+            f"PostgreSQL: {ran} tests ran on a fresh schema of the test server"
         )
 
 
