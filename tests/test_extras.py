@@ -33,6 +33,8 @@ RINGS = {
     "cli": {"typer", "rich", "jinja2"},
     "report": {"jinja2"},
     "testing": {"hypothesis", "pytest"},  # the plugin only ever loads inside pytest
+    # the framework integrations (issue 24), each behind its own extra
+    "integrations": {"pydantic_ai", "agents", "openai", "httpx", "opentelemetry"},
 }
 
 BLOCKER = """
