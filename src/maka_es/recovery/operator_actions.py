@@ -34,6 +34,7 @@ ending the same run, the store lets one write and the other answers ``run_alread
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,7 @@ __all__ = [
     "RunForks",
     "EndRunOutcome",
     "end_start_only_run",
+    "operator_commands",
 ]
 
 
@@ -661,3 +663,21 @@ def _end_run_report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> End
         str(ended.detail.get("recoveryReason", "")),
         None if taken is None else str(taken.detail.get("previousHostId")),
     )
+
+
+def operator_commands(
+    run_id: str, operation_ids: tuple[str, ...], *, attestable: bool
+) -> tuple[str, ...]:
+    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair): an
+    attestation while the run is not ended (a run sealed by its terminal refuses one,
+    ``run_sealed``, ADR 0022), and a fork before the call in any case."""
+    commands: list[str] = []
+    for op in operation_ids:
+        run, quoted = shlex.quote(run_id), shlex.quote(op)
+        if attestable:
+            commands += [
+                f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
+                f"maka-es attest {run} {quoted} --not-applied --actor WHO",
+            ]
+        commands.append(f"maka-es fork {run} --before {quoted} --actor WHO")
+    return tuple(commands)
