@@ -33,7 +33,8 @@ from maka_es.providers import openai_chat as provider_openai_chat
 from maka_es.providers import openai_responses as provider_openai_responses
 from maka_es.providers import protocol as provider
 from maka_es.providers import sdk as sdk_providers
-from maka_es.tooljournal import runtime, tools
+from maka_es.tooljournal import runtime
+from maka_es.tooljournal.model import tools
 from tests.test_docs_blocks import ROOT, _build
 
 #: Classes whose every public member a host may call: the host object, the facade and the

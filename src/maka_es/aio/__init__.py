@@ -62,18 +62,18 @@ from maka_es.aio.services import (
 from maka_es.app import RuntimeApplication
 from maka_es.app_api import EventInput
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.turns import TurnResult
-from maka_es.ledger.host_config import HostConfig
-from maka_es.ledger.ownership import HostLease
+from maka_es.ledger.model.host_config import HostConfig
+from maka_es.ledger.model.ownership import HostLease
 from maka_es.ledger.service import SessionInfo
 from maka_es.recovery.operator_actions import AttestationOutcome, EndRunOutcome, ForkOutcome
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.recovery.startup import StartupRecoveryOutcome
 from maka_es.resume.models import ResumePlan
+from maka_es.tooljournal.model.tools import ToolResult
 from maka_es.tooljournal.runtime import ToolRuntime
-from maka_es.tooljournal.tools import ToolResult
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

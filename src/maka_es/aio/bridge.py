@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
-from maka_es.tooljournal.tools import Reconciler, Tool, ToolContext
+from maka_es.tooljournal.model.tools import Reconciler, Tool, ToolContext
 from maka_es.wire.events import ToolRecoveryMode
 
 __all__ = [

@@ -16,13 +16,13 @@ from typing import Any, Protocol, TypeVar
 from maka_es.app import ToolJournalService
 from maka_es.app_api import EventInput
 from maka_es.continuation.claims import Claims, ContinuationClaim
-from maka_es.ledger.facts import StartKind, StoredFact
 from maka_es.ledger.host_leases import HostLeases
-from maka_es.ledger.ownership import HostLease
+from maka_es.ledger.model.facts import StartKind, StoredFact
+from maka_es.ledger.model.ownership import HostLease
 from maka_es.ledger.service import AppendResult, Ledger, RunStarts, ToolCommit
-from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 

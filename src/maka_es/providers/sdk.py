@@ -38,7 +38,7 @@ from maka_es.providers.openai_responses import (
     openai_responses_response,
 )
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 
 __all__ = [
     "AnthropicMessagesProvider",

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.turns import FINISHED, answer_of
 from maka_es.ledger.service import Ledger
 from maka_es.providers.protocol import Provider
 from maka_es.recovery.operator_actions import RunForks, operator_commands
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
 __all__ = ["ResumeResult", "SessionResume"]

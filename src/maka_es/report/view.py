@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.recovery.operator_actions import ForkOutcome, operator_commands
 from maka_es.resume.models import Diagnostic, ResumePlan
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution, ToolDecision
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution, ToolDecision
 from maka_es.wire.events import (
     ErrorContent,
     FunctionCallContent,

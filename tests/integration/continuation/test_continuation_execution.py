@@ -18,7 +18,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
-from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpoint
+from maka_es.continuation.model.plan import ContinuationPlan, WorkspaceCheckpoint
 from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,
     RecordingTelemetrySink,
@@ -26,7 +26,7 @@ from maka_es.continuation.telemetry import (
     TelemetrySink,
 )
 from maka_es.errors import RunSealedError
-from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot
