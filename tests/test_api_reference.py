@@ -21,7 +21,6 @@ import pytest
 
 import maka_es
 from maka_es import aio
-from maka_es.aio import services as aio_services
 from maka_es.app import RuntimeApplication, ToolJournalService
 from maka_es.continuation import host
 from maka_es.continuation.claims import Claims
@@ -48,7 +47,11 @@ SURFACES: tuple[type, ...] = (
     Claims,
     HostLeases,
     runtime.ToolRuntime,
-    *(getattr(aio_services, name) for name in aio_services.__all__),
+    aio.AsyncLedger,
+    aio.AsyncRunStarts,
+    aio.AsyncToolJournal,
+    aio.AsyncClaims,
+    aio.AsyncOwnership,
 )
 #: Modules whose exported names are providers or extension points.
 EXTENSION_MODULES: tuple[ModuleType, ...] = (
