@@ -26,8 +26,8 @@ import pytest
 import maka_es
 from maka_es import errors
 from maka_es.codes import REGISTRY, CodeEntry, CodeRegistry
+from maka_es.codes.model import OTHER_VOCABULARIES, exception_classes, render_markdown
 from maka_es.codes.places import FIRES_IN, SEE
-from maka_es.codes.render import OTHER_VOCABULARIES, exception_classes, render_markdown
 from maka_es.continuation.model.replay import ReplayBlockReason, ReplayDiagnosticCode
 from maka_es.resume.models import DiagnosticCode, ResumeRejectionReason
 from maka_es.tooljournal.model.bundle import BundleCode
