@@ -21,10 +21,9 @@ from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.turns import TurnResult, Turns
 from maka_es.ledger.host_leases import HostLeases
-from maka_es.ledger.host_sessions import HostSessions
 from maka_es.ledger.model.host_config import HostConfig
 from maka_es.ledger.model.ownership import HostLease
-from maka_es.ledger.service import Ledger, SessionInfo
+from maka_es.ledger.service import HostSessions, Ledger, SessionInfo
 from maka_es.providers.protocol import Provider
 from maka_es.recovery.operator_actions import (
     AttestationOutcome,

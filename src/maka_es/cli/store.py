@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from maka_es.adapters.store_url import is_postgres_url, sqlite_path_of
+from maka_es.adapters.event_store import is_postgres_url, sqlite_path_of
 from maka_es.app import RuntimeApplication
 from maka_es.codes import REGISTRY
 from maka_es.errors import (

@@ -36,8 +36,7 @@ from maka_es.continuation.agent_loop import (
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import error_class_of
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
-from maka_es.ledger.host_sessions import CLOCK_FIELDS, HostSessions
-from maka_es.ledger.service import Ledger, RunStarts
+from maka_es.ledger.service import CLOCK_FIELDS, HostSessions, Ledger, RunStarts
 from maka_es.providers.protocol import Provider, ProviderRequest
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, TextContent

@@ -21,13 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es import failpoints
+from maka_es.adapters.event_store import is_postgres_url, postgres_env_from_url
 from maka_es.adapters.recovery_status import (
     PostgresRecoveryStatusBackend,
     SqliteRecoveryStatusBackend,
     recovery_status_store_for,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
-from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import (
     ContinuationClaim,
