@@ -500,7 +500,7 @@ SPAN_NAMES: Final = frozenset(
     }
 )
 
-#: Span attribute keys (docs/integrations/opentelemetry.md#attributes): identities and codes.
+#: Span attribute keys (docs/integrations/opentelemetry.md#spans): identities and codes.
 SESSION_ID: Final = "maka_es.session_id"
 RUN_ID: Final = "maka_es.run_id"
 SOURCE_RUN_ID: Final = "maka_es.source_run_id"
@@ -509,7 +509,8 @@ OPERATION_ID: Final = "maka_es.operation_id"
 TOOL_NAME: Final = "maka_es.tool_name"
 RECOVERY_MODE: Final = "maka_es.recovery_mode"
 CLAIM_ID: Final = "maka_es.claim_id"
-#: A recovery decision's reason code (its repair kind, docs/reference/recovery.md).
+#: A recovery decision's reason code: its repair kind
+#: (docs/reference/continuation.md#startup-recovery).
 REASON: Final = "maka_es.reason"
 #: The ``reason`` of a repair's detail (``left_unreconciled``: why the run is held).
 DETAIL_REASON: Final = "maka_es.detail_reason"

@@ -42,7 +42,12 @@ from maka_es.wire.codec import operation_id_for
 from tests.support import otel
 
 CANARY = "sk-CANARY-7f3a9c"
-HOST = dict(backend_kind="ai-sdk", llm_connection_slug="main", model_id="m", permission_mode="ask")
+HOST: dict[str, Any] = {
+    "backend_kind": "ai-sdk",
+    "llm_connection_slug": "main",
+    "model_id": "m",
+    "permission_mode": "ask",
+}
 
 
 class EchoArgs(BaseModel):

@@ -1,8 +1,9 @@
 """The OpenTelemetry SDK for the trace tests: one in-memory exporter per process.
 
 Why once per process: the API's global tracer provider can be set only once, so the first
-trace test of a process sets an SDK provider whose only processor exports every ended span to
-:data:`EXPORTER` (the SDK's ``InMemorySpanExporter``) and each test clears it. A crash test's
+trace test of a process sets an SDK provider (or takes the one already set) with a processor
+that exports every ended span to :data:`EXPORTER` (the SDK's ``InMemorySpanExporter``), and
+each test clears it. A crash test's
 child also appends each ended span to a JSON-lines file (``spans_to``), since the parent cannot
 read a killed process's memory.
 """
@@ -46,14 +47,23 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
+class _Installed:
+    done = False
+
+
 def install(spans_to: Path | None = None) -> InMemorySpanExporter:
-    """The process's SDK provider (set on first call) exporting to :data:`EXPORTER`."""
+    """The process's SDK provider exporting to :data:`EXPORTER`, cleared. Set on first call;
+    when something else of the process (a docs page's example) set an SDK provider first, the
+    exporter is added to that one."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
+        trace.set_tracer_provider(TracerProvider())
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    if not _Installed.done:
+        _Installed.done = True
         provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
         if spans_to is not None:
             provider.add_span_processor(SimpleSpanProcessor(_JsonLines(spans_to)))
-        trace.set_tracer_provider(provider)
     EXPORTER.clear()
     return EXPORTER
 
