@@ -17,10 +17,14 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
+from maka_es import OpenAIChatProvider
 from maka_es.app import RuntimeApplication
 from maka_es.telemetry import (
+    ATTEST_SPAN,
     CONTINUATION_SPAN,
     MODEL_CALL_SPAN,
+    OPERATION_ID,
+    OUTCOME,
     REASON,
     RECOVERY_DECISION_SPAN,
     RECOVERY_SPAN,
@@ -73,8 +77,8 @@ def test_a_turn_killed_in_its_tool_and_resumed_is_one_connected_trace(tmp_path: 
     assert recorded is not None
     assert recorded.split("-")[1] == trace_id
 
-    exporter = otel.install()
-    outcome = live_agent.main(root, store)
+    with otel.traced() as exporter:
+        outcome = live_agent.main(root, store)
     assert outcome["resume"] == "continued", outcome
     spans = list(exporter.get_finished_spans())
 
@@ -111,3 +115,63 @@ def test_a_turn_killed_in_its_tool_and_resumed_is_one_connected_trace(tmp_path: 
     assert all(_trace_id(s) == trace_id for s in inside)
     # the write landed once: recovery settled it from the file, nothing ran it again
     assert (root / "workspace" / "port.txt").read_text() == "8080\n"
+
+
+def _links(span: ReadableSpan) -> list[str]:
+    return [f"{link.context.trace_id:032x}" for link in span.links]
+
+
+def test_an_attestation_after_a_kill_in_a_never_auto_retry_tool_joins_the_trace(
+    tmp_path: Path,
+) -> None:
+    """Killed after the email left (``never_auto_retry``): recovery leaves the run to the
+    operator, the attestation links to the interrupted turn's trace and finishes its recovery
+    inside its own span, and the resume then continues that trace."""
+    root = tmp_path / "agent"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "config.json").write_text(json.dumps({"port": 8080}))
+    store = str(root / "runtime.sqlite")
+    harness = AgentCrashHarness()
+    assert harness.kill_at(
+        "tests.support.otel:first_start", live_agent.AFTER_EMAIL, str(root), store
+    ).killed
+    with RuntimeApplication.open(store) as app:
+        recorded = app.ledger.trace_context("r2")
+    assert recorded is not None
+    trace_id = recorded.split("-")[1]
+
+    model = OpenAIChatProvider(live_agent.ScriptedClient(root), model="scripted")
+    with otel.traced() as exporter, live_agent.open_app(root, store) as app:
+        app.recover()
+        assert app.resume(live_agent.SESSION, model).status == "parked"
+        (operation,) = [op for op in app.ledger.load_run("r2").tool_operations if op.is_unsettled]
+        app.attest_operation(
+            "r2",
+            operation.operation_id,
+            applied=True,
+            result={"kind": "text", "text": "sent"},
+            actor="ops",
+        )
+        outcome = live_agent.finish_session(app, model)
+    assert outcome["resume"] == "continued", outcome
+    spans = list(exporter.get_finished_spans())
+
+    decision = _one(
+        spans, RECOVERY_DECISION_SPAN, **{RUN_ID: "r2", REASON: "left_awaiting_operator"}
+    )
+    assert _links(decision) == [trace_id]
+    attest = _one(spans, ATTEST_SPAN)
+    assert dict(attest.attributes or {}) == {
+        RUN_ID: "r2",
+        OPERATION_ID: operation.operation_id,
+        OUTCOME: "applied",
+    }
+    assert _links(attest) == [trace_id]
+    inside = [
+        s for s in spans if s.parent is not None and s.parent.span_id == attest.context.span_id
+    ]
+    assert [s.name for s in inside] == [RECOVERY_SPAN]  # the run's recovery, finished by it
+    assert [e.name for e in attest.events] == ["operator_attested"]
+    continuation = _one(spans, CONTINUATION_SPAN)
+    assert _trace_id(continuation) == trace_id
+    assert (root / live_agent.OUTBOX).read_text().count("ops: port.txt written") == 1

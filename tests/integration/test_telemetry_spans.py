@@ -13,11 +13,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 from maka_es import HostConfig, RuntimeApplication
@@ -74,6 +76,13 @@ def _text(text: str) -> ProviderTurn:
     return ProviderTurn(outputs=({"kind": "text", "text": text},))
 
 
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    """The SDK's in-memory exporter behind a global SDK provider, for this test only."""
+    with otel.traced() as spans:
+        yield spans
+
+
 def _open(store_url: str, workspace: Path) -> RuntimeApplication:
     config = HostConfig(**HOST, cwd=str(workspace))
     return RuntimeApplication.open(
@@ -86,8 +95,9 @@ def _context(s: ReadableSpan) -> tuple[str, str]:
     return f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"
 
 
-def test_a_turn_traces_its_model_calls_and_tool_steps(store_url: str, tmp_path: Path) -> None:
-    exporter = otel.install()
+def test_a_turn_traces_its_model_calls_and_tool_steps(
+    store_url: str, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
     provider = ScriptedProvider([_call("call_1", "hello"), _text("done")])
     with _open(store_url, tmp_path) as app:
         app.open_session("s1")
@@ -112,8 +122,9 @@ def test_a_turn_traces_its_model_calls_and_tool_steps(store_url: str, tmp_path: 
     assert recorded.startswith("00-{}-{}-".format(*_context(turn)))  # then the trace flags
 
 
-def test_no_span_carries_a_prompt_argument_result_or_secret(store_url: str, tmp_path: Path) -> None:
-    exporter = otel.install()
+def test_no_span_carries_a_prompt_argument_result_or_secret(
+    store_url: str, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
     turns: list[ProviderTurn | Exception] = [
         _call("call_1", f"arg {CANARY}"),
         _call("call_2", f"fail {CANARY}"),
@@ -188,7 +199,34 @@ with RuntimeApplication.open({str(tmp_path / "db.sqlite")!r}, host_config=host) 
     assert done.stdout.split() == ["completed", "None", "False", "True", str(not block)]
 
 
-def test_a_span_outside_any_with_block_records_nothing() -> None:
-    exporter = otel.install()
+def test_a_span_outside_any_with_block_records_nothing(exporter: InMemorySpanExporter) -> None:
     span(TURN_SPAN, {RUN_ID: "r1"})  # never entered: never started
     assert exporter.get_finished_spans() == ()
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_a_runs_trace_context_is_recorded_once_on_its_own_stream(
+    store_url: str, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """The first record wins, a repeat or a malformed value writes nothing, and the run's own
+    stream, events and header hold no trace context (their wire shapes are the spec's)."""
+    with _open(store_url, tmp_path) as app:
+        app.open_session("s1")
+        app.run_turn("s1", "say hello", ScriptedProvider([_text("hi")]), run_id="r1")
+        first = app.ledger.trace_context("r1")
+        assert first is not None
+        assert app.ledger.record_trace_context("r1", TRACEPARENT) is False
+        assert app.ledger.record_trace_context("r2", "00-not-a-traceparent") is False
+        assert app.ledger.record_trace_context("r2", None) is False
+        assert app.ledger.trace_context("r2") is None
+        assert app.ledger.trace_context("r1") == first
+        assert app.ledger.record_trace_context("r3", TRACEPARENT) is True
+        assert app.ledger.trace_context("r3") == TRACEPARENT
+        payloads = app.ledger.read_run_payloads("r1")
+        header = app.ledger.get_run_header("r1").to_wire()
+        high_water = app.ledger.run_high_water("r1")
+    assert high_water == len(payloads) == 3  # the user message, the answer, the terminal
+    assert not any("traceparent" in p or first.split("-")[1] in p for p in payloads)
+    assert first.split("-")[1] not in json.dumps(header)

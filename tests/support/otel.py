@@ -1,9 +1,9 @@
 """The OpenTelemetry SDK for the trace tests: one in-memory exporter per process.
 
-Why once per process: the API's global tracer provider can be set only once, so the first
-trace test of a process sets an SDK provider (or takes the one already set) with a processor
-that exports every ended span to :data:`EXPORTER` (the SDK's ``InMemorySpanExporter``), and
-each test clears it. A crash test's
+Why a block that unsets the provider again: the API's global tracer provider is set once per
+process, and a test run after a traced test would otherwise record spans and trace contexts
+(extra saves) that it does not expect; :func:`traced` sets it for one block and resets the
+API's globals after it, as OpenTelemetry's own test utilities do. A crash test's
 child also appends each ended span to a JSON-lines file (``spans_to``), since the parent cannot
 read a killed process's memory.
 """
@@ -11,7 +11,8 @@ read a killed process's memory.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-EXPORTER = InMemorySpanExporter()
+from opentelemetry.trace import ProxyTracerProvider
+from opentelemetry.util._once import Once
 
 
 class _JsonLines(SpanExporter):
@@ -47,30 +48,36 @@ def span_record(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-class _Installed:
-    done = False
+@contextmanager
+def traced(spans_to: Path | None = None) -> Iterator[InMemorySpanExporter]:
+    """An SDK provider as the global one while the block runs, exporting every ended span to
+    the SDK's ``InMemorySpanExporter`` (and to ``spans_to``); unset again afterwards, so the
+    tests after it run without an SDK, as a host without one does."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if spans_to is not None:
+        provider.add_span_processor(SimpleSpanProcessor(_JsonLines(spans_to)))
+    reset_trace_globals()
+    trace.set_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        provider.shutdown()
+        reset_trace_globals()
 
 
-def install(spans_to: Path | None = None) -> InMemorySpanExporter:
-    """The process's SDK provider exporting to :data:`EXPORTER`, cleared. Set on first call;
-    when something else of the process (a docs page's example) set an SDK provider first, the
-    exporter is added to that one."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(TracerProvider())
-    provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider)
-    if not _Installed.done:
-        _Installed.done = True
-        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
-        if spans_to is not None:
-            provider.add_span_processor(SimpleSpanProcessor(_JsonLines(spans_to)))
-    EXPORTER.clear()
-    return EXPORTER
+def reset_trace_globals() -> None:
+    """No global tracer provider, as at the start of a process: the API's set-once guard
+    rearmed, the way OpenTelemetry's own test utilities reset it between tests."""
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+    trace._PROXY_TRACER_PROVIDER = ProxyTracerProvider()
 
 
 def first_start(root: str, store: str) -> Any:
     """The live agent's first start in a child, its spans also written to ``spans.jsonl``."""
     from tests.support import live_agent
 
-    install(Path(root) / "spans.jsonl")
-    return live_agent.main(Path(root), store)
+    with traced(Path(root) / "spans.jsonl"):
+        return live_agent.main(Path(root), store)

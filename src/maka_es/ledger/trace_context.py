@@ -14,18 +14,22 @@ stream's version and is ignored, and a store fault while recording is noted, nev
 from __future__ import annotations
 
 import logging
+import re
 
 from maka_es.errors import ConcurrentWriteError
 from maka_es.ledger.facts import TraceContextRecorded, trace_stream_id
 from maka_es.ledger.ports import RunStore, is_store_fault
+from maka_es.telemetry import TRACEPARENT_PATTERN
 
 _log = logging.getLogger(__name__)
+_TRACEPARENT_RE = re.compile(TRACEPARENT_PATTERN)
 
 
 def record_trace_context(store: RunStore, run_id: str, traceparent: str | None) -> bool:
     """Save ``traceparent`` as ``run_id``'s trace context; ``False`` when there is none to
-    save, one is already recorded, or the store failed (noted at debug level)."""
-    if traceparent is None:
+    save (or it is not a W3C ``traceparent``), one is already recorded, or the store failed
+    (noted at debug level)."""
+    if traceparent is None or _TRACEPARENT_RE.fullmatch(traceparent) is None:
         return False
     stream = trace_stream_id(run_id)
     fact = TraceContextRecorded(
