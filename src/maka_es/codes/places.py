@@ -310,7 +310,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "continuation/gates.py",
         "resume/diagnostics.py",
     ),
-    ("diagnostic", "operator_attested"): ("continuation/telemetry.py", "resume/diagnostics.py"),
+    ("diagnostic", "operator_attested"): ("telemetry.py", "resume/diagnostics.py"),
     ("diagnostic", "tool_recovery_unsettled"): (
         "continuation/plan.py",
         "continuation/replay.py",

@@ -16,13 +16,16 @@ from __future__ import annotations
 import logging
 import re
 
-from maka_es.errors import ConcurrentWriteError
 from maka_es.ledger.facts import TraceContextRecorded, trace_stream_id
 from maka_es.ledger.ports import RunStore, is_store_fault
 from maka_es.telemetry import TRACEPARENT_PATTERN
 
 _log = logging.getLogger(__name__)
 _TRACEPARENT_RE = re.compile(TRACEPARENT_PATTERN)
+
+
+class _AlreadyRecordedError(Exception):
+    """The run's trace stream already has its version 1 (never leaves this module)."""
 
 
 def record_trace_context(store: RunStore, run_id: str, traceparent: str | None) -> bool:
@@ -41,8 +44,8 @@ def record_trace_context(store: RunStore, run_id: str, traceparent: str | None) 
     )
     try:
         with store.command():
-            store.commit([fact], conflict=lambda: ConcurrentWriteError("trace context recorded"))
-    except ConcurrentWriteError:
+            store.commit([fact], conflict=_AlreadyRecordedError)
+    except _AlreadyRecordedError:
         return False
     except Exception as exc:
         if not is_store_fault(exc):
