@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
@@ -230,3 +231,30 @@ def test_a_runs_trace_context_is_recorded_once_on_its_own_stream(
     assert high_water == len(payloads) == 3  # the user message, the answer, the terminal
     assert not any("traceparent" in p or first.split("-")[1] in p for p in payloads)
     assert first.split("-")[1] not in json.dumps(header)
+
+
+def test_inside_a_host_span_a_resume_stays_in_the_host_trace_and_links(
+    store_url: str, tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    """A resume called inside the host's own span (a request) is a child of it, and links to
+    the interrupted turn's trace instead of continuing it."""
+    with _open(store_url, tmp_path) as app:
+        app.open_session("s1")
+        failed = app.run_turn("s1", "hi", ScriptedProvider([RuntimeError("down")]), run_id="r1")
+        assert failed.status == "failed"
+        recorded = app.ledger.trace_context("r1")
+        assert recorded is not None
+        tracer = trace.get_tracer("host")
+        with tracer.start_as_current_span("host.request") as request:
+            resumed = app.resume("s1", ScriptedProvider([_text("back")]))
+        assert resumed.status == "continued"
+    continuation = next(s for s in exporter.get_finished_spans() if s.name == CONTINUATION_SPAN)
+    host = request.get_span_context()
+    assert continuation.parent is not None
+    assert continuation.parent.span_id == host.span_id
+    assert continuation.context is not None
+    assert continuation.context.trace_id == host.trace_id
+    links = [
+        (f"{k.context.trace_id:032x}", f"{k.context.span_id:016x}") for k in continuation.links
+    ]
+    assert links == [tuple(recorded.split("-")[1:3])]
