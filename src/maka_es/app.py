@@ -91,9 +91,9 @@ from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.continuation.turns import Turns
 from maka_es.errors import StorePathError
-from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
 from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
+from maka_es.ledger.model.host_config import HostConfig
 from maka_es.ledger.service import (
     AppendResult,
     Ledger,
@@ -114,9 +114,9 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
-from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 

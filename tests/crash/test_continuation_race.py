@@ -47,7 +47,7 @@ from typing import IO, Any
 import psycopg
 import pytest
 
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash_child import open_app
 

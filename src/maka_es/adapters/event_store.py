@@ -49,14 +49,14 @@ from maka_es.errors import (
     StoreUnavailableError,
     WritePathRefusedError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     StoredFact,
     claim_stream_id,
     run_stream_id,
     session_stream_id,
 )
-from maka_es.ledger.run import Run
-from maka_es.ledger.session import Session, project_session
+from maka_es.ledger.model.run import Run
+from maka_es.ledger.model.session import Session, project_session
 
 A = TypeVar("A")
 T = TypeVar("T")

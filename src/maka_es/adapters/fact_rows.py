@@ -3,8 +3,8 @@ writers that commit a command's rows in one transaction (ADR 0033).
 
 Why not eventsourcing's default mapper: it stores ``vars(event)`` with class-path topics and a
 transcoder that turns tuples into lists. Our facts are pydantic models with explicit, stable
-topics (see ``maka_es.ledger.facts``); decoding goes through ``model_validate`` so a stored row
-that no longer matches its model fails loudly instead of producing a half-valid object.
+topics (see ``maka_es.ledger.model.facts``); decoding goes through ``model_validate`` so a
+stored row that no longer matches its model fails loudly instead of producing a half-valid object.
 
 Why not eventsourcing's ``Application.save`` to write them: every command of the library saves
 facts it just decided and validated, and nothing else (no aggregates to collect, no snapshots,
@@ -57,7 +57,7 @@ from maka_es.adapters.sqlite import (
     typed_store_faults,
 )
 from maka_es.errors import NonStrictJsonError, StoreCorruptionError
-from maka_es.ledger.facts import FACT_TYPES, RuntimeEventRecorded, StoredFact
+from maka_es.ledger.model.facts import FACT_TYPES, RuntimeEventRecorded, StoredFact
 
 # === the fact mapper and transcoder ===============================================================
 

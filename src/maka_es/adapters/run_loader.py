@@ -35,8 +35,8 @@ from eventsourcing.persistence import StoredEvent
 from maka_es.adapters.fact_rows import FactMapper
 from maka_es.adapters.run_snapshots import RunSnapshots
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
-from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact
-from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.model.facts import RuntimeEventRecorded, StoredFact
+from maka_es.ledger.model.run import Run, project_run
 
 A = TypeVar("A")
 

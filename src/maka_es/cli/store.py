@@ -35,8 +35,8 @@ from maka_es.errors import (
     StorePathError,
 )
 from maka_es.ledger.service import SessionInfo
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import ToolDecision
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import ToolDecision
 from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.run_header import RunHeader
 

@@ -70,18 +70,18 @@ from maka_es.continuation.lineage import (
     prefix_segment,
     read_lineage,
 )
-from maka_es.continuation.plan import (
+from maka_es.continuation.model.plan import (
     ContinuationPlan,
     CwdPolicy,
     RuntimeContinuation,
     normalize_cwd,
 )
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS
-from maka_es.ledger.run import Run
 from maka_es.providers.protocol import Provider, ProviderRequest
 from maka_es.telemetry import (
     CLAIM_ID,

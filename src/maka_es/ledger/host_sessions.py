@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError
-from maka_es.ledger.facts import checked_session_args
-from maka_es.ledger.host_config import HostConfig, header_for_run
+from maka_es.ledger.model.facts import checked_session_args
+from maka_es.ledger.model.host_config import HostConfig, header_for_run
 from maka_es.ledger.service import Ledger, SessionInfo
 from maka_es.wire.run_header import RunHeader
 

@@ -41,7 +41,8 @@ from maka_es.errors import (
     SessionNotFoundError,
     TerminalConflictError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.facts import (
     RunCreated,
     SessionOpened,
     StoredFact,
@@ -51,15 +52,14 @@ from maka_es.ledger.facts import (
     is_exact_create_retry,
     run_stream_id,
 )
-from maka_es.ledger.host_leases import HostLeases
-from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.model.ownership import RunOwner
+from maka_es.ledger.model.run import Run, ToolCommandDecision, project_run
+from maka_es.ledger.model.session import Session, project_session
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run, ToolCommandDecision, project_run
-from maka_es.ledger.session import Session, project_session
 from maka_es.ledger.trace_context import record_trace_context, recorded_trace_context
-from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
+from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.run_header import RunHeader, terminal_header_patch
 

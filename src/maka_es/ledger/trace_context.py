@@ -3,7 +3,7 @@
 Why in the ledger: a process killed inside a tool takes its spans with it, and the process
 that recovers and resumes the run has nothing in memory that names the interrupted trace. The
 run's ``traceparent`` (W3C, ids and flags only) is saved as version 1 of the run's own trace
-stream (:class:`~maka_es.ledger.facts.TraceContextRecorded`), outside the RuntimeEvent wire
+stream (:class:`~maka_es.ledger.model.facts.TraceContextRecorded`), outside the RuntimeEvent wire
 vocabulary and the run header, so no spec shape or digest changes (ADR 0043). It is written
 only when tracing is on: a host without an OpenTelemetry SDK writes nothing.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 
-from maka_es.ledger.facts import TraceContextRecorded, trace_stream_id
+from maka_es.ledger.model.facts import TraceContextRecorded, trace_stream_id
 from maka_es.ledger.ports import RunStore, is_store_fault
 from maka_es.telemetry import TRACEPARENT_PATTERN
 

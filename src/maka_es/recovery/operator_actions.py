@@ -6,7 +6,8 @@ Why a service apart from startup recovery: recovery never settles an unknown out
 (docs/reference/tool-journal.md#recovery-modes); only a person who looked at the world can.
 :class:`OperatorActions` is the one door for that decision: it validates it, commits it through
 the tool journal's command (one save, one winner) and reports it to telemetry with identities
-and codes only. The decision itself lives in :meth:`maka_es.ledger.run.Run.decide_attestation`.
+and codes only. The decision itself lives in
+:meth:`maka_es.ledger.model.run.Run.decide_attestation`.
 
 **Fork**: a new run from the last safe boundary before an uncertain call. Why a fork and not a
 rewrite: an operation whose outcome nobody knows (a ``never_auto_retry`` call sealed by
@@ -34,6 +35,7 @@ ending the same run, the store lets one write and the other answers ``run_alread
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -50,14 +52,14 @@ from maka_es.continuation.claims import (
 )
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
 from maka_es.continuation.lineage import read_lineage
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import OperatorAttestedEvent, RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, MakaError, RunEndRefusedError, RunForkRefusedError
-from maka_es.ledger.facts import RunForked, fork_stream_id
-from maka_es.ledger.ownership import decide_take_over
+from maka_es.ledger.model.facts import RunForked, fork_stream_id
+from maka_es.ledger.model.ownership import decide_take_over
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
-from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.providers.protocol import Provider
 from maka_es.recovery.startup import (
@@ -78,8 +80,8 @@ from maka_es.telemetry import (
     RUN_ID,
     TARGET_RUN_ID,
 )
-from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
@@ -94,6 +96,7 @@ __all__ = [
     "RunForks",
     "EndRunOutcome",
     "end_start_only_run",
+    "operator_commands",
 ]
 
 
@@ -680,3 +683,21 @@ def _end_run_report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> End
         str(ended.detail.get("recoveryReason", "")),
         None if taken is None else str(taken.detail.get("previousHostId")),
     )
+
+
+def operator_commands(
+    run_id: str, operation_ids: tuple[str, ...], *, attestable: bool
+) -> tuple[str, ...]:
+    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair): an
+    attestation while the run is not ended (a run sealed by its terminal refuses one,
+    ``run_sealed``, ADR 0022), and a fork before the call in any case."""
+    commands: list[str] = []
+    for op in operation_ids:
+        run, quoted = shlex.quote(run_id), shlex.quote(op)
+        if attestable:
+            commands += [
+                f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
+                f"maka-es attest {run} {quoted} --not-applied --actor WHO",
+            ]
+        commands.append(f"maka-es fork {run} --before {quoted} --actor WHO")
+    return tuple(commands)

@@ -116,10 +116,10 @@ from maka_es.continuation.claims import (
 )
 from maka_es.errors import MakaError
 from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import is_store_fault
-from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger
-from maka_es.recovery.reason import recovery_reason_newest_first
+from maka_es.recovery.model.reason import recovery_reason_newest_first
 from maka_es.telemetry import (
     DETAIL_REASON,
     REASON,
@@ -128,7 +128,7 @@ from maka_es.telemetry import (
     REPAIRS,
     RUN_ID,
 )
-from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
 from maka_es.wire.events import ContinuationStartV2, RuntimeEvent
 from maka_es.wire.run_header import (

@@ -46,7 +46,7 @@ from eventsourcing.persistence import Notification
 
 from maka_es.continuation.claims import ContinuationClaim
 from maka_es.errors import RunNotFoundError, StoreCorruptionError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     ContinuationClaimed,
     OperationAttested,
     RunCreated,
@@ -58,8 +58,8 @@ from maka_es.ledger.facts import (
     ToolMetadataRecorded,
     run_stream_id,
 )
-from maka_es.ledger.run import Run
-from maka_es.recovery.status_store import (
+from maka_es.ledger.model.run import Run
+from maka_es.recovery.model.status_store import (
     MISSING_HEADER_STATUS,
     ClaimState,
     RecoveryStatusConflictError,

@@ -45,7 +45,7 @@ from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probes import probe_tools

@@ -35,9 +35,8 @@ from maka_es import failpoints, telemetry
 from maka_es.errors import InvalidRuntimeEventError, NonStrictJsonError
 from maka_es.errors import OutcomeUnknownError as OutcomeUnknownError
 from maka_es.errors import ToolAlreadyDispatchedError as ToolAlreadyDispatchedError
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.ports import ToolJournalStore
-from maka_es.tooljournal.tools import (
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.tools import (
     OUTCOME_UNKNOWN_CODE,
     Observation,
     PermissionPolicy,
@@ -54,6 +53,7 @@ from maka_es.tooljournal.tools import (
     reconciled_not_applied_result,
     state_digest,
 )
+from maka_es.tooljournal.ports import ToolJournalStore
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.facts import (

@@ -37,13 +37,16 @@ from maka_es.continuation.claims import (
     continuation_start_event,
 )
 from maka_es.errors import MakaError
+from maka_es.recovery.model.status_store import (
+    INSIDE_COMMIT_FAILPOINT,
+    InMemoryRecoveryStatusBackend,
+)
 from maka_es.recovery.status import (
     RecoveryStatusConflictError,
     RecoveryStatusProjector,
     RecoveryStatusStore,
     RunRecoveryStatus,
 )
-from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, InMemoryRecoveryStatusBackend
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked
 from tests.support.run_loads import count_loads

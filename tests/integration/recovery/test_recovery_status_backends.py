@@ -24,7 +24,7 @@ from maka_es.adapters.recovery_status import (
 from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError, RecoveryStatusUnsupportedError
-from maka_es.recovery.status_store import InMemoryRecoveryStatusBackend
+from maka_es.recovery.model.status_store import InMemoryRecoveryStatusBackend
 from maka_es.testing.builders import Spine, run_header
 
 

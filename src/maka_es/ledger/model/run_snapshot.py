@@ -22,11 +22,11 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from maka_es.ledger.ownership import RunOwner
-from maka_es.ledger.run import Run
-from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.resolver import ResolverState
-from maka_es.tooljournal.scanner import (
+from maka_es.ledger.model.ownership import RunOwner
+from maka_es.ledger.model.run import Run
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.resolver import ResolverState
+from maka_es.tooljournal.model.scanner import (
     PartText,
     SnapshotIds,
     bundle_events,
@@ -78,7 +78,7 @@ def dump_run(run: Run) -> str:
 
     Five lines: the values (header, owner, seal, attestations, terminal and embedded events,
     the scan's small parts), the ordered event ids, their sorted CRC-32 index (base64, see
-    :mod:`maka_es.tooljournal.scanner`), the scan's operations and the journal fold, each
+    :mod:`maka_es.tooljournal.model.scanner`), the scan's operations and the journal fold, each
     JSON but the index. ``json.dumps`` and base64 never write a raw newline, so the lines split
     back exactly; the ids, the operations and the journal stay unparsed until a command needs
     them. The embedded events (the terminal

@@ -3,8 +3,8 @@
 
 Why one scanner: the online projection, a rebuild from events and the resume planner must never
 disagree about whether a tool may have run. They all consume the same physical-order scan of the
-immutable ledger (:mod:`maka_es.tooljournal.scanner`), and recovery bundles are read by the one
-bundle validator (:mod:`maka_es.tooljournal.bundle`).
+immutable ledger (:mod:`maka_es.tooljournal.model.scanner`), and recovery bundles are read by
+the one bundle validator (:mod:`maka_es.tooljournal.model.bundle`).
 
 Why an incremental fold: a run aggregate validates every tool-bearing append against the ledger
 it already holds. Rescanning the whole run per append is O(history); ``ResolverState`` instead
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypeVar
 
-from maka_es.tooljournal.bundle import ABSENT, BundleInterpretation, interpret_bundle
-from maka_es.tooljournal.scanner import (
+from maka_es.tooljournal.model.bundle import ABSENT, BundleInterpretation, interpret_bundle
+from maka_es.tooljournal.model.scanner import (
     EventRef,
     ResolverIssue,
     ScannedOperation,

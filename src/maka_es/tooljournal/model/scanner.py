@@ -3,7 +3,7 @@ records, the issues it raises, and the scan state's snapshot form (ADR 0032).
 
 Why one module: the scan (which event attaches to which operation, and which ledger issue it
 raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the decisions and
-bundle readings built on top of it live in :mod:`maka_es.tooljournal.resolver`. A Run snapshot
+bundle readings built on top of it live in :mod:`maka_es.tooljournal.model.resolver`. A Run snapshot
 must restore exactly the state a full fold builds, so the records the scan keeps are compact
 (ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and the code that
 writes and reads the scan's maps as JSON values sits next to the maps.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.tooljournal.bundle import hash_or_none
+from maka_es.tooljournal.model.bundle import hash_or_none
 from maka_es.wire.events import (
     TOOL_BOUNDARY_PROTOCOL_V1,
     FunctionCallContent,

@@ -5,7 +5,7 @@ Why a separate plan from Phase 0: a ``safe_replay`` prefix only says the committ
 shown to the provider again. Continuing it as a *new* Run additionally needs inputs the ledger
 cannot prove — the workspace is the same one, nothing is still running in the background, every
 historical tool still exists, a supplied checkpoint was restored — and a provider history that
-ends where a new model turn may legally start. Every gate (:mod:`maka_es.continuation.gates`)
+ends where a new model turn may legally start. Every gate (:mod:`maka_es.continuation.model.gates`)
 is evaluated and every failure is reported (reasons in gate order, de-duplicated), so a host
 can show all blockers at once; the plan says ``continue`` only when no gate fired. Uncertainty
 is never converted into a retry.
@@ -45,7 +45,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from maka_es.continuation.gates import (
+from maka_es.continuation.model.gates import (
     ContinuationIdentity,
     ContinuationInputs,
     CwdPolicy,
@@ -75,7 +75,7 @@ from maka_es.continuation.gates import (
     workspace_identity_gate,
     workspace_ref_gate,
 )
-from maka_es.continuation.replay import (
+from maka_es.continuation.model.replay import (
     CompositeReplay,
     ReplayBlockReason,
     ReplayDiagnostic,

@@ -40,15 +40,15 @@ from typing import Any, Literal, cast
 
 from pydantic import JsonValue, field_serializer
 
-from maka_es.continuation.boundary import (
+from maka_es.continuation.model.boundary import (
     PROVIDER_REPLAY_PROJECTION_VERSION,
     build_segment,
     manifest_digest,
     provider_replay_digest,
 )
-from maka_es.ledger.facts import SourceBoundary
+from maka_es.ledger.model.facts import SourceBoundary
 from maka_es.providers.replay_items import ToolOutputProjection, provider_replay_item
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import (
     Content,

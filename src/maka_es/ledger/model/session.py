@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RunRegistered, SessionOpened, StoredFact, session_stream_id
+from maka_es.ledger.model.facts import RunRegistered, SessionOpened, StoredFact, session_stream_id
 
 
 @dataclass(frozen=True, slots=True)

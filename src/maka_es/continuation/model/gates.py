@@ -3,7 +3,7 @@
 
 Why one function per gate: the plan reports *every* blocker, in gate order, so each gate is an
 independent check that only adds to the :class:`GateVerdicts` it is given; the plan builder
-(:mod:`maka_es.continuation.plan`) calls them in the documented order. The ledger gates judge
+(:mod:`maka_es.continuation.model.plan`) calls them in the documented order. The ledger gates judge
 the source ledger itself (Phase 0's verdict, permissions, the boundary's high-water,
 identities, the terminal fact) and the two host verdicts about it (readable, terminal repair).
 The workspace and provider gates judge what the ledger cannot prove - the host's workspace
@@ -22,7 +22,7 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field, JsonValue, StrictBool, StrictStr
 
-from maka_es.continuation.replay import CompositeReplay, provider_item_role
+from maka_es.continuation.model.replay import CompositeReplay, provider_item_role
 from maka_es.resume.models import Diagnostic, DiagnosticCode, ResumePlan, ResumeRejectionReason
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.events import RuntimeEvent

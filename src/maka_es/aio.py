@@ -40,46 +40,390 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from maka_es.aio.bridge import (
-    DEFAULT_CONVERSATION_THREADS,
-    FACADE_LOOP,
-    AsyncProvider,
-    Conversations,
-    LoopProvider,
-    async_tool,
-)
-from maka_es.aio.services import (
-    AsyncClaims,
-    AsyncLedger,
-    AsyncOwnership,
-    AsyncRunStarts,
-    AsyncToolJournal,
-)
-from maka_es.app import RuntimeApplication
+from pydantic import BaseModel
+
+from maka_es.app import RuntimeApplication, ToolJournalService
 from maka_es.app_api import EventInput
+from maka_es.continuation.claims import Claims, ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.turns import TurnResult
-from maka_es.ledger.host_config import HostConfig
-from maka_es.ledger.ownership import HostLease
-from maka_es.ledger.service import SessionInfo
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.facts import StartKind, StoredFact
+from maka_es.ledger.model.host_config import HostConfig
+from maka_es.ledger.model.ownership import HostLease
+from maka_es.ledger.service import AppendResult, Ledger, RunStarts, SessionInfo, ToolCommit
+from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.recovery.operator_actions import AttestationOutcome, EndRunOutcome, ForkOutcome
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.recovery.startup import StartupRecoveryOutcome
 from maka_es.resume.models import ResumePlan
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
+from maka_es.tooljournal.model.tools import Reconciler, Tool, ToolContext, ToolResult
 from maka_es.tooljournal.runtime import ToolRuntime
-from maka_es.tooljournal.tools import ToolResult
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, ToolRecoveryMode
 from maka_es.wire.run_header import RunHeader
 
-__all__ = ["AsyncProvider", "AsyncRuntimeApplication", "LoopProvider", "async_tool"]
+__all__ = [
+    "AsyncClaims",
+    "AsyncLedger",
+    "AsyncOwnership",
+    "AsyncProvider",
+    "AsyncRunStarts",
+    "AsyncRuntimeApplication",
+    "AsyncToolJournal",
+    "Conversations",
+    "DEFAULT_CONVERSATION_THREADS",
+    "FACADE_LOOP",
+    "LoopProvider",
+    "async_tool",
+]
+
 
 T = TypeVar("T")
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+#: The event loop of the facade call that is running in this worker thread, if any.
+FACADE_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "maka_es_facade_loop", default=None
+)
+
+
+@runtime_checkable
+class AsyncProvider(Protocol):
+    """A model provider with an async client: one request in, one turn out (or an exception,
+    which the continuation commits as the run's failure)."""
+
+    async def complete(self, request: ProviderRequest) -> ProviderTurn: ...
+
+
+def _call_on_loop(loop: asyncio.AbstractEventLoop, coroutine: Awaitable[T]) -> T:
+    """Run ``coroutine`` on ``loop`` from a worker thread and wait for its result."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        raise RuntimeError("an async provider or tool was called on its own event loop thread")
+
+    async def wrapped() -> T:
+        return await coroutine
+
+    return asyncio.run_coroutine_threadsafe(wrapped(), loop).result()
+
+
+class LoopProvider:
+    """The sync :class:`~maka_es.providers.protocol.Provider` the executor calls: each
+    ``complete`` submits the async provider's coroutine to ``loop`` and waits in the calling
+    (worker) thread, never on the loop itself."""
+
+    def __init__(self, provider: AsyncProvider, loop: asyncio.AbstractEventLoop) -> None:
+        self.provider = provider
+        self.loop = loop
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        return _call_on_loop(self.loop, self.provider.complete(request))
+
+
+def async_tool(
+    name: str,
+    input_model: type[ArgsT],
+    run: Callable[[ArgsT, ToolContext], Awaitable[Any]],
+    *,
+    recovery_mode: ToolRecoveryMode = "never_auto_retry",
+    reconciler: Reconciler[ArgsT] | None = None,
+) -> Tool[ArgsT]:
+    """A :class:`Tool` whose implementation is a coroutine function.
+
+    The ToolRuntime still brackets it with T1 and T2 (commands); the coroutine runs on the
+    facade's loop, outside every lock (or, called outside the facade, in a private loop of
+    the calling thread), so it may use the host's async clients.
+    """
+
+    def run_sync(args: ArgsT, context: ToolContext) -> Any:
+        loop = FACADE_LOOP.get()
+        if loop is None:
+            return asyncio.run(_awaited(run(args, context)))
+        return _call_on_loop(loop, run(args, context))
+
+    return Tool(
+        name=name,
+        input_model=input_model,
+        run=run_sync,
+        recovery_mode=recovery_mode,
+        reconciler=reconciler,
+    )
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+#: Conversations (continuations, forks, tool calls) a facade runs at once by default; one more
+#: waits for a thread, never for another conversation's model call to hold a lock.
+DEFAULT_CONVERSATION_THREADS = 64
+
+
+class Conversations:
+    """The threads conversations run in: each its own, outside the facade's lock and writer;
+    their commands take the store's command lock one at a time (``maka_es.aio``)."""
+
+    def __init__(self, threads: int) -> None:
+        self._pool = ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix="maka-es-conversation"
+        )
+        self._in_flight: set[Future[Any]] = set()
+
+    async def run(self, call: Callable[[], T]) -> T:
+        """``call`` in a conversation thread that knows this loop (for async tools)."""
+        context = contextvars.copy_context()
+        context.run(FACADE_LOOP.set, asyncio.get_running_loop())
+        future = self._pool.submit(context.run, call)
+        self._in_flight.add(future)
+        future.add_done_callback(self._in_flight.discard)
+        return await asyncio.wrap_future(future)
+
+    async def drain(self) -> None:
+        """Wait for every conversation in flight (a cancelled caller's keeps running)."""
+        while self._in_flight:
+            pending = [asyncio.wrap_future(future) for future in list(self._in_flight)]
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+class Runner(Protocol):
+    """One of the facade's ways in: a command (lock, writer) or a read (thread pool)."""
+
+    def __call__(self, call: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+class _Async:
+    def __init__(self, write: Runner, read: Runner) -> None:
+        self._write = write
+        self._read = read
+
+
+class AsyncLedger(_Async):
+    """``RuntimeApplication.ledger`` as coroutines: raw appends, creating and importing runs,
+    header patches and the reads of raw payloads and high-water marks."""
+
+    def __init__(self, ledger: Ledger, write: Runner, read: Runner) -> None:
+        super().__init__(write, read)
+        self._ledger = ledger
+
+    async def append_events(
+        self, run_id: str, events: Iterable[EventInput], *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        """``RuntimeApplication.ledger.append_events`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        batch = list(events)
+        return await self._write(
+            lambda: self._ledger.append_events(
+                run_id, batch, expected_high_water=expected_high_water
+            )
+        )
+
+    async def append_event(
+        self, run_id: str, event: EventInput, *, expected_high_water: int | None = None
+    ) -> AppendResult:
+        """``RuntimeApplication.ledger.append_event`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._write(
+            lambda: self._ledger.append_event(
+                run_id, event, expected_high_water=expected_high_water
+            )
+        )
+
+    async def create_run(
+        self, header: RunHeader | Mapping[str, Any], *, clock_fields: Collection[str] = ()
+    ) -> RunHeader:
+        """``RuntimeApplication.ledger.create_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._write(lambda: self._ledger.create_run(header, clock_fields=clock_fields))
+
+    async def import_run(
+        self, header: RunHeader | Mapping[str, Any], events: Sequence[EventInput]
+    ) -> AppendResult:
+        """``RuntimeApplication.ledger.import_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        batch = list(events)
+        return await self._write(lambda: self._ledger.import_run(header, batch))
+
+    async def update_run_header(self, run_id: str, patch: Mapping[str, Any]) -> RunHeader:
+        """``RuntimeApplication.ledger.update_run_header`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._write(lambda: self._ledger.update_run_header(run_id, patch))
+
+    async def run_high_water(self, run_id: str) -> int:
+        """``RuntimeApplication.ledger.run_high_water`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._ledger.run_high_water(run_id))
+
+    async def read_run_payloads(self, run_id: str) -> list[str]:
+        """``RuntimeApplication.ledger.read_run_payloads`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._ledger.read_run_payloads(run_id))
+
+    async def all_run_ids(self) -> list[str]:
+        """``RuntimeApplication.ledger.all_run_ids`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(self._ledger.all_run_ids)
+
+    async def list_all_runs(self) -> list[RunHeader]:
+        """``RuntimeApplication.ledger.list_all_runs`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(self._ledger.list_all_runs)
+
+
+class AsyncRunStarts(_Async):
+    """``RuntimeApplication.run_starts`` as a coroutine (a run with its first events)."""
+
+    def __init__(self, run_starts: RunStarts, write: Runner, read: Runner) -> None:
+        super().__init__(write, read)
+        self._run_starts = run_starts
+
+    async def create_run_with_events(
+        self,
+        header: RunHeader | Mapping[str, Any],
+        events: Sequence[EventInput],
+        *,
+        clock_fields: Collection[str] = (),
+    ) -> AppendResult:
+        """A run with its first events (a turn's user message) in one save, as a command."""
+        batch = list(events)
+        return await self._write(
+            lambda: self._run_starts.create_run_with_events(
+                header, batch, clock_fields=clock_fields
+            )
+        )
+
+
+class AsyncToolJournal(_Async):
+    """``RuntimeApplication.tool_journal`` as coroutines (T1, T2, bundles and their reads)."""
+
+    def __init__(self, journal: ToolJournalService, write: Runner, read: Runner) -> None:
+        super().__init__(write, read)
+        self._journal = journal
+
+    async def commit_tool_prepared(
+        self,
+        run_id: str,
+        call: EventInput,
+        *,
+        recovery_mode: str = "never_auto_retry",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_prepared`` as a coroutine, off the event
+        loop (same parameters, same refusals)."""
+        return await self._write(
+            lambda: self._journal.commit_tool_prepared(
+                run_id, call, recovery_mode=recovery_mode, metadata=metadata
+            )
+        )
+
+    async def commit_tool_outcome(self, run_id: str, response: EventInput) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_outcome`` as a coroutine, off the event
+        loop (same parameters, same refusals)."""
+        return await self._write(lambda: self._journal.commit_tool_outcome(run_id, response))
+
+    async def commit_tool_recovery_bundle(
+        self,
+        run_id: str,
+        operation_id: str,
+        *,
+        reconcile: EventInput,
+        decision: EventInput,
+        outcome: EventInput | None = None,
+    ) -> ToolCommit:
+        """``RuntimeApplication.tool_journal.commit_tool_recovery_bundle`` as a coroutine, off the
+        event loop (same parameters, same refusals)."""
+        return await self._write(
+            lambda: self._journal.commit_tool_recovery_bundle(
+                run_id, operation_id, reconcile=reconcile, decision=decision, outcome=outcome
+            )
+        )
+
+    async def tool_operations(self, run_id: str) -> tuple[ToolOperationState, ...]:
+        """``RuntimeApplication.tool_journal.tool_operations`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
+        return await self._read(lambda: self._journal.tool_operations(run_id))
+
+    async def resolve_run(self, run_id: str) -> Resolution:
+        """``RuntimeApplication.tool_journal.resolve_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._journal.resolve_run(run_id))
+
+    async def attestations(self, run_id: str) -> tuple[OperatorAttestation, ...]:
+        """``RuntimeApplication.tool_journal.attestations`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
+        return await self._read(lambda: self._journal.attestations(run_id))
+
+
+class AsyncClaims(_Async):
+    """``RuntimeApplication.claims`` as coroutines (the continuation claims)."""
+
+    def __init__(self, claims: Claims, write: Runner, read: Runner) -> None:
+        super().__init__(write, read)
+        self._claims = claims
+
+    async def get_claim(self, claim_id: str) -> ContinuationClaim | None:
+        """``RuntimeApplication.claims.get_claim`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._claims.get_claim(claim_id))
+
+    async def claim_exists(self, claim_id: str) -> bool:
+        """``RuntimeApplication.claims.claim_exists`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._claims.claim_exists(claim_id))
+
+    async def all_claims(self) -> list[ContinuationClaim]:
+        """``RuntimeApplication.claims.all_claims`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(self._claims.all_claims)
+
+    async def continuation_start_record(
+        self, claim_id: str, start: RuntimeEvent, *, start_kind: StartKind
+    ) -> StoredFact:
+        """The fact to save with a claim's start (a decision: it writes nothing)."""
+        return await self._read(
+            lambda: self._claims.continuation_start_record(claim_id, start, start_kind=start_kind)
+        )
+
+    async def create_claimed_run(
+        self, header: RunHeader, start: RuntimeEvent, *, start_kind: StartKind | None = None
+    ) -> None:
+        """``RuntimeApplication.claims.create_claimed_run`` as a coroutine, off the event loop
+        (same parameters, same refusals)."""
+        await self._write(
+            lambda: self._claims.create_claimed_run(header, start, start_kind=start_kind)
+        )
+
+    async def start_claimed_run(self, run_id: str, start: RuntimeEvent) -> None:
+        """``RuntimeApplication.claims.start_claimed_run`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        await self._write(lambda: self._claims.start_claimed_run(run_id, start))
+
+
+class AsyncOwnership(_Async):
+    """``RuntimeApplication.ownership`` as a coroutine (a host's newest lease, ADR 0021)."""
+
+    def __init__(self, ownership: HostLeases, write: Runner, read: Runner) -> None:
+        super().__init__(write, read)
+        self._ownership = ownership
+
+    async def lease(self, host_id: str | None = None) -> HostLease | None:
+        """``RuntimeApplication.ownership.lease`` as a coroutine, off the event loop (same
+        parameters, same refusals)."""
+        return await self._read(lambda: self._ownership.lease(host_id))
 
 
 class AsyncRuntimeApplication:
@@ -99,7 +443,7 @@ class AsyncRuntimeApplication:
         self._write_lock = asyncio.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maka-es-writer")
         self._conversations = Conversations(conversation_threads)
-        #: The application's service attributes, as coroutines (``maka_es.aio.services``).
+        #: The application's service attributes, as coroutines (the ``Async*`` classes above).
         self.ledger = AsyncLedger(app.ledger, self._write, self._read)
         self.run_starts = AsyncRunStarts(app.run_starts, self._write, self._read)
         self.tool_journal = AsyncToolJournal(app.tool_journal, self._write, self._read)

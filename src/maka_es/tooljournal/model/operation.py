@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from maka_es.tooljournal.resolver import ToolDecision
+from maka_es.tooljournal.model.resolver import ToolDecision
 from maka_es.wire.events import (
     RECONCILE_RESULT_KIND,
     CompletedDecisionPayload,

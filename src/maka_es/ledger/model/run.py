@@ -39,7 +39,7 @@ from maka_es.errors import (
     ToolOperationSettledError,
     ToolOutcomeConflictError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     OperationAttested,
     RunCreated,
     RunHeaderUpdated,
@@ -52,17 +52,17 @@ from maka_es.ledger.facts import (
     read_recorded_event,
     run_stream_id,
 )
-from maka_es.ledger.ownership import RunOwner
-from maka_es.tooljournal.attestation import OperatorAttestation, attested_response
-from maka_es.tooljournal.bundle import BundleCode, BundleFacts, first_bundle_problem
-from maka_es.tooljournal.operation import (
+from maka_es.ledger.model.ownership import RunOwner
+from maka_es.tooljournal.model.attestation import OperatorAttestation, attested_response
+from maka_es.tooljournal.model.bundle import BundleCode, BundleFacts, first_bundle_problem
+from maka_es.tooljournal.model.operation import (
     ToolJournal,
     ToolOperationState,
     dump_journal,
     restore_journal,
 )
-from maka_es.tooljournal.resolver import Resolution, ResolverState
-from maka_es.tooljournal.scanner import PartText, ResolverIssue, read_part
+from maka_es.tooljournal.model.resolver import Resolution, ResolverState
+from maka_es.tooljournal.model.scanner import PartText, ResolverIssue, read_part
 from maka_es.wire.codec import canonical_json, canonical_payload, operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import dispatch_fact

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from maka_es.errors import CodecInputError
-from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import response_wire

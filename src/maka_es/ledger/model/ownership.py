@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es.errors import RunOwnerFencedError, StoreCorruptionError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     EpochMs,
     HostLeaseRenewed,
     RunOwnerTaken,

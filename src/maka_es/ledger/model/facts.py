@@ -44,7 +44,6 @@ from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 
 from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError
-from maka_es.telemetry import TRACEPARENT_PATTERN
 from maka_es.wire.base import TRUSTED_STORED, loads_js
 from maka_es.wire.codec import canonical_json, has_lone_surrogate
 from maka_es.wire.events import RuntimeEvent
@@ -544,7 +543,8 @@ class TraceContextRecorded(StoredFact):
     TOPIC = "maka_es.trace.context_recorded.v1"
 
     run_id: str
-    traceparent: str = Field(pattern=rf"^{TRACEPARENT_PATTERN}$")
+    #: ``maka_es.telemetry.TRACEPARENT_PATTERN``, spelled here: a model imports no service
+    traceparent: str = Field(pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
     recorded_at: EpochMs
 
 
