@@ -35,6 +35,8 @@ RINGS = {
     "testing": {"hypothesis", "pytest"},  # the plugin only ever loads inside pytest
     # the framework integrations (issue 24), each behind its own extra
     "integrations": {"pydantic_ai", "agents", "openai", "httpx", "opentelemetry"},
+    # the spans (ADR 0043): the OpenTelemetry API, imported on first use, optional
+    "telemetry.py": {"opentelemetry"},
 }
 
 BLOCKER = """

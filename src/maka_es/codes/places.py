@@ -330,7 +330,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "continuation/model/gates.py",
         "resume/diagnostics.py",
     ),
-    ("diagnostic", "operator_attested"): ("continuation/telemetry.py", "resume/diagnostics.py"),
+    ("diagnostic", "operator_attested"): ("resume/diagnostics.py", "telemetry.py"),
     ("diagnostic", "tool_recovery_unsettled"): (
         "continuation/model/plan.py",
         "continuation/model/replay.py",

@@ -39,12 +39,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from maka_es import telemetry
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.providers.formats import ToolSpec
 from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
 from maka_es.resume.replay import provider_replay_subset
+from maka_es.telemetry import MODEL_CALL_SPAN, RUN_ID, STEP
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -112,7 +114,8 @@ class AgentLoop:
         for step in range(self.step_limit):
             request = first if step == 0 else self._next_request(first)
             try:
-                turn = provider.complete(request)
+                with telemetry.span(MODEL_CALL_SPAN, {RUN_ID: target.run_id, STEP: step + 1}):
+                    turn = provider.complete(request)
                 progress.steps += 1
                 calls = self._record(target, turn, request, progress)
             except Exception as exc:

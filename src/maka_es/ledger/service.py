@@ -66,6 +66,7 @@ from maka_es.ledger.model.ownership import RunOwner
 from maka_es.ledger.model.run import Run, ToolCommandDecision, project_run
 from maka_es.ledger.model.session import Session, project_session
 from maka_es.ledger.ports import RunStore
+from maka_es.ledger.trace_context import record_trace_context, recorded_trace_context
 from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.model.resolver import Resolution
@@ -431,6 +432,16 @@ class Ledger:
         return self._store.read_run(
             run_id, lambda run: [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
         )
+
+    # -- trace context (ADR 0043) ---------------------------------------------------------------
+
+    def record_trace_context(self, run_id: str, traceparent: str | None) -> bool:
+        """Record ``run_id``'s ``traceparent`` (best effort: ``ledger.trace_context``)."""
+        return record_trace_context(self._store, run_id, traceparent)
+
+    def trace_context(self, run_id: str) -> str | None:
+        """The ``traceparent`` recorded for ``run_id``, if any."""
+        return recorded_trace_context(self._store, run_id)
 
 
 def _terminal_patch(header: RunHeader) -> dict[str, Any]:

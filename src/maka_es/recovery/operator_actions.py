@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.continuation.claims import (
     Claims,
     ContinuationTarget,
@@ -71,6 +71,15 @@ from maka_es.recovery.startup import (
 )
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
+from maka_es.telemetry import (
+    ATTEST_SPAN,
+    CLAIM_ID,
+    FORK_SPAN,
+    OPERATION_ID,
+    OUTCOME,
+    RUN_ID,
+    TARGET_RUN_ID,
+)
 from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
@@ -146,13 +155,19 @@ class OperatorActions:
         :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
         typed error and writes nothing. When nothing else of the run awaits a decision, the
         run's recovery is finished (see :meth:`_finish_recovery`)."""
-        self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
-        commit, attestation = self._tools.attest_operation(
-            run_id, operation_id, applied=applied, result=result, actor=actor, note=note
-        )
-        if commit.created:
-            self._emit(run_id, attestation)
-        recovery = self._finish_recovery(run_id)
+        with telemetry.span(
+            ATTEST_SPAN,
+            {RUN_ID: run_id, OPERATION_ID: operation_id},
+            links=lambda: (self._ledger.trace_context(run_id),),
+        ) as span:
+            self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
+            commit, attestation = self._tools.attest_operation(
+                run_id, operation_id, applied=applied, result=result, actor=actor, note=note
+            )
+            span.set(OUTCOME, "applied" if applied else "not_applied")
+            if commit.created:
+                self._emit(run_id, attestation)
+            recovery = self._finish_recovery(run_id)
         return AttestationOutcome(
             run_id, commit.operation_id, commit.created, attestation, recovery
         )
@@ -340,8 +355,12 @@ class RunForks:
                 "a fork needs an actor and a text note", code="operator_action_invalid"
             )
         # a command: the source is sealed at the version its checks below saw (ADR 0021)
-        with self._ledger.command():
+        attributes = {RUN_ID: run_id, OPERATION_ID: before_operation}
+        origin = lambda: (self._ledger.trace_context(run_id),)  # noqa: E731 - read when traced
+        with telemetry.span(FORK_SPAN, attributes, links=origin) as span, self._ledger.command():
             outcome = self._fork(run_id, before_operation, actor, note)
+            span.set(TARGET_RUN_ID, outcome.fork_run_id)
+            span.set(CLAIM_ID, outcome.claim_id)
         failpoints.hit(AFTER_FORK_COMMITTED)
         return outcome
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.errors import InvalidRuntimeEventError, NonStrictJsonError
 from maka_es.errors import OutcomeUnknownError as OutcomeUnknownError
 from maka_es.errors import ToolAlreadyDispatchedError as ToolAlreadyDispatchedError
@@ -147,9 +147,10 @@ class ToolRuntime:
                 f"operation {commit.operation_id} was already dispatched; not running it again",
                 detail={"operationId": commit.operation_id, "runId": run_id},
             )
-        failpoints.hit(AFTER_T1)
-        context = ToolContext(run_id, content.id, commit.operation_id, metadata or {})
-        return self._run_and_commit(run_id, event, tool, args, context)
+        with telemetry.tool_step_span(run_id, tool.name, tool.recovery_mode, commit.operation_id):
+            failpoints.hit(AFTER_T1)
+            context = ToolContext(run_id, content.id, commit.operation_id, metadata or {})
+            return self._run_and_commit(run_id, event, tool, args, context)
 
     def _run_and_commit(
         self,

@@ -141,6 +141,13 @@ def host_stream_id(host_id: str) -> uuid.UUID:
     return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{name}")
 
 
+def trace_stream_id(run_id: str) -> uuid.UUID:
+    """The stream of a run's trace context (ADR 0043): apart from the run's own stream, so
+    recording it never moves the run's version, its snapshots or its digests."""
+    name = checked_text(run_id, "runId")
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/trace/{name}")
+
+
 class StoredFact(BaseModel):
     """Base of every stored fact: frozen, exact, with the eventsourcing identity fields."""
 
@@ -523,6 +530,24 @@ class ContinuationStartRecorded(StoredFact):
     start_kind: StartKind
 
 
+# --- trace stream (ADR 0043) -----------------------------------------------------------------
+
+
+class TraceContextRecorded(StoredFact):
+    """The W3C ``traceparent`` of the span a run was started in: version 1 of the run's trace
+    stream (one per run, first writer wins), outside the RuntimeEvent ledger and the run
+    header's wire shape, so recovery and continuation spans after a crash can link to the
+    interrupted run's trace. Only the ids and flags of the pattern fit; never ``tracestate``
+    (vendors' free text)."""
+
+    TOPIC = "maka_es.trace.context_recorded.v1"
+
+    run_id: str
+    #: ``maka_es.telemetry.TRACEPARENT_PATTERN``, spelled here: a model imports no service
+    traceparent: str = Field(pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+    recorded_at: EpochMs
+
+
 FACT_TYPES: dict[str, type[StoredFact]] = {
     cls.TOPIC: cls
     for cls in (
@@ -540,5 +565,6 @@ FACT_TYPES: dict[str, type[StoredFact]] = {
         HostLeaseRenewed,
         ContinuationClaimed,
         ContinuationStartRecorded,
+        TraceContextRecorded,
     )
 }
