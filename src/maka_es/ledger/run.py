@@ -222,6 +222,14 @@ class Run:
         """The committed ledger in order (event_seq = position + 1)."""
         return tuple(self._materialised())
 
+    def events_after(self, count: int) -> list[RuntimeEvent]:
+        """The committed events after the first ``count``, for a reader that holds those: the
+        ones a snapshot left out are read from the ledger only when they are asked for."""
+        left_out = len(self._snapshot_ids)
+        if count >= left_out:
+            return self._events[count - left_out :]
+        return self._materialised()[count:]
+
     @property
     def high_water(self) -> int:
         """Number of committed RuntimeEvents (the last event_seq)."""

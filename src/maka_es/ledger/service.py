@@ -412,6 +412,11 @@ class Ledger:
         """The run's committed RuntimeEvents, in commit order."""
         return self._store.read_run(run_id, lambda run: list(run.events))
 
+    def read_run_events_after(self, run_id: str, count: int) -> list[RuntimeEvent]:
+        """The run's committed RuntimeEvents after its first ``count``, in commit order: what
+        a reader holding those reads next (the agent loop's replay, ADR 0046)."""
+        return self._store.read_run(run_id, lambda run: run.events_after(count))
+
     def run_high_water(self, run_id: str) -> int:
         """The run's committed event count: the ``expected_high_water`` of its next append."""
         return self._store.read_run(run_id, lambda run: run.high_water)
