@@ -46,7 +46,7 @@ from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.providers.formats import ToolSpec
 from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
-from maka_es.resume.replay import GrowingReplay
+from maka_es.resume.replay import GrowingReplay, provider_replay_subset
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -111,13 +111,20 @@ class AgentLoop:
         progress = _Progress()
         if not first.tools:
             first = dataclasses.replace(first, tools=self._specs(first.tool_names))
-        replay, first_ids = GrowingReplay(), call_ids(first.conversation)
+        # the plain path (fast paths off, ADR 0037) projects every event again at each step
+        replay = GrowingReplay() if self.ledger.fast_paths else None
+        first_ids = call_ids(first.conversation)
         for step in range(self.step_limit):
             request = first if step == 0 else self._next_request(first, replay)
             try:
                 turn = provider.complete(request)
                 progress.steps += 1
-                _refuse_reused_call_ids(turn, first_ids | replay.call_ids)
+                used = (
+                    call_ids(request.conversation)
+                    if replay is None
+                    else first_ids | replay.call_ids
+                )
+                _refuse_reused_call_ids(turn, used)
                 calls = self._record(target, turn, request, progress)
             except Exception as exc:
                 return progress.end("failed", exc)
@@ -142,13 +149,20 @@ class AgentLoop:
         tools = [self.tool_runtime.tools[name] for name in names if name in self.tool_runtime.tools]
         return tuple(ToolSpec.from_tool(t, (t.input_model.__doc__ or "").strip()) for t in tools)
 
-    def _next_request(self, first: ProviderRequest, replay: GrowingReplay) -> ProviderRequest:
+    def _next_request(
+        self, first: ProviderRequest, replay: GrowingReplay | None
+    ) -> ProviderRequest:
         """The first request's context (a continuation's replay, or a first turn's user
         message), then this run's events after its first one (the start fact, or that user
         message), projected: ``replay`` holds the ones projected at the earlier steps, and
-        only the events committed since are read."""
-        replay.extend(self.ledger.read_run_events_after(first.run_id, 1 + replay.count))
-        return dataclasses.replace(first, replay_context=first.replay_context + replay.subset)
+        only the events committed since are read (``None``: every event, projected again)."""
+        if replay is None:
+            events = self.ledger.read_run_events(first.run_id)[1:]
+            own = tuple(provider_replay_subset(events))
+        else:
+            replay.extend(self.ledger.read_run_events_after(first.run_id, 1 + replay.count))
+            own = replay.subset
+        return dataclasses.replace(first, replay_context=first.replay_context + own)
 
     def _record(
         self, target: RunHeader, turn: ProviderTurn, request: ProviderRequest, progress: _Progress

@@ -20,7 +20,9 @@ from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.resume.replay import provider_replay_subset
 from maka_es.testing.builders import event_ids
 from maka_es.tooljournal.runtime import Tool, ToolContext
+from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
+from tests.conftest import FixedClock
 from tests.support.lookup_host import Lookup
 
 STEPS = 12
@@ -70,17 +72,21 @@ class CheckingProvider:
         return script(self.steps - 1)
 
 
-@pytest.fixture
-def app(store_url: str, tmp_path: Path) -> Any:
+def open_app(store: str, cwd: Path, **kwargs: Any) -> RuntimeApplication:
     host = HostConfig(
         backend_kind="ai-sdk",
         llm_connection_slug="main",
         model_id="m",
         permission_mode="ask",
-        cwd=str(tmp_path),
+        cwd=str(cwd),
     )
     tool = Tool("Lookup", Lookup, lookup, recovery_mode="replay_safe")
-    application = RuntimeApplication.open(store_url, tools=[tool], host_config=host)
+    return RuntimeApplication.open(store, tools=[tool], host_config=host, **kwargs)
+
+
+@pytest.fixture
+def app(store_url: str, tmp_path: Path) -> Any:
+    application = open_app(store_url, tmp_path)
     yield application
     application.close()
 
@@ -118,3 +124,42 @@ def test_every_request_is_the_plain_projection_and_each_event_is_read_once(
     assert len(reads) > STEPS
     # every event but the user message and the final answer and terminal is read once
     assert during_loop <= committed
+
+
+class RecordingProvider:
+    """Answers with the script and keeps what each request showed the model."""
+
+    def __init__(self) -> None:
+        self.shown: list[list[str]] = []
+
+    def complete(self, request: ProviderRequest) -> ProviderTurn:
+        self.shown.append([canonical_json(event) for event in request.conversation])
+        return script(len(self.shown) - 1)
+
+
+def test_the_fast_loop_shows_and_stores_what_the_plain_loop_does(tmp_path: Path) -> None:
+    """The same turn with the fast paths on and off (``MAKA_ES_FAST_PATHS=n``, ADR 0037):
+    every request, byte for byte, and every stored payload are the same."""
+    shown, stored = [], []
+    for name, env in (("fast", {}), ("plain", {"MAKA_ES_FAST_PATHS": "n"})):
+        app = open_app(str(tmp_path / f"{name}.sqlite"), tmp_path, env=env, clock=FixedClock())
+        try:
+            assert app.ledger.fast_paths is (name == "fast")
+            app.open_session("s1")
+            provider = RecordingProvider()
+            result = app.run_turn(
+                "s1",
+                "go",
+                provider,
+                run_id="r1",
+                invocation_id="i1",
+                turn_id="t1",
+                step_limit=STEPS + 1,
+            )
+            assert (result.status, result.steps) == ("completed", STEPS + 1)
+            shown.append(provider.shown)
+            stored.append(app.ledger.read_run_payloads("r1"))
+        finally:
+            app.close()
+    assert shown[0] == shown[1]
+    assert stored[0] == stored[1]
