@@ -332,24 +332,29 @@ def plain_args_body(tool_name: str, args: object) -> str | None:
 def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:
     """Whether the C encoder writes ``value`` exactly (the rules: ``plain_canonical``).
 
-    Plain loops dispatching on the exact type, not ``all()`` over generators: it runs over
-    every value of every event a command writes (issue 23, target 3)."""
-    if type(value) is str:
-        return value.isascii() or not has_lone_surrogate(value)
+    Plain loops dispatching on the exact type, with an ASCII string (most keys' values)
+    accepted in the loop itself, not ``all()`` over generators: it runs over every value of
+    every event a command writes (issue 23, target 3)."""
     if type(value) is dict:
         if depth >= PLAIN_DEPTH:
             return False
         for key, item in value.items():
-            if not (
-                _is_plain_key(key, item, drop_proto) and _is_plain(item, depth + 1, drop_proto)
+            if not _is_plain_key(key, item, drop_proto):
+                return False
+            if not (type(item) is str and item.isascii()) and not _is_plain(
+                item, depth + 1, drop_proto
             ):
                 return False
         return True
+    if type(value) is str:
+        return value.isascii() or not has_lone_surrogate(value)
     if type(value) is list:
         if depth >= PLAIN_DEPTH:
             return False
-        for item in value:  # noqa: SIM110 (a loop: ``all`` over a generator is slower here)
-            if not _is_plain(item, depth + 1, drop_proto):
+        for item in value:
+            if not (type(item) is str and item.isascii()) and not _is_plain(
+                item, depth + 1, drop_proto
+            ):
                 return False
         return True
     if type(value) is int:
