@@ -236,6 +236,11 @@ class EventSourcedRunStore:
         """Run snapshots (ADR 0032); ``None`` for the in-memory store and the plain loader."""
         return self.loader.snapshots
 
+    @property
+    def fast_paths(self) -> bool:
+        """The fast paths are on (the loader's switch, ADR 0037)."""
+        return self.loader.fast_paths
+
     def now_ms(self) -> int:
         return epoch_ms(self._clock())
 

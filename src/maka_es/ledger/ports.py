@@ -59,6 +59,11 @@ class RunStore(Protocol):
         """Serialise one read-decide-save sequence of this process."""
         ...
 
+    @property
+    def fast_paths(self) -> bool:
+        """The fast paths are on (``MAKA_ES_FAST_PATHS=n`` turns them off, ADR 0037)."""
+        ...
+
     def load_run(self, run_id: str) -> Run:
         """The Run aggregate; ``RunNotFoundError`` if it does not exist."""
         ...

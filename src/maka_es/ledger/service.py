@@ -423,6 +423,17 @@ class Ledger:
         """The run's committed RuntimeEvents, in commit order."""
         return self._store.read_run(run_id, lambda run: list(run.events))
 
+    @property
+    def fast_paths(self) -> bool:
+        """The store's fast paths are on (``MAKA_ES_FAST_PATHS=n`` turns them off, ADR 0037):
+        callers above the store (the agent loop's replay, ADR 0046) follow the same switch."""
+        return self._store.fast_paths
+
+    def read_run_events_after(self, run_id: str, count: int) -> list[RuntimeEvent]:
+        """The run's committed RuntimeEvents after its first ``count``, in commit order: what
+        a reader holding those reads next (the agent loop's replay, ADR 0046)."""
+        return self._store.read_run(run_id, lambda run: run.events_after(count))
+
     def run_high_water(self, run_id: str) -> int:
         """The run's committed event count: the ``expected_high_water`` of its next append."""
         return self._store.read_run(run_id, lambda run: run.high_water)

@@ -28,7 +28,7 @@ import re
 import uuid
 from collections.abc import Collection, Mapping
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -292,6 +292,51 @@ class RuntimeEventRecorded(StoredFact):
             state["payload_digest"] = self.payload_digest
         return state
 
+    @classmethod
+    def decided(
+        cls,
+        originator_id: uuid.UUID,
+        originator_version: int,
+        event_seq: int,
+        event_id: str,
+        payload: str,
+        committed_at: float,
+        payload_digest: str,
+    ) -> RuntimeEventRecorded:
+        """The fact a command decides, built without running the validator over values the
+        command computed itself (a step builds three, ADR 0046). Each value is checked to be
+        of the exact type validation would keep as it is (a UUID, positive ints, strings, an
+        int or float time); anything else is validated as ``cls(...)`` would, so the fact is
+        the same either way (a test compares)."""
+        values = {
+            "originator_id": originator_id,
+            "originator_version": originator_version,
+            "event_seq": event_seq,
+            "event_id": event_id,
+            "payload": payload,
+            "committed_at": committed_at,
+            "payload_digest": payload_digest,
+        }
+        if not (
+            type(originator_id) is uuid.UUID
+            and type(originator_version) is int
+            and originator_version >= 1
+            and type(event_seq) is int
+            and event_seq >= 1
+            and type(event_id) is str
+            and type(payload) is str
+            and type(committed_at) in _EXACT_TIMES
+            and type(payload_digest) is str
+        ):
+            return cls(**values)
+        fact = cls.__new__(cls)
+        object.__setattr__(fact, "__dict__", values)
+        object.__setattr__(fact, "__pydantic_fields_set__", set(_DECIDED_FIELDS))
+        object.__setattr__(fact, "__pydantic_extra__", None)
+        private = {name: attr.get_default() for name, attr in cls.__private_attributes__.items()}
+        object.__setattr__(fact, "__pydantic_private__", private)
+        return fact
+
     #: The validated event this fact was decided from, when reading ``payload`` back is known
     #: to give the same model (ADR 0026); never stored, so a fact read from the store has none.
     _decided_event: RuntimeEvent | None = PrivateAttr(default=None)
@@ -317,6 +362,20 @@ class RuntimeEventRecorded(StoredFact):
         # ``__getattr__``, a measurable cost when a reload asks it of every row
         private = self.__pydantic_private__
         return None if private is None else private.get("_decided_event")
+
+
+_EXACT_TIMES: Final = (int, float)
+_DECIDED_FIELDS: Final = frozenset(
+    {
+        "originator_id",
+        "originator_version",
+        "event_seq",
+        "event_id",
+        "payload",
+        "committed_at",
+        "payload_digest",
+    }
+)
 
 
 def payload_digest_of(payload: str) -> str:

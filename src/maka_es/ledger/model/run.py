@@ -222,6 +222,14 @@ class Run:
         """The committed ledger in order (event_seq = position + 1)."""
         return tuple(self._materialised())
 
+    def events_after(self, count: int) -> list[RuntimeEvent]:
+        """The committed events after the first ``count``, for a reader that holds those: the
+        ones a snapshot left out are read from the ledger only when they are asked for."""
+        left_out = len(self._snapshot_ids)
+        if count >= left_out:
+            return self._events[count - left_out :]
+        return self._materialised()[count:]
+
     @property
     def high_water(self) -> int:
         """Number of committed RuntimeEvents (the last event_seq)."""
@@ -810,14 +818,14 @@ def _event_facts(run: Run, events: Sequence[RuntimeEvent], committed_at: float) 
         terminal_seen = event.is_terminal
         batch_ids[event.id] = payload
         appended.append(event)
-        fact = RuntimeEventRecorded(
-            originator_id=run.id,
-            originator_version=run.version + len(facts) + 1,
-            event_seq=run.high_water + len(facts) + 1,
-            event_id=event.id,
-            payload=payload,
-            committed_at=committed_at,
-            payload_digest=payload_digest_of(payload),
+        fact = RuntimeEventRecorded.decided(
+            run.id,
+            run.version + len(facts) + 1,
+            run.high_water + len(facts) + 1,
+            event.id,
+            payload,
+            committed_at,
+            payload_digest_of(payload),
         )
         facts.append(fact.with_decided_event(event) if plain else fact)
     return AppendDecision(tuple(facts), tuple(appended), retried, run.high_water + len(appended))
