@@ -47,11 +47,12 @@ from pydantic_ai.messages import (
     ModelRequestPart,
     ModelResponse,
     ModelResponsePart,
-    RetryPromptPart,
+    RetryInfo,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    ToolRetryCause,
     ToolReturnPart,
     UserPromptPart,
 )
@@ -183,6 +184,8 @@ class _RunBinding:
     tool_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     result: Any = None
     error: BaseException | None = None
+    #: What stopped a tool step between T1 and T2 (a kill, an interrupt): no call runs after.
+    interrupted: BaseException | None = None
 
     def take_call(self, tool_call_id: str | None) -> dict[str, Any]:
         """The recorded call event of the agent's call ``tool_call_id`` (oldest first)."""
@@ -363,10 +366,16 @@ class JournaledToolset(WrapperToolset[Any]):
             lambda: self.wrapped.call_tool(name, tool_args, ctx, tool),
         )
         async with binding.tool_lock:
+            if binding.interrupted is not None:
+                raise binding.interrupted
             token = _CALL.set(cell)
             try:
                 run_id = binding.request.run_id
                 result = await asyncio.to_thread(binding.app.tool_runtime.execute, run_id, call)
+            except BaseException as exc:
+                if not isinstance(exc, Exception):
+                    binding.interrupted = exc
+                raise
             finally:
                 _CALL.reset(token)
         return _answer(result, cell)
@@ -405,16 +414,27 @@ def _journal_tool(name: str, policy: ToolPolicy, recovery: Callable[..., Any]) -
 # -- the ledger's conversation as Pydantic AI messages -------------------------------------------
 
 
+#: The codes of a refusal before T1 (the tool never ran): the agent was sent a retry prompt.
+_REFUSAL_CODES = ("tool_unknown", "invalid_arguments", "permission_denied", "preflight_failed")
+
+
 def _result_part(item: Mapping[str, Any]) -> ModelRequestPart:
-    """A committed tool result as the agent saw it: its return, or its retry prompt."""
+    """A committed tool result as the agent saw it: its return; a ``ModelRetry`` (or a
+    refusal before T1) as the retried return Pydantic AI builds; any other error as failed."""
     name, call_id = str(item["toolName"]), str(item["toolCallId"])
     output = item["output"]
-    if item.get("isError"):
-        text = tool_result_text(output).removeprefix(_RETRY_PREFIX)
-        return RetryPromptPart(content=text, tool_name=name, tool_call_id=call_id)
     is_text = isinstance(output, str) or (isinstance(output, dict) and output.get("kind") == "text")
     value = tool_result_text(output) if is_text else output
-    return ToolReturnPart(tool_name=name, content=value, tool_call_id=call_id)
+    if not item.get("isError"):
+        return ToolReturnPart(tool_name=name, content=value, tool_call_id=call_id)
+    text = tool_result_text(output)
+    if text.startswith(_RETRY_PREFIX) or text.startswith(_REFUSAL_CODES):
+        retry: RetryInfo[ToolRetryCause] = RetryInfo(cause="model_retry")
+        message = text.removeprefix(_RETRY_PREFIX)
+        return ToolReturnPart(
+            tool_name=name, content=message, tool_call_id=call_id, outcome="retried", retry=retry
+        )
+    return ToolReturnPart(tool_name=name, content=text, tool_call_id=call_id, outcome="failed")
 
 
 def _response_part(item: Mapping[str, Any]) -> ModelResponsePart:
