@@ -1,6 +1,7 @@
 """The Pydantic AI integration with a real provider model class: ``OpenAIChatModel`` over
 ``OpenAIProvider`` with the OpenAI SDK's own client, whose HTTP transport is a local
-``httpx.MockTransport`` answering with real chat-completions JSON (issue 24, part 1).
+``MockTransport`` of the SDK's own HTTP library (``httpx2`` in this SDK version) answering
+with real chat-completions JSON (issue 24, part 1).
 
 What the model API received is checked request by request: the prompt once, the system prompt
 once and first, and every assistant tool call answered by its tool message, across a crash
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 from openai import AsyncOpenAI
 from pydantic_ai import Agent
@@ -115,7 +116,7 @@ def workspace(tmp_path: Path) -> Path:
 def test_a_turn_records_the_api_answers_and_journals_the_tools(
     store_url: str, workspace: Path
 ) -> None:
-    api, writes = ChatAPI(), []
+    api, writes = ChatAPI(), list[str]()
     durable = openai_agent(api, workspace, writes)
     with open_app(store_url, durable, workspace) as app:
         app.recover()
@@ -134,7 +135,7 @@ def test_a_turn_records_the_api_answers_and_journals_the_tools(
 def test_a_crash_inside_the_write_resumes_with_the_replayed_history(
     store_url: str, workspace: Path
 ) -> None:
-    api, writes = ChatAPI(), []
+    api, writes = ChatAPI(), list[str]()
     durable = openai_agent(api, workspace, writes)
     app = open_app(store_url, durable, workspace)
     app.recover()
