@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent, ModelRetry, RunContext
@@ -67,6 +67,7 @@ from pydantic_core import to_jsonable_python
 from maka_es.adapters.file_write import FileWriteArgs, FileWriteReconciler
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.turns import TurnResult
+from maka_es.ledger.host_config import HostConfig
 from maka_es.providers.export import exchange_turns, tool_result_text
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 from maka_es.recovery.session_resume import ResumeResult
@@ -468,6 +469,16 @@ def history_messages(
     return messages
 
 
+def _policy(name: str, policy: ToolPolicy | str) -> ToolPolicy:
+    """A declared policy, or one from a recovery mode's name (refused when it is none)."""
+    if isinstance(policy, ToolPolicy):
+        return policy
+    if policy not in get_args(ToolRecoveryMode):
+        modes = ", ".join(get_args(ToolRecoveryMode))
+        raise ValueError(f"tool {name}: recovery mode {policy!r} is not one of {modes}")
+    return ToolPolicy(cast(ToolRecoveryMode, policy))
+
+
 class _SystemPromptReadError(Exception):
     """Ends the run that only reads the agent's system prompt."""
 
@@ -536,7 +547,7 @@ class DurableAgent(Generic[OutputT]):
         self,
         agent: Agent[Any, OutputT],
         *,
-        tools: Mapping[str, ToolPolicy | ToolRecoveryMode] | None = None,
+        tools: Mapping[str, ToolPolicy | str] | None = None,
         deps: Any = None,
         history_turns: int | None = None,
     ) -> None:
@@ -546,15 +557,28 @@ class DurableAgent(Generic[OutputT]):
         self.model: Model = infer_model(agent.model)
         self.deps = deps
         self.history_turns = history_turns
-        policies = {
-            name: policy if isinstance(policy, ToolPolicy) else ToolPolicy(policy)
-            for name, policy in (tools or {}).items()
-        }
+        policies = {name: _policy(name, policy) for name, policy in (tools or {}).items()}
         names = [*self._function_tool_names(), *policies]
         self.tools: list[Tool[Any]] = [
             _journal_tool(name, policies.get(name, ToolPolicy()), self._recovery_call)
             for name in dict.fromkeys(names)
         ]
+
+    def open(
+        self, store: str, *, cwd: Path | str, host_config: HostConfig | None = None, **kw: Any
+    ) -> RuntimeApplication:
+        """The host's application on ``store`` (a SQLite path or a PostgreSQL URL) with this
+        agent's tools as its catalogue (recovery must know every tool), the host config (by
+        default: this model's name, the workspace ``cwd``) and safe-boundary resume on."""
+        config = host_config or HostConfig(
+            backend_kind="ai-sdk",
+            llm_connection_slug="pydantic-ai",
+            model_id=self.model.model_name,
+            permission_mode="ask",
+            cwd=str(cwd),
+        )
+        kw.setdefault("safe_boundary_resume", True)
+        return RuntimeApplication.open(store, tools=self.tools, host_config=config, **kw)
 
     def _function_tool_names(self) -> list[str]:
         """The names of the agent's function tools (other toolsets' tools: declare them)."""
