@@ -8,6 +8,8 @@ PostgreSQL (``store_url``).
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -402,3 +404,25 @@ def test_async_stream_and_iter_turns_are_recorded_like_sync(db_path: Path, works
         a1 = [op.state for op in app.tool_journal.tool_operations("a1")]
         assert a1 == ["outcome_committed"]
     assert ran == [0]  # TestModel calls the tool on a first turn only (later turns hold results)
+
+
+def test_without_the_extra_the_module_names_it(tmp_path: Path) -> None:
+    """Imported without pydantic-ai installed: ``extra_missing`` naming the extra, not a bare
+    ModuleNotFoundError from deep inside (ADR 0040)."""
+    blocker = (
+        "import importlib.abc, sys\n"
+        "class Blocker(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pydantic_ai':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Blocker())\n"
+        "from maka_es.errors import MissingExtraError\n"
+        "try:\n"
+        "    import maka_es.integrations.pydantic_ai\n"
+        "except MissingExtraError as exc:\n"
+        "    print(exc.code, exc.detail['extra'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["extra_missing", "pydantic-ai"]

@@ -27,6 +27,7 @@ of a tool is committed (T2) and then raised out of the run, as Pydantic AI would
 turn was ended ``failed``.
 """
 
+# ruff: noqa: E402 - the extra is checked (a typed error) before the framework is imported
 from __future__ import annotations
 
 import asyncio
@@ -40,6 +41,11 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
+
+from maka_es.extras import require_extra
+
+require_extra("pydantic-ai", "the Pydantic AI integration", ("pydantic_ai",))
+
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
