@@ -16,6 +16,7 @@ its own, e.g. ``OpenAIChatModel("gpt-4.1")``.
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from pydantic_ai import Agent
@@ -28,7 +29,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models import Model
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
 from maka_es.integrations.pydantic_ai import DurableAgent, ToolPolicy  # maka_es
 
@@ -89,8 +90,20 @@ def scripted_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
     return ModelResponse(parts=[TextPart(f"Done: port.txt holds {port} and ops was told.")])
 
 
+async def scripted_stream(
+    messages: list[ModelMessage], info: AgentInfo
+) -> AsyncIterator[str | DeltaToolCalls]:
+    """The same answers, streamed (``run_stream``, ``iter``)."""
+    for index, part in enumerate(scripted_answer(messages, info).parts):
+        if isinstance(part, TextPart):
+            yield part.content
+        elif isinstance(part, ToolCallPart):
+            args, call_id = part.args_as_json_str(), part.tool_call_id
+            yield {index: DeltaToolCall(part.tool_name, args, tool_call_id=call_id)}
+
+
 def scripted_model() -> FunctionModel:
-    return FunctionModel(scripted_answer, model_name="scripted")
+    return FunctionModel(scripted_answer, stream_function=scripted_stream, model_name="scripted")
 
 
 def main(root: Path, model: Model | None = None) -> str:
