@@ -430,3 +430,31 @@ def test_without_the_extra_the_module_names_it(tmp_path: Path) -> None:
         [sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.split() == ["extra_missing", "pydantic-ai"]
+
+
+def test_an_iter_block_left_early_is_an_interrupted_turn_that_resume_finishes(
+    db_path: Path, workspace: Path
+) -> None:
+    seen: list[str] = []
+    model = sequential_steps()
+    durable = durable_for(workspace, model, seen)
+
+    async def host(app: RuntimeApplication) -> Any:
+        async with durable.iter(app, "s1", PROMPT, run_id="r1") as iterated:
+            async for _node in iterated.run:
+                if seen:  # stop once the first tool ran
+                    break
+        return iterated.turn
+
+    with open_app(str(db_path), durable, workspace) as app:
+        app.recover()
+        app.open_session("s1")
+        turn = asyncio.run(host(app))
+        assert turn is not None
+        assert (turn.status, turn.error_class) == ("failed", "RunLeftOpenError")
+        with pytest.raises(TurnRefusedError):
+            durable.run_sync(app, "s1", "something else")
+        resumed = durable.resume_sync(app, "s1")
+        assert resumed.output == "done: port 4000"
+    assert seen == ["read config.txt", "write port.txt", "send ops"]
+    assert_clean_requests(model.requests, [PROMPT])

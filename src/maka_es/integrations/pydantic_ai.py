@@ -90,6 +90,7 @@ __all__ = [
     "DurableTurn",
     "JournaledToolset",
     "RecordingModel",
+    "RunLeftOpenError",
     "ToolPolicy",
     "history_messages",
 ]
@@ -510,6 +511,12 @@ def _policy(name: str, policy: ToolPolicy | str) -> ToolPolicy:
     return ToolPolicy(cast(ToolRecoveryMode, policy))
 
 
+class RunLeftOpenError(Exception):
+    """A ``run_stream`` / ``iter`` block exited before the agent's run ended: the turn ends
+    ``failed`` (an interrupted turn, which ``resume`` continues from its committed boundary),
+    and nothing is raised to the host that chose to stop."""
+
+
 class _SystemPromptReadError(Exception):
     """Ends the run that only reads the agent's system prompt."""
 
@@ -714,8 +721,9 @@ class DurableAgent(Generic[OutputT]):
     @staticmethod
     def _result_of(step: AgentStep) -> Any:
         binding = step.binding
-        if binding is not None and binding.error is not None:
-            raise binding.error
+        error = None if binding is None else binding.error
+        if error is not None and not isinstance(error, RunLeftOpenError):
+            raise error
         return None if binding is None else binding.result
 
     def resume_sync(
@@ -756,7 +764,8 @@ class DurableAgent(Generic[OutputT]):
     ) -> AsyncIterator[DurableStream[Any]]:
         """A streamed turn (``Agent.run_stream``): ``.run`` is the ``StreamedRunResult``.
         The streamed response is recorded when its stream closes (a partial stream is never
-        recorded part by part); the turn ends when the block exits."""
+        recorded part by part); the turn ends when the block exits, ``failed`` when the run
+        was left before its end (``RunLeftOpenError``; ``resume`` continues it)."""
 
         def enter(agent: Agent[Any, Any], messages: list[ModelMessage], kw: dict[str, Any]) -> Any:
             return agent.run_stream(None, message_history=messages, **kw)
@@ -775,7 +784,9 @@ class DurableAgent(Generic[OutputT]):
         run_id: str | None = None,
         **options: Any,
     ) -> AsyncIterator[DurableStream[Any]]:
-        """A turn node by node (``Agent.iter``): ``.run`` is the ``AgentRun`` to iterate."""
+        """A turn node by node (``Agent.iter``): ``.run`` is the ``AgentRun`` to iterate. A
+        block left before the run's ``End`` ends the turn ``failed`` (``RunLeftOpenError``):
+        ``resume`` continues it."""
 
         def enter(agent: Agent[Any, Any], messages: list[ModelMessage], kw: dict[str, Any]) -> Any:
             return agent.iter(None, message_history=messages, **kw)
@@ -804,6 +815,9 @@ class DurableAgent(Generic[OutputT]):
             async with enter(agent, messages, {"deps": deps, **options}) as run:
                 handed.set_result(run)
                 await released.wait()
+                finished = getattr(run, "is_complete", None) or getattr(run, "result", None)
+            if not finished:
+                raise RunLeftOpenError("the block exited before the agent's run ended")
             return getattr(run, "result", None)
 
         step = AgentStep(self, app, body, loop, deps)
