@@ -458,3 +458,24 @@ def test_an_iter_block_left_early_is_an_interrupted_turn_that_resume_finishes(
         assert resumed.output == "done: port 4000"
     assert seen == ["read config.txt", "write port.txt", "send ops"]
     assert_clean_requests(model.requests, [PROMPT])
+
+
+def test_a_stream_left_before_its_end_is_resumed_and_finished(
+    db_path: Path, workspace: Path
+) -> None:
+    agent = Agent(TestModel(custom_output_text="one two three four five six"))
+    durable = DurableAgent(agent)
+
+    async def host(app: RuntimeApplication) -> tuple[Any, Any]:
+        async with durable.run_stream(app, "s1", "count", run_id="r1") as streamed:
+            async for _chunk in streamed.run.stream_text(delta=True):
+                break  # the host stops reading
+        return streamed.turn, await durable.resume(app, "s1")
+
+    with open_app(str(db_path), durable, workspace) as app:
+        app.recover()
+        app.open_session("s1")
+        left, resumed = asyncio.run(host(app))
+        assert (left.status, left.error_class) == ("failed", "RunLeftOpenError")
+        assert resumed.status == "continued"
+        assert resumed.output == "one two three four five six"

@@ -65,6 +65,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestParameters, infer_model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.result import StreamedRunResult
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import ToolsetTool, WrapperToolset
 from pydantic_ai.usage import RunUsage
@@ -815,10 +816,13 @@ class DurableAgent(Generic[OutputT]):
             async with enter(agent, messages, {"deps": deps, **options}) as run:
                 handed.set_result(run)
                 await released.wait()
-                finished = getattr(run, "is_complete", None) or getattr(run, "result", None)
+                if isinstance(run, StreamedRunResult):
+                    finished, result = run.is_complete, None
+                else:
+                    finished, result = run.result is not None, run.result
             if not finished:
                 raise RunLeftOpenError("the block exited before the agent's run ended")
-            return getattr(run, "result", None)
+            return result
 
         step = AgentStep(self, app, body, loop, deps)
         task = asyncio.ensure_future(
