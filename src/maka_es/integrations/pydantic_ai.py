@@ -623,7 +623,9 @@ class DurableAgent(Generic[OutputT]):
         """The names of the agent's function tools (other toolsets' tools: declare them)."""
         names: list[str] = []
         for toolset in self.agent.toolsets:
-            names.extend(getattr(toolset, "tools", {}))
+            tools = getattr(toolset, "tools", None)  # a FunctionToolset's name -> Tool
+            if isinstance(tools, Mapping):
+                names.extend(str(name) for name in tools)
         return names
 
     async def system_parts(self, deps: Any = None) -> list[SystemPromptPart]:
