@@ -451,7 +451,7 @@ def test_an_iter_block_left_early_is_an_interrupted_turn_that_resume_finishes(
         app.open_session("s1")
         turn = asyncio.run(host(app))
         assert turn is not None
-        assert (turn.status, turn.error_class) == ("failed", "RunLeftOpenError")
+        assert (turn.status, turn.error_class) == ("failed", "agent_run_left_open")
         with pytest.raises(TurnRefusedError):
             durable.run_sync(app, "s1", "something else")
         resumed = durable.resume_sync(app, "s1")
@@ -476,6 +476,6 @@ def test_a_stream_left_before_its_end_is_resumed_and_finished(
         app.recover()
         app.open_session("s1")
         left, resumed = asyncio.run(host(app))
-        assert (left.status, left.error_class) == ("failed", "RunLeftOpenError")
+        assert (left.status, left.error_class) == ("failed", "agent_run_left_open")
         assert resumed.status == "continued"
         assert resumed.output == "one two three four five six"

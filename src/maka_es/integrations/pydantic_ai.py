@@ -74,6 +74,7 @@ from pydantic_core import to_jsonable_python
 from maka_es.adapters.file_write import FileWriteArgs, FileWriteReconciler
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.turns import TurnResult
+from maka_es.errors import MakaError
 from maka_es.ledger.host_config import HostConfig
 from maka_es.providers.export import exchange_turns, tool_result_text
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
@@ -91,7 +92,7 @@ __all__ = [
     "DurableTurn",
     "JournaledToolset",
     "RecordingModel",
-    "RunLeftOpenError",
+    "RUN_LEFT_OPEN",
     "ToolPolicy",
     "history_messages",
 ]
@@ -512,10 +513,13 @@ def _policy(name: str, policy: ToolPolicy | str) -> ToolPolicy:
     return ToolPolicy(cast(ToolRecoveryMode, policy))
 
 
-class RunLeftOpenError(Exception):
-    """A ``run_stream`` / ``iter`` block exited before the agent's run ended: the turn ends
-    ``failed`` (an interrupted turn, which ``resume`` continues from its committed boundary),
-    and nothing is raised to the host that chose to stop."""
+#: The failure class of a turn whose ``run_stream`` / ``iter`` block exited before the agent's
+#: run ended: an interrupted turn, which ``resume`` continues from its committed boundary.
+RUN_LEFT_OPEN = "agent_run_left_open"
+
+
+def _left_open(error: BaseException | None) -> bool:
+    return isinstance(error, MakaError) and error.code == RUN_LEFT_OPEN
 
 
 class _SystemPromptReadError(Exception):
@@ -725,7 +729,7 @@ class DurableAgent(Generic[OutputT]):
     def _result_of(step: AgentStep) -> Any:
         binding = step.binding
         error = None if binding is None else binding.error
-        if error is not None and not isinstance(error, RunLeftOpenError):
+        if error is not None and not _left_open(error):
             raise error
         return None if binding is None else binding.result
 
@@ -768,7 +772,7 @@ class DurableAgent(Generic[OutputT]):
         """A streamed turn (``Agent.run_stream``): ``.run`` is the ``StreamedRunResult``.
         The streamed response is recorded when its stream closes (a partial stream is never
         recorded part by part); the turn ends when the block exits, ``failed`` when the run
-        was left before its end (``RunLeftOpenError``; ``resume`` continues it)."""
+        was left before its end (``agent_run_left_open``; ``resume`` continues it)."""
 
         def enter(agent: Agent[Any, Any], messages: list[ModelMessage], kw: dict[str, Any]) -> Any:
             return agent.run_stream(None, message_history=messages, **kw)
@@ -788,7 +792,7 @@ class DurableAgent(Generic[OutputT]):
         **options: Any,
     ) -> AsyncIterator[DurableStream[Any]]:
         """A turn node by node (``Agent.iter``): ``.run`` is the ``AgentRun`` to iterate. A
-        block left before the run's ``End`` ends the turn ``failed`` (``RunLeftOpenError``):
+        block left before the run's ``End`` ends the turn ``failed`` (``agent_run_left_open``):
         ``resume`` continues it."""
 
         def enter(agent: Agent[Any, Any], messages: list[ModelMessage], kw: dict[str, Any]) -> Any:
@@ -823,7 +827,8 @@ class DurableAgent(Generic[OutputT]):
                 else:
                     finished, result = run.result is not None, run.result
             if not finished:
-                raise RunLeftOpenError("the block exited before the agent's run ended")
+                message = "the run_stream / iter block exited before the agent's run ended"
+                raise MakaError(message, code="agent_run_left_open")  # RUN_LEFT_OPEN
             return result
 
         step = AgentStep(self, app, body, loop, deps)
