@@ -631,6 +631,14 @@ CONTINUATION = (
         e.MakaError,
     ),
     error(
+        "agent_run_left_open",
+        "A Pydantic AI run_stream or iter block exited before the agent's run ended (a break, "
+        "a stream not read to its end); the turn's run ended failed with this failure class.",
+        "Nothing to fix: resume the session (durable.resume) to continue the turn from its "
+        "committed boundary.",
+        e.MakaError,
+    ),
+    error(
         "provider_script_exhausted",
         "A ScriptedProvider (the test provider) was called more often than scripted.",
         "Script one more turn in the test, or find the unexpected extra call.",

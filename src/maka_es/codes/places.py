@@ -191,6 +191,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
         "providers/protocol.py",
     ),
     ("error", "step_limit_exceeded"): ("continuation/agent_loop.py",),
+    ("error", "agent_run_left_open"): ("integrations/pydantic_ai.py",),
     ("error", "provider_script_exhausted"): ("providers/protocol.py",),
     ("error", "provider_export_invalid"): ("providers/export.py",),
     ("error", "recovery_status_conflict"): ("recovery/model/status_store.py",),
