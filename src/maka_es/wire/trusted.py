@@ -25,6 +25,7 @@ come here and are validated exactly as before.
 
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Any, Final
 
@@ -128,21 +129,28 @@ def _share(model: BaseModel) -> None:
 
 
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-
-#: The fields of a RuntimeEvent that hold a model (content, actions, refs).
-_EVENT_MODELS: Final = _model_fields(RuntimeEvent)
+_intern = sys.intern
 
 
 def _finish_event(event: RuntimeEvent) -> None:
-    """What the after-validator does to the event (ADR 0034): its spine ids interned, and the
-    shared ``fields_set`` of its shape and of every model in it."""
-    event._compact()
-    _share(event)
+    """What the after-validator does to the event and its models (ADR 0034): the spine ids
+    interned (``RuntimeEvent._compact``) and the shared ``fields_set`` of each one's shape.
+    Content and refs hold no model; actions may (walked by :func:`_finish`)."""
     values = event.__dict__
-    for name in _EVENT_MODELS:
-        value = values[name]
-        if value is not None:  # content, actions and refs hold only models
-            _finish(value)
+    values["session_id"] = _intern(values["session_id"])
+    values["invocation_id"] = _intern(values["invocation_id"])
+    values["run_id"] = _intern(values["run_id"])
+    values["turn_id"] = _intern(values["turn_id"])
+    sets = _FIELDS_SETS
+    for model in (event, values["content"], values["refs"]):
+        if model is not None:
+            shared = sets.get(frozenset(model.__pydantic_fields_set__))
+            if shared is None:
+                _share_fields_set(model)
+            else:
+                _set_fields_set(model, shared)
+    if values["actions"] is not None:
+        _finish(values["actions"])
 
 
 def trusted_event(payload: str) -> RuntimeEvent | None:
