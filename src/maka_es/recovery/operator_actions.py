@@ -62,6 +62,7 @@ from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
 from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.providers.protocol import Provider
+from maka_es.recovery.bulk import paused_collector
 from maka_es.recovery.startup import (
     Repair,
     StartupRecovery,
@@ -213,11 +214,13 @@ class OperatorActions:
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
         """The Phase 0 plan of the run with its attestations as ``operator_attested``
         diagnostics. Why here: the events and the attestations are read from ONE load of the
-        run, so a plan never names an attestation whose response it does not hold."""
-        run = self._ledger.load_run(run_id)
-        return plan_over_resolution(
-            run.events, run.resolution(), expected_high_water, run.attestations
-        )
+        run, so a plan never names an attestation whose response it does not hold. The
+        collector is paused while the run's events are read and planned (ADR 0045)."""
+        with paused_collector():
+            run = self._ledger.load_run(run_id)
+            return plan_over_resolution(
+                run.events, run.resolution(), expected_high_water, run.attestations
+            )
 
     def _emit(self, run_id: str, attestation: OperatorAttestation) -> None:
         """Telemetry is best-effort: an actor that is not a telemetry identity drops the event."""

@@ -48,6 +48,7 @@ from maka_es.wire.base import TRUSTED_STORED, loads_js
 from maka_es.wire.codec import canonical_json, has_lone_surrogate
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
+from maka_es.wire.trusted import trusted_event
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.
@@ -408,7 +409,12 @@ def read_recorded_event(fact: RuntimeEventRecorded) -> tuple[RuntimeEvent, bool]
 
 
 def _decode_trusted(payload: str) -> RuntimeEvent | None:
-    """Parse verified canonical bytes once; ``None`` sends them to the strict path."""
+    """Parse verified canonical bytes once; ``None`` sends them to the strict path. The
+    plain shapes are assembled without validating them again (ADR 0045), the others are
+    parsed by pydantic without the strict-JSON after-validator (ADR 0025)."""
+    fast = trusted_event(payload)
+    if fast is not None:
+        return fast
     try:
         if _LONG_NUMBER.search(payload) is not None:
             return RuntimeEvent.model_validate(loads_js(payload), context=TRUSTED_STORED)
