@@ -309,13 +309,13 @@ def test_a_crash_between_two_parallel_calls_parks_then_a_fork_finishes(
         parked = durable.resume_sync(app, "s1")
         assert parked.status == "parked"
         assert parked.resume.reasons == ("provider_replay_non_suffix_gap",)
-        assert parked.resume.operator_commands == ()  # the library names no way out here
         write = next(
             op for op in app.tool_journal.tool_operations("r1") if op.tool_name == "write_file"
         )
         assert parked.operator_commands == (
             f"maka-es fork r1 --before {write.operation_id} --actor WHO",
         )
+        assert parked.resume.operator_commands == parked.operator_commands  # the library's own
         app.fork_run(
             "r1", before_operation=write.operation_id, actor="ops-7", note="mail never sent"
         )

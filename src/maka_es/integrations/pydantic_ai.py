@@ -78,7 +78,6 @@ from maka_es.errors import MakaError
 from maka_es.ledger.model.host_config import HostConfig
 from maka_es.providers.export import exchange_turns, tool_result_text
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
-from maka_es.recovery.operator_actions import operator_commands
 from maka_es.recovery.session_resume import ResumeResult
 from maka_es.tooljournal.model.tools import Reconciler, Tool, ToolContext, ToolResult
 from maka_es.wire.codec import operation_id_for
@@ -482,28 +481,6 @@ def history_messages(
     return messages
 
 
-def _gap_fork(app: RuntimeApplication, run_id: str) -> tuple[str, ...]:
-    """The fork before the response whose call has no result while a sibling's has (the
-    ``provider_replay_non_suffix_gap`` park, for which recovery names no command): the model
-    decides again from the boundary before that response (ADR 0041)."""
-    events = app.read_run_events(run_id)
-    answered = {e.function_response.id for e in events if e.function_response is not None}
-    gap = next(
-        (i for i, e in enumerate(events) if e.function_call and e.function_call.id not in answered),
-        None,
-    )
-    if gap is None:
-        return ()
-    start = gap
-    while start > 0 and events[start - 1].role == "model":
-        start -= 1
-    operations = {
-        op.call_event_id: op.operation_id for op in app.tool_journal.tool_operations(run_id)
-    }
-    first = next((operations[e.id] for e in events[start:] if e.id in operations), None)
-    return () if first is None else operator_commands(run_id, (first,), attestable=False)
-
-
 def _policy(name: str, policy: ToolPolicy | str) -> ToolPolicy:
     """A declared policy, or one from a recovery mode's name (refused when it is none)."""
     if isinstance(policy, ToolPolicy):
@@ -754,10 +731,7 @@ class DurableAgent(Generic[OutputT]):
         self, app: RuntimeApplication, session_id: str, step: AgentStep
     ) -> DurableResume[OutputT]:
         resumed = app.resume(session_id, step, history_turns=self.history_turns)
-        commands = resumed.operator_commands
-        if resumed.status == "parked" and not commands and resumed.run_id is not None:
-            commands = _gap_fork(app, resumed.run_id)
-        return DurableResume(resumed, self._result_of(step), commands)
+        return DurableResume(resumed, self._result_of(step), resumed.operator_commands)
 
     @contextlib.asynccontextmanager
     async def run_stream(

@@ -118,7 +118,9 @@ class SessionResume:
             d.operation_id for d in decisions if d.status in UNDECIDED and d.operation_id
         )
         commands = operator_commands(newest.run_id, undecided, attestable=not newest.is_terminal)
-        if not newest.is_terminal and not undecided:  # an attestation finishes the recovery
+        if not undecided and "provider_replay_non_suffix_gap" in plan.rejection_reasons:
+            commands = self._gap_fork(newest.run_id)
+        elif not newest.is_terminal and not undecided:  # an attestation finishes the recovery
             commands = (*commands, "maka-es recover")
         return ResumeResult(
             "parked",
@@ -127,6 +129,24 @@ class SessionResume:
             reasons=tuple(plan.rejection_reasons),
             operator_commands=commands,
         )
+
+    def _gap_fork(self, run_id: str) -> tuple[str, ...]:
+        """A response interrupted between its calls (one answered, the next never crossed T1)
+        parks ``provider_replay_non_suffix_gap``: nothing is undecided, so the way out is a
+        fork before that response's first operation, from which the model decides again."""
+        events = self._ledger.read_run_events(run_id)
+        answered = {e.function_response.id for e in events if e.function_response is not None}
+        calls = [e.function_call.id if e.function_call else None for e in events]
+        gap = next((n for n, call in enumerate(calls) if call and call not in answered), None)
+        if gap is None:
+            return ()
+        start = gap
+        while start > 0 and events[start - 1].role == "model":
+            start -= 1
+        decisions = resolve_tool_operations(events).decisions
+        operation = {d.call_runtime_event_id: d.operation_id for d in decisions if d.operation_id}
+        first = next((operation[e.id] for e in events[start:] if e.id in operation), None)
+        return () if first is None else operator_commands(run_id, (first,), attestable=False)
 
     def _is_pending_fork(self, header: RunHeader) -> bool:
         """An operator fork that holds only its start (``execute_fork`` runs it)."""

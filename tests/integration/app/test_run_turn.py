@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from maka_es import HostConfig, RuntimeApplication
+from maka_es import HostConfig, RuntimeApplication, failpoints
 from maka_es.errors import TurnRefusedError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probes import store_snapshot
+from maka_es.tooljournal.runtime import AFTER_T2
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1
 from tests.support.lookup_host import Crash, open_app
 from tests.support.send_tool import Killed
@@ -267,3 +268,39 @@ def test_run_turn_ends_failed_on_a_provider_error_and_resume_retries_it(
         resumed = app.resume("s1", provider)
         assert (resumed.status, resumed.answer) == ("continued", "up again")
     assert users(provider.requests[1]) == [PROMPT]  # the retry sends the prompt once
+
+
+def test_a_crash_between_two_calls_of_one_response_parks_with_a_fork_command(
+    store_url: str, cwd: Path
+) -> None:
+    """The first call answered (T2 committed), the process gone before the second crossed
+    T1: nothing is undecided, the plan parks ``provider_replay_non_suffix_gap``, and
+    ``resume`` names the one way out, a fork before the response's first operation; the fork
+    then finishes the turn with each call run once more by the model's new decision."""
+    crash = Crash()
+    with open_app(store_url, cwd, crash, "never_auto_retry") as app:
+        app.open_session("s1")
+
+        def dies(_: str) -> None:
+            raise Killed
+
+        failpoints.arm(AFTER_T2, dies)
+        try:
+            with pytest.raises(Killed):
+                app.run_turn("s1", PROMPT, two_calls_then("unused"), run_id="r1")
+        finally:
+            failpoints.disarm(AFTER_T2)
+    assert crash.ran == ["a"]
+    with open_app(store_url, cwd, crash, "never_auto_retry") as app:
+        app.recover()
+        app.open_session("s1")
+        parked = app.resume("s1", ScriptedProvider([]))
+        assert parked.status == "parked"
+        assert "provider_replay_non_suffix_gap" in parked.reasons
+        (first,) = [
+            o.operation_id for o in app.tool_journal.tool_operations("r1") if o.tool_call_id == "c1"
+        ]
+        assert parked.operator_commands == (f"maka-es fork r1 --before {first} --actor WHO",)
+        before = store_snapshot(app).rows
+        assert app.resume("s1", ScriptedProvider([])).operator_commands == parked.operator_commands
+        assert store_snapshot(app).rows == before  # naming the way out writes nothing
