@@ -596,3 +596,13 @@ class RecoveryStatusUnsupportedError(MakaError):
     for (eventsourcing's SQLite, PostgreSQL or in-memory recorders; ``detail.recorder``)."""
 
     default_code = "recovery_status_unsupported"
+
+
+class OpenAIAgentsUnsupportedError(MakaError):
+    """The OpenAI Agents integration (``maka_es.integrations.openai_agents``, ADR 0042) was
+    given what it cannot journal: a handoff, a hosted tool or an MCP server on the agent, a
+    tool missing from the application's catalogue, a tool call its durable model did not
+    record, or a model or tool call outside a ``DurableRunner`` turn; ``detail.reason`` says
+    which. Nothing was written and no tool ran."""
+
+    default_code = "openai_agents_unsupported"

@@ -114,6 +114,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "turn_session_unfinished"): ("continuation/turns.py",),
     ("error", "session_history_unreplayable"): ("continuation/session_history.py",),
     ("error", "tool_already_dispatched"): ("tooljournal/runtime.py",),
+    ("error", "openai_agents_unsupported"): ("integrations/openai_agents.py",),
     ("error", "protocol_marker_invalid"): ("tooljournal/scanner.py",),
     ("error", "duplicate_event_id"): ("resume/diagnostics.py", "tooljournal/scanner.py"),
     ("error", "invocation_identity_conflict"): ("tooljournal/scanner.py",),
