@@ -606,3 +606,11 @@ class OpenAIAgentsUnsupportedError(MakaError):
     which. Nothing was written and no tool ran."""
 
     default_code = "openai_agents_unsupported"
+
+
+class OperationInterrupted(BaseException):
+    """A framework's loop stopped while an operation of the run has T1 and no T2 (a store
+    fault in T2, ``maka_es.integrations.openai_agents``): like a kill, it is not turned into
+    the run's terminal, and startup recovery settles the operation first (ADR 0019). A
+    ``BaseException``, so the agent loop does not commit it as the run's failure; the
+    original exception is its ``__cause__``."""

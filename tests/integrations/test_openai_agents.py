@@ -23,7 +23,7 @@ from agents.tool_context import ToolContext
 
 from maka_es import HostConfig, failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.errors import OpenAIAgentsUnsupportedError, TurnRefusedError
+from maka_es.errors import OpenAIAgentsUnsupportedError, OperationInterrupted, TurnRefusedError
 from maka_es.integrations.openai_agents import DurableRunner, journaled_tools
 from maka_es.tooljournal.runtime import AFTER_T1, BEFORE_T2
 from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
@@ -351,3 +351,30 @@ async def invoke_outside_a_turn(agent: Agent[Any]) -> None:
         await tool.on_invoke_tool(ctx, "{}")
     finally:
         app.close()
+
+
+def test_a_fault_between_t1_and_t2_is_no_terminal_and_recovery_settles_it(
+    store_url: str, world: World, apps: list[RuntimeApplication], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T2 of the read fails (a store fault): the Runner stops, the turn is not ended failed
+    with the read unsettled (OperationInterrupted, like a kill), and the next incarnation
+    settles the read first, then the Runner finishes from the boundary."""
+    app, runner, _ = start(store_url, world, apps)
+
+    def fault(run_id: str, response: Any) -> Any:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(app.tool_journal, "commit_tool_outcome", fault)
+    with pytest.raises(OperationInterrupted) as stopped:
+        runner.run_sync("s1", PROMPT, run_id="r1")
+    chain, cause = [], stopped.value.__cause__
+    while cause is not None:  # the SDK wraps a tool's exception in its UserError
+        chain.append(cause)
+        cause = cause.__cause__
+    assert any(isinstance(c, OSError) for c in chain), chain
+    assert app.get_run_header("r1").status == "running"
+    monkeypatch.undo()
+    _, again, _ = start(store_url, world, apps)
+    resumed = again.resume_sync("s1")
+    assert (resumed.status, resumed.final_output) == ("completed", ANSWER)
+    assert world.outbox == ["ops: hello"]

@@ -38,7 +38,8 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Self, TypeVar
 
 from agents import Agent, FunctionTool, Model, ModelResponse, Runner, RunResult
 from agents.run_config import RunConfig
@@ -49,7 +50,8 @@ from pydantic import BaseModel, ConfigDict
 
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.turns import TurnResult
-from maka_es.errors import OpenAIAgentsUnsupportedError
+from maka_es.errors import OpenAIAgentsUnsupportedError, OperationInterrupted
+from maka_es.ledger.host_config import HostConfig
 from maka_es.providers.export import tool_result_text
 from maka_es.providers.openai_responses import openai_responses_input, openai_responses_response
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
@@ -77,12 +79,6 @@ class ToolArgs(BaseModel):
     ``on_invoke_tool`` validates them against the tool's schema, inside T1/T2)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-
-
-class OperationInterrupted(BaseException):
-    """The Runner stopped while an operation of the run has T1 and no T2 (a store fault in
-    T2): like a kill, it is not turned into the run's terminal; startup recovery settles the
-    operation first (ADR 0019). A ``BaseException``: the agent loop must not catch it."""
 
 
 @dataclass
@@ -325,6 +321,11 @@ class AgentTurn:
         return self.resume.status
 
     @property
+    def operator_commands(self) -> tuple[str, ...]:
+        """A park's ``maka-es`` commands (``maka-es attest`` / ``maka-es fork``); else ``()``."""
+        return () if self.resume is None else self.resume.operator_commands
+
+    @property
     def final_output(self) -> Any:
         """The Runner's ``final_output`` (``None`` without a run)."""
         return None if self.result is None else self.result.final_output
@@ -393,6 +394,52 @@ class DurableRunner:
         if not isinstance(model, Model):
             model = self.run_config.model_provider.get_model(model)
         self.agent = agent.clone(model=DurableModel(model), tools=[_durable_tool(t) for t in tools])
+
+    @classmethod
+    def open(
+        cls,
+        store: str | Path,
+        agent: Agent[Any],
+        *,
+        session_id: str,
+        cwd: str | Path,
+        recovery_modes: Mapping[str, ToolRecoveryMode] | None = None,
+        reconcilers: Mapping[str, Reconciler[Any]] | None = None,
+        **options: Any,
+    ) -> DurableRunner:
+        """The usual start in one call: the application on ``store`` (a SQLite path or a
+        PostgreSQL URL) with the agent's journaled tools and a host config for ``cwd``, then
+        ``recover()`` and ``open_session(session_id)``. ``options`` go to the runner
+        (``run_config``, ``max_turns``, ``context``); :meth:`close` (or ``with``) closes it."""
+        tools = journaled_tools(agent, recovery_modes, reconcilers)
+        model = agent.model if isinstance(agent.model, str) else type(agent.model).__name__
+        host = HostConfig(
+            backend_kind="ai-sdk",
+            llm_connection_slug="openai-agents",
+            model_id=model,
+            permission_mode="ask",
+            cwd=str(cwd),
+        )
+        app = RuntimeApplication.open(
+            str(store), tools=tools, host_config=host, safe_boundary_resume=True
+        )
+        try:
+            app.recover()
+            app.open_session(session_id)
+            return cls(app, agent, **options)
+        except BaseException:
+            app.close()
+            raise
+
+    def close(self) -> None:
+        """Close the application (its store connections)."""
+        self.app.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- sync ---------------------------------------------------------------------------------
 
