@@ -378,3 +378,40 @@ def test_a_fault_between_t1_and_t2_is_no_terminal_and_recovery_settles_it(
     resumed = again.resume_sync("s1")
     assert (resumed.status, resumed.final_output) == ("completed", ANSWER)
     assert world.outbox == ["ops: hello"]
+
+
+def test_a_streamed_turn_records_each_response_before_its_tools_and_resumes_streamed(
+    store_url: str, world: World, apps: list[RuntimeApplication]
+) -> None:
+    """run_streamed: the SDK's events reach the host as they come; each response is one save
+    when it completes (before its tools run); killed inside the send, one attestation and
+    resume_streamed finishes."""
+
+    async def first(runner: DurableRunner) -> list[str]:
+        return [event.type async for event in runner.run_streamed("s1", PROMPT, run_id="r1")]
+
+    app, runner, model = start(store_url, world, apps, parallel=True)
+    kill_at(BEFORE_T2, lambda: bool(world.outbox))
+    try:
+        with pytest.raises(Killed):
+            asyncio.run(first(runner))
+    finally:
+        failpoints.disarm(BEFORE_T2)
+    assert model.calls[0].streamed
+    assert isinstance(app, Saves)
+    assert ["r1-out-1", "r1-out-2"] in app.saves  # the streamed response, one save
+    app, runner, model = start(store_url, world, apps, parallel=True)
+    (op,) = [o for o in app.tool_journal.tool_operations("r1") if o.tool_name == "send_email"]
+    app.attest_operation(
+        "r1", op.operation_id, applied=True, result={"kind": "text", "text": "sent"}, actor="ops"
+    )
+
+    async def second() -> list[str]:
+        return [event.type async for event in runner.resume_streamed("s1")]
+
+    kinds = asyncio.run(second())
+    assert "raw_response_event" in kinds
+    assert runner.last is not None
+    assert (runner.last.status, runner.last.final_output) == ("completed", ANSWER)
+    assert world.outbox == ["ops: hello"]
+    assert_clean_requests(model)

@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from agents import Agent, FunctionTool, Model, ModelResponse, Runner, RunResult
+from agents.result import RunResultBase
 from agents.run_config import RunConfig
+from agents.stream_events import StreamEvent
 from agents.tool_context import ToolContext as AgentsToolContext
 from agents.usage import Usage
 from openai.types.responses import ResponseCompletedEvent
@@ -307,7 +309,7 @@ class AgentTurn:
 
     turn: TurnResult | None = None
     resume: ResumeResult | None = None
-    result: RunResult | None = None
+    result: RunResultBase | None = None
 
     @property
     def status(self) -> str:
@@ -340,12 +342,12 @@ class RunnerProvider:
         self,
         app: RuntimeApplication,
         agent: Agent[Any],
-        runner: Callable[[Agent[Any], list[Any]], Any],
+        runner: Callable[[Agent[Any], list[Any]], RunResultBase],
     ) -> None:
         self.app = app
         self.agent = agent
         self.runner = runner
-        self.result: RunResult | None = None
+        self.result: RunResultBase | None = None
 
     def complete(self, request: ProviderRequest) -> ProviderTurn:
         turn = _Turn(self.app, request)
@@ -387,6 +389,8 @@ class DurableRunner:
                 detail={"reason": "tool_not_in_catalogue", "tool": missing[0]},
             )
         self.app = app
+        #: The last streamed turn's outcome (:meth:`run_streamed`, :meth:`resume_streamed`).
+        self.last: AgentTurn | None = None
         self.run_config = run_config or RunConfig()
         self.max_turns = max_turns
         self.context = context
@@ -496,6 +500,60 @@ class DurableRunner:
         provider = RunnerProvider(self.app, self.agent, self._async_runner(_running()))
         resumed = await asyncio.to_thread(self.app.resume, session_id, provider)
         return AgentTurn(resume=resumed, result=provider.result)
+
+    # -- streamed -----------------------------------------------------------------------------
+
+    def run_streamed(
+        self, session_id: str, prompt: str, *, run_id: str | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """:meth:`run` with ``Runner.run_streamed``: the SDK's stream events, as they come.
+        Each response is recorded when it completes, before its completed event is passed on
+        and before any of its tools runs; a delta already shown is not durable (a crash
+        mid-response asks the model again). The turn's ``AgentTurn`` is :attr:`last`."""
+        return self._streamed(lambda provider: self.app.run_turn(session_id, prompt, provider,
+                                                                 run_id=run_id))  # fmt: skip
+
+    def resume_streamed(self, session_id: str) -> AsyncIterator[StreamEvent]:
+        """:meth:`resume` with ``Runner.run_streamed`` (see :meth:`run_streamed`)."""
+        return self._streamed(lambda provider: self.app.resume(session_id, provider))
+
+    async def _streamed(
+        self, call: Callable[[RunnerProvider], TurnResult | ResumeResult]
+    ) -> AsyncIterator[StreamEvent]:
+        """The maka_es turn in a worker thread; the Runner streams on this loop into a queue
+        this generator yields from."""
+        loop, queue = asyncio.get_running_loop(), asyncio.Queue[StreamEvent]()
+
+        def runner(agent: Agent[Any], items: list[Any]) -> RunResultBase:
+            turn = _current("the Runner")
+
+            async def go() -> RunResultBase:
+                _TURN.set(turn)
+                streamed = Runner.run_streamed(agent, items, context=self.context,
+                                               max_turns=self.max_turns,
+                                               run_config=self.run_config)  # fmt: skip
+                async for event in streamed.stream_events():
+                    await queue.put(event)
+                return streamed
+
+            return asyncio.run_coroutine_threadsafe(go(), loop).result()
+
+        provider = RunnerProvider(self.app, self.agent, runner)
+        done = asyncio.ensure_future(asyncio.to_thread(call, provider))
+        while not (done.done() and queue.empty()):
+            event = asyncio.ensure_future(queue.get())
+            await asyncio.wait({event, done}, return_when=asyncio.FIRST_COMPLETED)
+            if event.done():
+                yield event.result()
+            else:
+                event.cancel()
+        self.last = _agent_turn(done.result(), provider.result)
+
+
+def _agent_turn(outcome: TurnResult | ResumeResult, result: RunResultBase | None) -> AgentTurn:
+    if isinstance(outcome, TurnResult):
+        return AgentTurn(turn=outcome, result=result)
+    return AgentTurn(resume=outcome, result=result)
 
 
 def _running() -> asyncio.AbstractEventLoop:
