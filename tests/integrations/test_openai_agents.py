@@ -11,6 +11,8 @@ tests/crash/test_openai_agents_agent.py).
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,12 @@ from agents.tool_context import ToolContext
 
 from maka_es import HostConfig, failpoints
 from maka_es.app import RuntimeApplication
-from maka_es.errors import OpenAIAgentsUnsupportedError, OperationInterrupted, TurnRefusedError
+from maka_es.errors import (
+    MissingExtraError,
+    OpenAIAgentsUnsupportedError,
+    OperationInterrupted,
+    TurnRefusedError,
+)
 from maka_es.integrations.openai_agents import DurableRunner, journaled_tools
 from maka_es.tooljournal.runtime import AFTER_T1, BEFORE_T2
 from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
@@ -415,3 +422,12 @@ def test_a_streamed_turn_records_each_response_before_its_tools_and_resumes_stre
     assert (runner.last.status, runner.last.final_output) == ("completed", ANSWER)
     assert world.outbox == ["ops: hello"]
     assert_clean_requests(model)
+
+
+def test_without_the_extra_the_import_names_the_pip_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "agents", None)  # as if openai-agents were not installed
+    monkeypatch.delitem(sys.modules, "maka_es.integrations.openai_agents")
+    with pytest.raises(MissingExtraError) as missing:
+        importlib.import_module("maka_es.integrations.openai_agents")
+    assert missing.value.code == "extra_missing"
+    assert "pip install 'maka_es[openai-agents]'" in str(missing.value)

@@ -1,3 +1,4 @@
+# ruff: noqa: E402
 """An ``agents.Agent`` run through the OpenAI Agents SDK's ``Runner``, made crash-safe (ADR 0042).
 
 Why this shape: maka_es already owns everything a durable turn needs (the run with its prompt
@@ -40,6 +41,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self, TypeVar
+
+from maka_es.extras import require_extra
+
+# the extra first, so its absence is one typed error (ADR 0040), not a bare import failure
+require_extra("openai-agents", "the OpenAI Agents integration", ("agents",))
 
 from agents import Agent, FunctionTool, Model, ModelResponse, Runner, RunResult
 from agents.result import RunResultBase
