@@ -431,3 +431,29 @@ def test_without_the_extra_the_import_names_the_pip_line(monkeypatch: pytest.Mon
         importlib.import_module("maka_es.integrations.openai_agents")
     assert missing.value.code == "extra_missing"
     assert "pip install 'maka_es[openai-agents]'" in str(missing.value)
+
+
+def test_a_parked_run_forked_before_the_send_finishes_with_one_email(
+    store_url: str, world: World, apps: list[RuntimeApplication]
+) -> None:
+    """Killed after the send's T1, before it ran: the run parks; the operator forks before
+    the call (maka-es fork) and resume runs the fork with the Runner: the model, shown the
+    prefix before the call, sends once."""
+    _, runner, _ = start(store_url, world, apps)
+    kill_at(AFTER_T1, lambda: bool(world.reads))  # the send's T1: the read already ran
+    try:
+        with pytest.raises(Killed):
+            runner.run_sync("s1", PROMPT, run_id="r1")
+    finally:
+        failpoints.disarm(AFTER_T1)
+    app, runner, model = start(store_url, world, apps)
+    parked = runner.resume_sync("s1")
+    assert parked.status == "parked"
+    assert any(c.startswith("maka-es fork r1 --before ") for c in parked.operator_commands)
+    (op,) = [o for o in app.tool_journal.tool_operations("r1") if o.tool_name == "send_email"]
+    app.fork_run("r1", before_operation=op.operation_id, actor="ops")
+    resumed = runner.resume_sync("s1")
+    assert (resumed.status, resumed.final_output) == ("completed", ANSWER)
+    assert world.outbox == ["ops: hello"]
+    assert_clean_requests(model)
+    assert outputs_of(model.calls[0].input) == {"call_read": "hello"}  # the call is not shown
