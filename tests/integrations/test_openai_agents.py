@@ -457,3 +457,27 @@ def test_a_parked_run_forked_before_the_send_finishes_with_one_email(
     assert world.outbox == ["ops: hello"]
     assert_clean_requests(model)
     assert outputs_of(model.calls[0].input) == {"call_read": "hello"}  # the call is not shown
+
+
+def test_a_reused_call_id_fails_the_turn_before_its_tool_runs(world: World, tmp_path: Path) -> None:
+    """A model that answers a second time with the first call's id: the response is refused
+    before it is recorded (it would pair with the first call's result), the turn fails."""
+    agent, _ = build_agent(world, [])
+    again = [function_call("read_file", {"path": "greeting.txt"}, call_id="call_read")]
+    model = ScriptedModel([again, again])
+    agent = agent.clone(model=model)
+    with RuntimeApplication.open_sqlite(
+        str(tmp_path / "reuse.sqlite"),
+        tools=journaled_tools(agent),
+        host_config=HOST.model_copy(update={"cwd": str(tmp_path)}),
+    ) as app:
+        app.open_session("s1")
+        runner = DurableRunner(app, agent, run_config=RunConfig(tracing_disabled=True))
+        done = runner.run_sync("s1", PROMPT, run_id="r1")
+        assert done.status == "failed"
+        assert done.turn is not None
+        assert done.turn.error_class == "provider_output_invalid"
+        assert "reuses tool call id" in (done.turn.failure_message or "")
+        assert world.reads == ["greeting.txt"]  # the first call only
+        calls = [e for e in app.read_run_events("r1") if e.function_call is not None]
+        assert len(calls) == 1

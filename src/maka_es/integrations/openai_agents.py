@@ -58,7 +58,11 @@ from pydantic import BaseModel, ConfigDict
 
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.turns import TurnResult
-from maka_es.errors import OpenAIAgentsUnsupportedError, OperationInterrupted
+from maka_es.errors import (
+    InvalidProviderOutputError,
+    OpenAIAgentsUnsupportedError,
+    OperationInterrupted,
+)
 from maka_es.ledger.host_config import HostConfig
 from maka_es.providers.export import tool_result_text
 from maka_es.providers.openai_responses import openai_responses_input, openai_responses_response
@@ -136,6 +140,15 @@ def _record_response(turn: _Turn, response: ModelResponse) -> None:
     ``<runId>-out-<n>``, calls bound to their operation ids, as the agent loop records)."""
     output = [item.model_dump(mode="json", exclude_none=True) for item in response.output]
     step = openai_responses_response({"id": response.response_id, "output": output})
+    used = set(turn.calls) | {
+        e.function_call.id for e in turn.request.conversation if e.function_call is not None
+    }
+    for index, call in enumerate(step.tool_calls):
+        if call["id"] in used:  # it would pair with an earlier call's result (ADR 0038)
+            raise InvalidProviderOutputError(
+                f"model output reuses tool call id {call['id']!r} of an earlier call",
+                detail={"index": index, "field": "id", "toolCallId": call["id"]},
+            )
     events: list[dict[str, Any]] = []
     for content in step.outputs:
         turn.outputs += 1
