@@ -16,6 +16,7 @@ result, a result twice, or the prompt twice.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.util
 import json
@@ -100,6 +101,9 @@ def _child(root: Path, kill: tuple[str, int] | None, pipe: int) -> None:
     """The forked child: the example's start, blocking at the armed point (never returns)."""
     code = 0
     try:
+        # Runner.run_sync reuses the thread's default loop: one the parent made before the
+        # fork has a default executor whose worker threads the child does not have
+        asyncio.set_event_loop(asyncio.new_event_loop())
         setattr(EXAMPLE, "build_agent", probed_agent(root))  # noqa: B010 (a loaded module)
         if kill is not None:
             hits = Counter[str]()
