@@ -8,7 +8,8 @@ Refusals are raised *before* anything is written: catching one never means "mayb
 The tree (children in definition order; ``also``: the other bases; a test keeps it true). Catch
 ``StoreRefusal`` for any refused store command, ``StoreUnavailableError`` for any store fault
 (nothing written), ``WorkspaceIdentityError`` for any workspace refusal. ``StrictJsonError``,
-``OutcomeUnknownError`` and ``LineagePark`` carry no code: they never reach a host as such.
+``OutcomeUnknownError`` and ``LineagePark`` carry no code: they never reach a host as such;
+``OperationInterrupted`` stops a framework's run like a kill (ADR 0042).
 
 ```text
 - MakaError
@@ -73,9 +74,11 @@ The tree (children in definition order; ``also``: the other bases; a test keeps 
   - ProviderExportError (also ValueError)
   - RecoveryStatusConflictError
   - RecoveryStatusUnsupportedError
+  - OpenAIAgentsUnsupportedError
 - StrictJsonError
 - OutcomeUnknownError
 - LineagePark
+- OperationInterrupted (a BaseException)
 ```
 """
 
@@ -596,3 +599,21 @@ class RecoveryStatusUnsupportedError(MakaError):
     for (eventsourcing's SQLite, PostgreSQL or in-memory recorders; ``detail.recorder``)."""
 
     default_code = "recovery_status_unsupported"
+
+
+class OpenAIAgentsUnsupportedError(MakaError):
+    """The OpenAI Agents integration (``maka_es.integrations.openai_agents``, ADR 0042) was
+    given what it cannot journal: a handoff, a hosted tool or an MCP server on the agent, a
+    tool missing from the application's catalogue, a tool call its durable model did not
+    record, or a model or tool call outside a ``DurableRunner`` turn; ``detail.reason`` says
+    which. Nothing was written and no tool ran."""
+
+    default_code = "openai_agents_unsupported"
+
+
+class OperationInterrupted(BaseException):
+    """A framework's loop stopped while an operation of the run has T1 and no T2 (a store
+    fault in T2, ``maka_es.integrations.openai_agents``): like a kill, it is not turned into
+    the run's terminal, and startup recovery settles the operation first (ADR 0019). A
+    ``BaseException``, so the agent loop does not commit it as the run's failure; the
+    original exception is its ``__cause__``."""

@@ -11,7 +11,10 @@ import re
 from maka_es import errors
 from maka_es.codes.model import exception_classes
 
-LINE_RE = re.compile(r"^(?P<indent>(?:  )*)- (?P<name>\w+)(?: \(also (?P<also>[\w, ]+)\))?$")
+LINE_RE = re.compile(
+    r"^(?P<indent>(?:  )*)- (?P<name>\w+)"
+    r"(?: \(also (?P<also>[\w, ]+)\))?(?: \(a (?P<base>BaseException)\))?$"
+)
 
 
 def drawn_tree() -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -26,7 +29,8 @@ def drawn_tree() -> dict[str, tuple[str, tuple[str, ...]]]:
         assert depth <= len(parents), line
         del parents[depth:]
         also = tuple(name.strip() for name in (match["also"] or "").split(",") if name.strip())
-        drawn[match["name"]] = (parents[-1] if parents else "Exception", also)
+        top = match["base"] or "Exception"  # a top-level class is an Exception unless drawn so
+        drawn[match["name"]] = (parents[-1] if parents else top, also)
         parents.append(match["name"])
     return drawn
 

@@ -403,6 +403,17 @@ TOOLS = (
         e.SessionHistoryError,
     ),
     error(
+        "openai_agents_unsupported",
+        "The OpenAI Agents integration (ADR 0042) was given what it cannot journal; "
+        "detail.reason: handoffs, mcp_servers or hosted_tools on the agent, tool_unknown (a "
+        "recovery mode for no tool of the agent), tool_not_in_catalogue, call_unrecorded, "
+        "turn_stopped (an earlier tool step of the turn raised) or outside_durable_run. "
+        "Nothing was written and no tool ran.",
+        "Give the agent function tools only, open the application with "
+        "tools=journaled_tools(agent), and run it through DurableRunner.",
+        e.OpenAIAgentsUnsupportedError,
+    ),
+    error(
         "tool_already_dispatched",
         "ToolRuntime found T1 already committed: another dispatcher owns it; the tool did not run.",
         "Do not run the tool yourself: wait for the owner's T2, or recover after a crash.",

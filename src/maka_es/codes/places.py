@@ -115,6 +115,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "run_owner_unknown"): ("recovery/operator_actions.py",),
     ("error", "turn_session_unfinished"): ("continuation/turns.py",),
     ("error", "session_history_unreplayable"): ("continuation/session_history.py",),
+    ("error", "openai_agents_unsupported"): ("integrations/openai_agents.py",),
     ("error", "tool_already_dispatched"): ("tooljournal/runtime.py",),
     ("error", "protocol_marker_invalid"): ("tooljournal/model/scanner.py",),
     ("error", "duplicate_event_id"): ("resume/diagnostics.py", "tooljournal/model/scanner.py"),
@@ -187,6 +188,7 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "continuation_revalidation_failed"): (),
     ("error", "provider_output_invalid"): (
         "continuation/agent_loop.py",
+        "integrations/openai_agents.py",
         "providers/formats.py",
         "providers/protocol.py",
     ),
