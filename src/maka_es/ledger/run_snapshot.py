@@ -1,4 +1,5 @@
-"""A Run's folded state as a versioned snapshot body, and the Run restored from one (ADR 0032).
+"""A Run's folded state as a versioned snapshot: a small body naming a chain of segments, each
+the change since the one before, and the Run restored from them (ADR 0032, ADR 0044).
 
 Why: reopening a run folded every committed fact, so the first command after a restart cost
 time proportional to the whole history (about 0.1 ms per event). A snapshot keeps what the fold
@@ -7,32 +8,47 @@ journal fold and the resolver's compact scan state) at the fact version it cover
 restores it and folds only the facts after that version. The events themselves are not in the
 snapshot: a restored Run reads them from the ledger on first use (``Run.attach_history``).
 
-Why never trusted over the ledger: this module only writes and reads the body. The adapter
-(:mod:`maka_es.adapters.run_snapshots`) stores it with its digest and the digest of the stored
-fact it covers, and uses it only when the format is :data:`SNAPSHOT_FORMAT`, the body matches
-its digest and the ledger still holds that fact; anything else is a full replay. Pure.
+Why segments (ADR 0044): a body holding the whole state was rebuilt and rewritten inside a
+command every 1,000 facts (about 21 MB, 1.5 s at 100k events). A segment holds only what
+changed since the previous one: the new event ids and their CRC-32 index, the new spines and
+issues, the scan's operations and the journal's operations that changed (a later row of the
+same key replaces the earlier one in place, so the order stays the fold's), and the bundle
+events of changed operations with recovery facts. So a write costs the change, never the run.
+Each segment is three parts named by their sha256 (``head``: values, ids, index; ``operations``;
+``journal``); the body is the values and the list of segment digests.
+
+Why never trusted over the ledger: this module only writes and reads the body and its parts.
+The adapter (:mod:`maka_es.adapters.run_snapshots`) stores them with their digests and the
+digest of the stored fact the body covers, and uses them only when the format is
+:data:`SNAPSHOT_FORMAT`, every byte matches its digest, the segments join up and the ledger
+still holds that fact; anything else is a full replay. Pure.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.operation import (
+    ToolJournal,
+    dump_journal,
+    dump_journal_segment,
+    restore_journal_segments,
+)
 from maka_es.tooljournal.resolver import ResolverState
 from maka_es.tooljournal.scanner import (
-    PartText,
     SnapshotIds,
-    bundle_events,
-    dump_scan,
+    dump_scan_segment,
     id_index,
-    load_id_index,
+    mark_written,
+    merge_id_indexes,
     restore_scan,
 )
 from maka_es.wire.codec import canonical_json
@@ -40,27 +56,28 @@ from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
 
 __all__ = [
-    "PARTS",
+    "KINDS",
     "SNAPSHOT_EVERY",
     "SNAPSHOT_FORMAT",
     "PartReader",
+    "RunSnapshot",
+    "SnapshotLog",
     "dump_run",
-    "part_of",
     "restore_run",
-    "split_parts",
 ]
 
 #: The body's format; a snapshot of any other format is ignored (a full replay writes anew).
-SNAPSHOT_FORMAT = 2
+#: 3: a chain of segments (ADR 0044); 2 was one body with the whole state (ADR 0032).
+SNAPSHOT_FORMAT = 3
 
 #: A load that leaves more than this many facts folded since the last snapshot writes one.
 SNAPSHOT_EVERY = 1000
 
-#: The body's lines a store may keep apart, read on first use: (name, line index).
-PARTS = (("operations", 3), ("journal", 4))
+#: The parts of one segment, in the order the body names their digests.
+KINDS = ("head", "operations", "journal")
 
-#: Reads a part kept apart by its name and sha256 (the adapter verifies it, ADR 0032).
-PartReader = Callable[[str, str], bytes]
+#: Reads the parts of one kind by their sha256, in order (the adapter verifies them).
+PartReader = Callable[[str, Sequence[str]], Sequence[bytes]]
 
 _ATTESTATION_FIELDS = (
     "operation_id",
@@ -73,19 +90,91 @@ _ATTESTATION_FIELDS = (
 )
 
 
-def dump_run(run: Run) -> str:
-    """The snapshot body of ``run`` at ``run.version`` (see the module docstring).
+@dataclass(frozen=True, slots=True)
+class SnapshotLog:
+    """What the last snapshot stored of one in-memory Run (kept on its scan state): the
+    segments' digests (``[head, operations, journal]`` each), the events and journal calls
+    they cover. The next snapshot of that Run appends one segment for the change since."""
 
-    Five lines: the values (header, owner, seal, attestations, terminal and embedded events,
-    the scan's small parts), the ordered event ids, their sorted CRC-32 index (base64, see
-    :mod:`maka_es.tooljournal.scanner`), the scan's operations and the journal fold, each
-    JSON but the index. ``json.dumps`` and base64 never write a raw newline, so the lines split
-    back exactly; the ids, the operations and the journal stay unparsed until a command needs
-    them. The embedded events (the terminal
-    one and those a recovery bundle's interpretation reads) are their canonical JSON."""
-    ids = [*run._snapshot_ids, *(event.id for event in run._events)]
+    version: int
+    high_water: int
+    calls: int
+    segments: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(slots=True)
+class RunSnapshot:
+    """A snapshot to store: the body, the parts it adds (by sha256) and every part it names.
+    :meth:`stored` tells the Run once the store committed it."""
+
+    run: Run
+    body: bytes
+    parts: dict[str, bytes]
+    log: SnapshotLog
+    names: list[str] = field(default_factory=list)
+
+    def parts_of(self, kind: str) -> bytes:
+        """The newest segment's part of ``kind`` (one of :data:`KINDS`)."""
+        return self.parts[self.log.segments[-1][KINDS.index(kind)]]
+
+    def stored(self) -> None:
+        """The store committed the snapshot: the Run's next one appends to it."""
+        mark_written(self.run.resolver)
+        journal = self.run._journal if self.run._journal_pending is None else None
+        if journal is not None:
+            journal.touched = {}
+        self.run.resolver.snapshot_log = self.log
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _ids_between(run: Run, low: int, high: int) -> list[str]:
+    older, held = run._snapshot_ids, len(run._snapshot_ids)
+    head = list(older[low:high]) if low < held else []
+    tail = run._events[max(low - held, 0) : high - held]
+    return [*head, *(event.id for event in tail)]
+
+
+def _journal_segment(run: Run, log: SnapshotLog | None) -> dict[str, Any]:
+    if log is None:
+        journal = run._journal_fold()
+        journal.touched = {}
+        return dump_journal(journal)
+    if run._journal_pending is not None:  # never parsed since the restore: nothing changed
+        return {"operations": [], "calls": [], "metadata": []}
+    return dump_journal_segment(run._journal, log.calls)
+
+
+def _calls(run: Run, log: SnapshotLog | None) -> int:
+    if run._journal_pending is not None and log is not None:
+        return log.calls
+    return len(run._journal_fold()._calls)
+
+
+def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
+    """The snapshot of ``run`` at ``run.version``: the chain of its last stored snapshot plus
+    one segment of the change since (``full``, or no earlier snapshot of this Run: one
+    segment of everything). Nothing of the Run changes until :meth:`RunSnapshot.stored`."""
+    log: SnapshotLog | None = run.resolver.snapshot_log
+    if full or log is None or log.high_water > run.high_water or log.version > run.version:
+        log = None
+    low = 0 if log is None else log.high_water
+    ids = _ids_between(run, low, run.high_water)
+    scan, operations = dump_scan_segment(run.resolver, full=log is None)
+    head_values = {"from": low, "to": run.high_water, **scan}
+    head = "\n".join((_json(head_values), _json(ids), id_index(ids))).encode()
+    journal = _json(_journal_segment(run, log)).encode()
+    texts = (head, operations.encode(), journal)
+    digests = (_digest(head), _digest(texts[1]), _digest(journal))
+    chain = (*(() if log is None else log.segments), digests)
     terminal = run.terminal_event
-    scan, operations = dump_scan(run.resolver)
+    calls = _calls(run, log)
     values = {
         "format": SNAPSHOT_FORMAT,
         "stream": str(run.id),
@@ -97,65 +186,37 @@ def dump_run(run: Run) -> str:
             [getattr(a, name) for name in _ATTESTATION_FIELDS] for a in run.attestations
         ],
         "terminal": None if terminal is None else canonical_json(terminal),
-        "embedded": [
-            [p, canonical_json(event)] for p, event in sorted(bundle_events(run.resolver).items())
-        ],
-        "scan": scan,
+        "count": run.resolver._count,
+        "protocol": run.resolver._protocol,
+        "highWater": run.high_water,
+        "calls": calls,
     }
-    lines = (_json(values), _json(ids), id_index(ids), operations, run.journal_text())
-    assert not any("\n" in line for line in lines)
-    return "\n".join(lines)
+    body = "\n".join((_json(values), _json(chain))).encode()
+    new_log = SnapshotLog(run.version, run.high_water, calls, chain)
+    names = [digest for segment in chain for digest in segment]
+    return RunSnapshot(run, body, dict(zip(digests, texts, strict=True)), new_log, names)
 
 
-def split_parts(body: str) -> tuple[bytes, dict[str, bytes]]:
-    """``body`` with its operations and journal lines replaced by ``@`` and their sha256, and
-    those lines by digest. Why: they are most of a big run's body and a plain command reads
-    neither; a JSON line never starts with ``@``."""
-    lines = body.encode().split(b"\n")
-    parts: dict[str, bytes] = {}
-    for _, at in PARTS:
-        digest = hashlib.sha256(lines[at]).hexdigest()
-        parts[digest] = lines[at]
-        lines[at] = b"@" + digest.encode()
-    return b"\n".join(lines), parts
-
-
-def part_of(run: Run, name: str) -> bytes:
-    """The line ``name`` of ``run``'s body: what a replay answers for a part that is gone."""
-    at = dict(PARTS)[name]
-    return dump_run(run).split("\n")[at].encode()
-
-
-def _part(line: bytes, name: str, parts: PartReader | None) -> PartText:
-    if not line.startswith(b"@"):
-        return line
-    if parts is None:
-        raise ValueError(f"the snapshot's {name} are kept apart and there is no reader")
-    return functools.partial(parts, name, line[1:].decode())
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -> Run:
+def restore_run(data: bytes, stream_id: UUID, parts: PartReader) -> Run:
     """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used;
-    a part :func:`split_parts` kept apart is read through ``parts`` on first use).
+    its heads read through ``parts`` now, its operations and journal on first use).
 
-    Raises ``ValueError``/``KeyError``/``TypeError`` on a body that does not fit; the adapter
-    then falls back to a full replay."""
-    values_line, ids_line, index_line, operations, journal = data.split(b"\n")
+    Raises ``ValueError``/``KeyError``/``TypeError``/``LookupError`` on a body or part that
+    does not fit; the adapter then falls back to a full replay."""
+    values_line, chain_line = data.split(b"\n")
     body = json.loads(values_line)
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")
+    chain = [tuple(segment) for segment in json.loads(chain_line)]
+    heads = [_head(text) for text in parts("head", [segment[0] for segment in chain])]
+    _check_joined(heads, body["highWater"])
     run = Run(
         stream_id,
         RunHeader.model_validate(body["header"]),
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids = SnapshotIds(ids_line, body["scan"]["count"])
-    embedded = {p: RuntimeEvent.model_validate_json(text) for p, text in body["embedded"]}
+    ids = SnapshotIds([ids for _, ids, _ in heads], body["highWater"])
     run._snapshot_ids = ids
     run._sealed_by = body["sealedBy"]
     for row in body["attestations"]:
@@ -163,14 +224,39 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader | None = None) -
         run._attestations[attestation.operation_id] = attestation
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
-    run._journal_text = _part(journal, "journal", parts)
+    journals = [segment[2] for segment in chain]
+    run._journal_pending = lambda: _journal(parts("journal", journals))
+    operations = [segment[1] for segment in chain]
     run._resolver = restore_scan(
         ResolverState,
-        body["scan"],
-        _part(operations, "operations", parts),
+        body,
+        [values for values, _, _ in heads],
+        lambda: parts("operations", operations),
         ids,
-        load_id_index(index_line),
-        embedded,
+        merge_id_indexes(index for _, _, index in heads),
     )
     run._resolver.event_at = run._event_at
+    run._resolver.snapshot_log = SnapshotLog(
+        body["version"], body["highWater"], body["calls"], tuple(chain)
+    )
     return run
+
+
+def _head(text: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+    values, ids, index = text.split(b"\n")
+    return json.loads(values), ids, index
+
+
+def _check_joined(heads: Sequence[tuple[dict[str, Any], bytes, bytes]], count: int) -> None:
+    """Each segment starts where the one before ended, the first at 0, the last at ``count``."""
+    at = 0
+    for values, _, _ in heads:
+        if values["from"] != at:
+            raise ValueError("the snapshot's segments do not join up")
+        at = values["to"]
+    if at != count:
+        raise ValueError("the snapshot's segments do not reach its events")
+
+
+def _journal(texts: Sequence[bytes]) -> ToolJournal:
+    return restore_journal_segments(json.loads(text) for text in texts)

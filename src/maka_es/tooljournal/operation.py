@@ -19,6 +19,7 @@ The fold is also written to and read from a Run snapshot as plain JSON values
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -60,12 +61,20 @@ class ToolOperationState:
 class ToolJournal:
     """Fold of tool facts into :class:`ToolOperationState` per operation id (T1 order)."""
 
-    __slots__ = ("_calls", "_metadata", "_operations")
+    __slots__ = ("_calls", "_metadata", "_operations", "touched")
 
     def __init__(self) -> None:
         self._operations: dict[str, ToolOperationState] = {}
         self._calls: dict[tuple[str, str], str] = {}
         self._metadata: dict[str, Mapping[str, Any]] = {}
+        #: Operation ids whose state or metadata changed since the last snapshot segment, in
+        #: the order first changed (ADR 0044); ``None`` until a snapshot is written or restored.
+        self.touched: dict[str, None] | None = None
+
+    def _store(self, operation_id: str, state: ToolOperationState) -> None:
+        self._operations[operation_id] = state
+        if self.touched is not None:
+            self.touched[operation_id] = None
 
     @classmethod
     def rebuild(
@@ -88,9 +97,11 @@ class ToolJournal:
 
     def apply_metadata(self, operation_id: str, metadata: Mapping[str, Any]) -> None:
         self._metadata[operation_id] = dict(metadata)
+        if self.touched is not None:
+            self.touched[operation_id] = None
         existing = self._operations.get(operation_id)
         if existing is not None:
-            self._operations[operation_id] = replace(existing, metadata=dict(metadata))
+            self._store(operation_id, replace(existing, metadata=dict(metadata)))
 
     def apply(self, event: RuntimeEvent) -> None:
         """Fold one committed event (events of other lanes are ignored)."""
@@ -102,18 +113,21 @@ class ToolJournal:
         if actions is not None and actions.tool_dispatch is not None:
             dispatch = actions.tool_dispatch
             if dispatch.operation_id not in self._operations:
-                self._operations[dispatch.operation_id] = ToolOperationState(
-                    operation_id=dispatch.operation_id,
-                    tool_call_id=dispatch.provider_tool_call_id,
-                    tool_name=dispatch.tool_name,
-                    canonical_args_hash=dispatch.canonical_args_hash,
-                    recovery_mode=dispatch.recovery_mode,
-                    state="prepared",
-                    call_event_id=self._calls.get(
-                        (event.invocation_id, dispatch.provider_tool_call_id)
+                self._store(
+                    dispatch.operation_id,
+                    ToolOperationState(
+                        operation_id=dispatch.operation_id,
+                        tool_call_id=dispatch.provider_tool_call_id,
+                        tool_name=dispatch.tool_name,
+                        canonical_args_hash=dispatch.canonical_args_hash,
+                        recovery_mode=dispatch.recovery_mode,
+                        state="prepared",
+                        call_event_id=self._calls.get(
+                            (event.invocation_id, dispatch.provider_tool_call_id)
+                        ),
+                        dispatch_event_id=event.id,
+                        metadata=self._metadata.get(dispatch.operation_id, {}),
                     ),
-                    dispatch_event_id=event.id,
-                    metadata=self._metadata.get(dispatch.operation_id, {}),
                 )
             return
         response = event.function_response
@@ -121,11 +135,14 @@ class ToolJournal:
             operation_id = event.refs.operation_id if event.refs is not None else None
             current = self._operations.get(operation_id or "")
             if current is not None and current.result_event_id is None:
-                self._operations[current.operation_id] = replace(
-                    current,
-                    state="outcome_committed",
-                    result_event_id=event.id,
-                    version=current.version + 1,
+                self._store(
+                    current.operation_id,
+                    replace(
+                        current,
+                        state="outcome_committed",
+                        result_event_id=event.id,
+                        version=current.version + 1,
+                    ),
                 )
             return
         if actions is not None and actions.tool_recovery is not None:
@@ -140,8 +157,9 @@ class ToolJournal:
             return
         if fact.kind == RECONCILE_RESULT_KIND:
             assert isinstance(fact.payload, ReconcileResultPayload)
-            self._operations[current.operation_id] = replace(
-                current, observation=fact.payload.observation, version=current.version + 1
+            self._store(
+                current.operation_id,
+                replace(current, observation=fact.payload.observation, version=current.version + 1),
             )
             return
         settled: JournalState = (
@@ -149,8 +167,8 @@ class ToolJournal:
             if isinstance(fact.payload, CompletedDecisionPayload)
             else "recovery_parked"
         )
-        self._operations[current.operation_id] = replace(
-            current, state=settled, version=current.version + 1
+        self._store(
+            current.operation_id, replace(current, state=settled, version=current.version + 1)
         )
 
 
@@ -199,6 +217,43 @@ def dump_journal(journal: ToolJournal) -> dict[str, Any]:
         "calls": [[*key, event_id] for key, event_id in journal._calls.items()],
         "metadata": [[key, dict(values)] for key, values in journal._metadata.items()],
     }
+
+
+def dump_journal_segment(journal: ToolJournal, calls_written: int) -> dict[str, Any]:
+    """What changed in the fold since the last snapshot segment (ADR 0044): the operations
+    and metadata in ``journal.touched`` (in the order first changed) and the calls after the
+    first ``calls_written``; O(the change), never O(the run). The caller clears ``touched``
+    once the segment is stored."""
+    touched = journal.touched or {}
+    operations, metadata = journal._operations, journal._metadata
+    new_calls = len(journal._calls) - calls_written
+    calls = list(itertools.islice(reversed(journal._calls.items()), new_calls))[::-1]
+    return {
+        "operations": [
+            [getattr(operations[key], name) for name in _OP_FIELDS]
+            for key in touched
+            if key in operations
+        ],
+        "calls": [[*key, event_id] for key, event_id in calls],
+        "metadata": [[key, dict(metadata[key])] for key in touched if key in metadata],
+    }
+
+
+def restore_journal_segments(segments: Iterable[Mapping[str, Any]]) -> ToolJournal:
+    """The fold the segments describe, applied in order: a later row of an operation or its
+    metadata replaces the earlier one in place, so the order stays the order first seen, as
+    in the fold that wrote them (ADR 0044)."""
+    journal = ToolJournal()
+    for data in segments:
+        for row in data["operations"]:
+            state = ToolOperationState(**dict(zip(_OP_FIELDS, row, strict=True)))
+            journal._operations[state.operation_id] = state
+        for invocation, call, event_id in data["calls"]:
+            journal._calls[(invocation, call)] = event_id
+        for key, values in data["metadata"]:
+            journal._metadata[key] = values
+    journal.touched = {}
+    return journal
 
 
 def restore_journal(data: Mapping[str, Any]) -> ToolJournal:

@@ -17,17 +17,19 @@ prospective check is open. The state is never copied (copying would be O(history
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import sys
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
 
 from maka_es.errors import StoreCorruptionError
 from maka_es.tooljournal.bundle import hash_or_none
+from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import (
     TOOL_BOUNDARY_PROTOCOL_V1,
     FunctionCallContent,
@@ -49,9 +51,11 @@ __all__ = [
     "ToolBoundaryProtocol",
     "ToolScanner",
     "bundle_events",
-    "dump_scan",
+    "dump_scan_segment",
     "id_index",
     "load_id_index",
+    "mark_written",
+    "merge_id_indexes",
     "read_part",
     "restore_scan",
     "same_execution",
@@ -206,7 +210,10 @@ class ToolScanner:
         "_scanner_issues",
         "_spines",
         "_undo",
+        "_written",
         "event_at",
+        "snapshot_log",
+        "touched",
     )
 
     def __init__(self) -> None:
@@ -224,6 +231,13 @@ class ToolScanner:
         #: Builds the three operation maps of a state restored from a snapshot, on first use.
         self._pending: Callable[[], None] | None = None
         self._undo: list[Callable[[], None]] | None = None
+        #: Operations changed since the last snapshot segment, by identity, in the order first
+        #: changed; ``None`` (nothing tracked) until a snapshot is written or restored (ADR 0044).
+        self.touched: dict[int, ScannedOperation] | None = None
+        #: Spines, scanner and marker issues the snapshot segments hold so far (ADR 0044).
+        self._written = (0, 0, 0)
+        #: The snapshot writer's record of what it stored for this state's Run (ADR 0044).
+        self.snapshot_log: Any = None
         #: The event at a physical position, for a state whose refs no longer hold their
         #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
         self.event_at: Callable[[int], RuntimeEvent] = no_event_at
@@ -298,7 +312,14 @@ class ToolScanner:
 
     # -- journalled mutation helpers -----------------------------------------------------------
 
+    def _touch(self, operation: ScannedOperation) -> None:
+        touched = self.touched
+        if touched is not None:
+            touched[id(operation)] = operation
+
     def _set(self, target: object, name: str, value: object) -> None:
+        if self.touched is not None and isinstance(target, ScannedOperation):
+            self._touch(target)
         if self._undo is not None:
             previous = getattr(target, name)
             self._undo.append(lambda: setattr(target, name, previous))
@@ -328,6 +349,7 @@ class ToolScanner:
         issue = ResolverIssue(code=code, event_id=event_id)
         self._append(self._scanner_issues, issue)
         for operation in operations:
+            self._touch(operation)
             self._append(operation.issue_codes, code)
         introduced.append(issue)
 
@@ -401,6 +423,7 @@ class ToolScanner:
 
     def _register(self, key: tuple[str, str], operation: ScannedOperation) -> None:
         operation.key = key  # a fresh operation: nothing to undo
+        self._touch(operation)
         self._append(self._operations, operation)
         self._put(self._by_call, key, operation)
 
@@ -530,6 +553,7 @@ class ToolScanner:
             self._issue(out, "event_order_conflict", event.id)
             return
         target = operation.reconcile_events if is_reconcile else operation.decision_events
+        self._touch(operation)
         self._append(target, ref)
 
 
@@ -568,14 +592,25 @@ def load_id_index(text: bytes | str) -> array[int]:
     return words
 
 
+def merge_id_indexes(texts: Iterable[bytes | str]) -> array[int]:
+    """One sorted array of the CRC-32 values of several :func:`id_index` texts (the
+    snapshot segments', ADR 0044)."""
+    words = array("I")
+    for text in texts:
+        words.extend(load_id_index(text))
+    return array("I", sorted(words))
+
+
 class SnapshotIds(Sequence[str]):
     """The ordered ids of a restored run's older events: their count at once, the ids
-    themselves parsed from the snapshot's JSON text on first use."""
+    themselves parsed from the snapshot's JSON text (or texts, one per segment, concatenated;
+    ADR 0044) on first use."""
 
     __slots__ = ("_count", "_ids", "_text")
 
-    def __init__(self, text: bytes, count: int) -> None:
-        self._text, self._count = text, count
+    def __init__(self, text: bytes | Sequence[bytes], count: int) -> None:
+        self._text = [text] if isinstance(text, bytes) else text
+        self._count = count
         self._ids: list[str] | None = None
 
     @property
@@ -586,7 +621,12 @@ class SnapshotIds(Sequence[str]):
     def _list(self) -> list[str]:
         ids = self._ids
         if ids is None:
-            ids = json.loads(self._text)
+            ids = []
+            for text in self._text:
+                part = json.loads(text)
+                if not isinstance(part, list):
+                    raise StoreCorruptionError("a run snapshot's event ids are not a list")
+                ids += part
             if (
                 not isinstance(ids, list)
                 or len(ids) != self._count
@@ -761,62 +801,100 @@ def bundle_events(state: ToolScanner) -> dict[int, RuntimeEvent]:
     }
 
 
-def dump_scan(state: ToolScanner) -> tuple[dict[str, Any], str]:
-    """The scan state as JSON values, and its operations as one JSON text of their own, restored
-    on first use (the undo journal must be closed). A state restored from a snapshot whose
-    operations were never used hands back the text it was given."""
+def _recovery_events(state: ToolScanner, operations: Iterable[ScannedOperation]) -> list[Any]:
+    """``[position, canonical JSON]`` of the events a bundle interpretation reads, of those of
+    ``operations`` that have recovery facts."""
+    events = {
+        ref.position: state.full_event(ref)
+        for operation in operations
+        if operation.reconcile_events or operation.decision_events
+        for ref in _refs_of(operation)
+    }
+    return [[p, canonical_json(event)] for p, event in sorted(events.items())]
+
+
+def dump_scan_segment(state: ToolScanner, *, full: bool) -> tuple[dict[str, Any], str]:
+    """The scan state's change since its last snapshot segment (``full``: all of it) as JSON
+    values and its operations as a JSON text of their own (ADR 0044), and start tracking
+    changes for the next segment. The undo journal must be closed.
+
+    Why a change is O(the change): the operations are the ones in ``touched`` (every mutation
+    of an operation goes through ``_set``, ``_issue``, ``_register`` or a recovery fact's
+    append, which mark it), still registered (a prospective check may have rolled one back),
+    in the order first changed; spines and issues only grow, so the new ones are the tail.
+    A restored state whose operations were never read has changed none."""
     if state._undo is not None:
         raise RuntimeError("cannot snapshot a scan state inside a prospective check")
-    pending = state._pending
-    if isinstance(pending, _PendingOperations):
-        operations = read_part(pending.text).decode()
+    spines, issues, markers = state._written if not full else (0, 0, 0)
+    if full:
+        operations: Iterable[ScannedOperation] = state._operations
     else:
-        operations = json.dumps(_dump_operations(state), separators=(",", ":"))
-    return {
-        "count": state._count,
-        "protocol": state._protocol,
-        "markerIssues": [[i.code, i.event_id] for i in state._marker_issues],
-        "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues],
-        "spines": [[invocation, *spine] for invocation, spine in state._spines.items()],
-    }, operations
+        calls = state._call_map
+        touched = (state.touched or {}).values()
+        operations = [op for op in touched if calls.get(op.key) is op]
+    operations = list(operations)
+    new_spines = len(state._spines) - spines
+    values = {
+        "spines": [
+            [invocation, *spine]
+            for invocation, spine in list(
+                itertools.islice(reversed(state._spines.items()), new_spines)
+            )[::-1]
+        ],
+        "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues[issues:]],
+        "markerIssues": [[i.code, i.event_id] for i in state._marker_issues[markers:]],
+        "embedded": _recovery_events(state, operations),
+    }
+    bound = state._operation_map
+    rows = [_dump_operation(op, bound.get(op.operation_id or "") is op) for op in operations]
+    return values, json.dumps(rows, separators=(",", ":"))
 
 
-def _dump_operations(state: ToolScanner) -> list[Any]:
-    index = {id(operation): i for i, operation in enumerate(state._operations)}
-    rows = [
-        [
-            op.tool_call_id,
-            op.tool_name,
-            op.operation_id,
-            list(op.key),
-            op.call_verified,
-            list(op.issue_codes),
-            _dump_ref(op.call_event),
-            _dump_ref(op.dispatch_event),
-            _dump_ref(op.response_event),
-            [_dump_ref(ref) for ref in op.reconcile_events],
-            [_dump_ref(ref) for ref in op.decision_events],
-        ]
-        for op in state._operations
+def mark_written(state: ToolScanner) -> None:
+    """The segment :func:`dump_scan_segment` returned is stored: track from here."""
+    state.touched = {}
+    state._written = (len(state._spines), len(state._scanner_issues), len(state._marker_issues))
+
+
+def _dump_operation(op: ScannedOperation, bound: bool) -> list[Any]:
+    return [
+        op.tool_call_id,
+        op.tool_name,
+        op.operation_id,
+        list(op.key),
+        op.call_verified,
+        list(op.issue_codes),
+        _dump_ref(op.call_event),
+        _dump_ref(op.dispatch_event),
+        _dump_ref(op.response_event),
+        [_dump_ref(ref) for ref in op.reconcile_events],
+        [_dump_ref(ref) for ref in op.decision_events],
+        bound,
     ]
-    return [rows, [[key, index[id(op)]] for key, op in state._by_operation.items()]]
+
+
+#: Reads the operations texts of every snapshot segment, in order (ADR 0044).
+SegmentTexts: TypeAlias = Callable[[], Sequence[bytes]]
 
 
 class _PendingOperations:
-    """The operations of a restored scan state, parsed when the scanner first needs them."""
+    """The operations of a restored scan state, parsed when the scanner first needs them: the
+    segments' rows in order, a later row of a call key replacing the earlier one in place (so
+    the order is the order first registered, as in the fold that wrote them)."""
 
-    __slots__ = ("events", "state", "text")
+    __slots__ = ("events", "state", "texts")
 
-    def __init__(self, state: ToolScanner, text: PartText, events: Mapping[int, RuntimeEvent]):
-        self.state, self.text, self.events = state, text, events
+    def __init__(self, state: ToolScanner, texts: SegmentTexts, events: Mapping[int, RuntimeEvent]):
+        self.state, self.texts, self.events = state, texts, events
 
     def __call__(self) -> None:
-        rows, by_operation = json.loads(read_part(self.text))
+        rows: dict[tuple[str, str], list[Any]] = {}
+        for text in self.texts():
+            for row in json.loads(text):
+                rows[(row[3][0], row[3][1])] = row
         state, events = self.state, self.events
-        for row in rows:
-            tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
-                :9
-            ]
+        for key, row in rows.items():
+            tool_call_id, name, operation_id, _, verified, codes, call, dispatch, response = row[:9]
             operation = ScannedOperation(
                 tool_call_id,
                 name,
@@ -828,33 +906,45 @@ class _PendingOperations:
                 [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
                 list(codes),
                 verified,
-                (key[0], key[1]),
+                key,
             )
             state._operation_list.append(operation)
-            state._call_map[operation.key] = operation
-        state._operation_map = {key: state._operation_list[i] for key, i in by_operation}
+            state._call_map[key] = operation
+            if row[11]:
+                state._operation_map[operation_id] = operation
 
 
 def restore_scan(
     kind: type[_S],
     data: Mapping[str, Any],
-    operations: PartText,
+    segments: Sequence[Mapping[str, Any]],
+    operations: SegmentTexts,
     event_ids: SnapshotIds,
     crc_index: array[int],
-    events: Mapping[int, RuntimeEvent],
 ) -> _S:
-    """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), as a
-    new ``kind`` (the resolver's state), over the run's ordered ``event_ids`` and their CRC
-    index (parsed and mapped on first use); ``events`` are the embedded bundle events by
-    position (refs at other positions hold no event)."""
+    """The scan state the segments describe (each one's values of :func:`dump_scan_segment`,
+    in order; ``data``: the count and protocol) as a new ``kind`` (the resolver's state), over
+    the run's ordered ``event_ids`` and their CRC index (parsed and mapped on first use); its
+    operations are read through ``operations`` on first use. The embedded bundle events are
+    the segments' (a later one wins), by position; refs at other positions hold no event."""
     state = kind()
     if data["count"] != len(event_ids):
         raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
     state._count = data["count"]
     state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
-    state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
-    state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
+    events: dict[int, RuntimeEvent] = {}
+    for segment in segments:
+        for row in segment["spines"]:
+            state._spines[row[0]] = (row[1], row[2], row[3])
+        state._scanner_issues += [
+            ResolverIssue(code=c, event_id=e) for c, e in segment["scannerIssues"]
+        ]
+        state._marker_issues += [
+            ResolverIssue(code=c, event_id=e) for c, e in segment["markerIssues"]
+        ]
+        for position, text in segment["embedded"]:
+            events[position] = RuntimeEvent.model_validate_json(text)
     state._positions = SnapshotPositions(event_ids, crc_index)
-    state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
     state._pending = _PendingOperations(state, operations, events)
+    mark_written(state)
     return state
