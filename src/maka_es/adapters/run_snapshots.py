@@ -170,6 +170,11 @@ class SnapshotTable:
             return None
         return [t for t in texts if t is not None]
 
+    def _one(self, stream_id: UUID, digest: str) -> bytes | None:
+        """The part ``digest`` as stored (``None``: missing or changed)."""
+        texts = self._matching(stream_id, [digest])
+        return None if texts is None else texts[0]
+
     def _reader(self, stream_id: UUID, covered: int, replay: Replay) -> PartReader:
         """How a restored Run reads its parts: the heads now and strictly (one missing or
         changed: no snapshot), the operations and journal on first use, recomputed by a
@@ -205,7 +210,12 @@ class SnapshotTable:
         ):
             return None
         try:
-            run = restore_run(row.body, stream_id, self._reader(stream_id, row.version, replay))
+            run = restore_run(
+                row.body,
+                stream_id,
+                self._reader(stream_id, row.version, replay),
+                lambda kind, digest: self._one(stream_id, digest),
+            )
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, LookupError):
             return None
         return run if run.version == row.version else None

@@ -37,20 +37,15 @@ from maka_es.ledger.ownership import RunOwner
 from maka_es.ledger.run import Run
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import (
-    ToolJournal,
+    RestoredJournal,
     dump_journal,
     dump_journal_segment,
-    restore_journal_segments,
+    journal_indexes,
+    journal_written,
 )
 from maka_es.tooljournal.resolver import ResolverState
-from maka_es.tooljournal.scanner import (
-    SnapshotIds,
-    dump_scan_segment,
-    id_index,
-    mark_written,
-    merge_id_indexes,
-    restore_scan,
-)
+from maka_es.tooljournal.scanner import SnapshotIds, id_index, merge_id_indexes
+from maka_es.tooljournal.segments import dump_scan_segment, mark_written, restore_scan
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader
@@ -58,6 +53,7 @@ from maka_es.wire.run_header import RunHeader
 __all__ = [
     "KINDS",
     "SNAPSHOT_EVERY",
+    "OnePart",
     "SNAPSHOT_FORMAT",
     "PartReader",
     "RunSnapshot",
@@ -76,8 +72,12 @@ SNAPSHOT_EVERY = 1000
 #: The parts of one segment, in the order the body names their digests.
 KINDS = ("head", "operations", "journal")
 
-#: Reads the parts of one kind by their sha256, in order (the adapter verifies them).
+#: Reads the parts of one kind by their sha256, in order (the adapter verifies them, and
+#: recomputes one that is missing or changed from the ledger).
 PartReader = Callable[[str, Sequence[str]], Sequence[bytes]]
+
+#: Reads one part of a kind by its sha256 as stored (``None``: missing or changed).
+OnePart = Callable[[str, str], bytes | None]
 
 _ATTESTATION_FIELDS = (
     "operation_id",
@@ -93,12 +93,11 @@ _ATTESTATION_FIELDS = (
 @dataclass(frozen=True, slots=True)
 class SnapshotLog:
     """What the last snapshot stored of one in-memory Run (kept on its scan state): the
-    segments' digests (``[head, operations, journal]`` each), the events and journal calls
-    they cover. The next snapshot of that Run appends one segment for the change since."""
+    segments' digests (``[head, operations, journal]`` each) and the events they cover. The
+    next snapshot of that Run appends one segment for the change since."""
 
     version: int
     high_water: int
-    calls: int
     segments: tuple[tuple[str, str, str], ...]
 
 
@@ -120,9 +119,8 @@ class RunSnapshot:
     def stored(self) -> None:
         """The store committed the snapshot: the Run's next one appends to it."""
         mark_written(self.run.resolver)
-        journal = self.run._journal if self.run._journal_pending is None else None
-        if journal is not None:
-            journal.touched = {}
+        if self.run._journal_pending is None:
+            journal_written(self.run._journal)
         self.run.resolver.snapshot_log = self.log
 
 
@@ -144,17 +142,12 @@ def _ids_between(run: Run, low: int, high: int) -> list[str]:
 def _journal_segment(run: Run, log: SnapshotLog | None) -> dict[str, Any]:
     if log is None:
         journal = run._journal_fold()
-        journal.touched = {}
-        return dump_journal(journal)
-    if run._journal_pending is not None:  # never parsed since the restore: nothing changed
+        segment = dump_journal(journal)
+        journal_written(journal)  # track the change from here (a failed write: all again)
+        return segment
+    if run._journal_pending is not None:  # never read since the restore: nothing changed
         return {"operations": [], "calls": [], "metadata": []}
-    return dump_journal_segment(run._journal, log.calls)
-
-
-def _calls(run: Run, log: SnapshotLog | None) -> int:
-    if run._journal_pending is not None and log is not None:
-        return log.calls
-    return len(run._journal_fold()._calls)
+    return dump_journal_segment(run._journal)
 
 
 def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
@@ -167,14 +160,14 @@ def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
     low = 0 if log is None else log.high_water
     ids = _ids_between(run, low, run.high_water)
     scan, operations = dump_scan_segment(run.resolver, full=log is None)
-    head_values = {"from": low, "to": run.high_water, **scan}
+    journal_values = _journal_segment(run, log)
+    head_values = {"from": low, "to": run.high_water, **scan, **journal_indexes(journal_values)}
     head = "\n".join((_json(head_values), _json(ids), id_index(ids))).encode()
-    journal = _json(_journal_segment(run, log)).encode()
+    journal = _json(journal_values).encode()
     texts = (head, operations.encode(), journal)
     digests = (_digest(head), _digest(texts[1]), _digest(journal))
     chain = (*(() if log is None else log.segments), digests)
     terminal = run.terminal_event
-    calls = _calls(run, log)
     values = {
         "format": SNAPSHOT_FORMAT,
         "stream": str(run.id),
@@ -189,17 +182,18 @@ def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
         "count": run.resolver._count,
         "protocol": run.resolver._protocol,
         "highWater": run.high_water,
-        "calls": calls,
     }
     body = "\n".join((_json(values), _json(chain))).encode()
-    new_log = SnapshotLog(run.version, run.high_water, calls, chain)
+    new_log = SnapshotLog(run.version, run.high_water, chain)
     names = [digest for segment in chain for digest in segment]
     return RunSnapshot(run, body, dict(zip(digests, texts, strict=True)), new_log, names)
 
 
-def restore_run(data: bytes, stream_id: UUID, parts: PartReader) -> Run:
+def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | None = None) -> Run:
     """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used;
-    its heads read through ``parts`` now, its operations and journal on first use).
+    its heads read through ``parts`` now, its operations and journal when looked up: one
+    segment's part through ``one``, all of them through ``parts``). Without ``one``, a single
+    part is read through ``parts`` (for a reader that never recomputes one, as in tests).
 
     Raises ``ValueError``/``KeyError``/``TypeError``/``LookupError`` on a body or part that
     does not fit; the adapter then falls back to a full replay."""
@@ -224,21 +218,26 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader) -> Run:
         run._attestations[attestation.operation_id] = attestation
     terminal = body["terminal"]
     run._terminal = None if terminal is None else RuntimeEvent.model_validate_json(terminal)
+    single = one or (lambda kind, digest: parts(kind, [digest])[0])
     journals = [segment[2] for segment in chain]
-    run._journal_pending = lambda: _journal(parts("journal", journals))
+    run._journal_pending = lambda: (
+        RestoredJournal(
+            [values for values, _, _ in heads],
+            lambda: parts("journal", journals),
+            lambda at: single("journal", journals[at]),
+        ).journal
+    )
     operations = [segment[1] for segment in chain]
     run._resolver = restore_scan(
         ResolverState,
         body,
         [values for values, _, _ in heads],
-        lambda: parts("operations", operations),
+        (lambda: parts("operations", operations), lambda at: single("operations", operations[at])),
         ids,
         merge_id_indexes(index for _, _, index in heads),
     )
     run._resolver.event_at = run._event_at
-    run._resolver.snapshot_log = SnapshotLog(
-        body["version"], body["highWater"], body["calls"], tuple(chain)
-    )
+    run._resolver.snapshot_log = SnapshotLog(body["version"], body["highWater"], tuple(chain))
     return run
 
 
@@ -256,7 +255,3 @@ def _check_joined(heads: Sequence[tuple[dict[str, Any], bytes, bytes]], count: i
         at = values["to"]
     if at != count:
         raise ValueError("the snapshot's segments do not reach its events")
-
-
-def _journal(texts: Sequence[bytes]) -> ToolJournal:
-    return restore_journal_segments(json.loads(text) for text in texts)

@@ -1,12 +1,13 @@
 """The RecoveryResolver's scanner: one physical-order fold of a run's tool facts, its compact
-records, the issues it raises, and the scan state's snapshot form (ADR 0032).
+records, the issues it raises, and its restored event ids (ADR 0032).
 
 Why one module: the scan (which event attaches to which operation, and which ledger issue it
 raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the decisions and
 bundle readings built on top of it live in :mod:`maka_es.tooljournal.resolver`. A Run snapshot
 must restore exactly the state a full fold builds, so the records the scan keeps are compact
-(ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and the code that
-writes and reads the scan's maps as JSON values sits next to the maps.
+(ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and every change
+to an operation is marked (``touched``) once a snapshot is kept, so the next snapshot segment
+holds only the change; the segments' form is :mod:`maka_es.tooljournal.segments` (ADR 0044).
 
 Why journalled mutation: a prospective check (would this write introduce an issue?) runs the
 very same step code and then rolls back. Every change to the scan state therefore goes through
@@ -17,19 +18,17 @@ prospective check is open. The state is never copied (copying would be O(history
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 import sys
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, overload
 
 from maka_es.errors import StoreCorruptionError
 from maka_es.tooljournal.bundle import hash_or_none
-from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import (
     TOOL_BOUNDARY_PROTOCOL_V1,
     FunctionCallContent,
@@ -44,20 +43,14 @@ __all__ = [
     "EventRef",
     "SnapshotIds",
     "SnapshotPositions",
-    "PartText",
     "ResolverIssue",
     "ResolverIssueCode",
     "ScannedOperation",
     "ToolBoundaryProtocol",
     "ToolScanner",
-    "bundle_events",
-    "dump_scan_segment",
     "id_index",
     "load_id_index",
-    "mark_written",
     "merge_id_indexes",
-    "read_part",
-    "restore_scan",
     "same_execution",
 ]
 
@@ -733,218 +726,3 @@ for _name in (
     "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
 ):  # fmt: skip
     setattr(SnapshotPositions, _name, _building(_name))
-
-
-# -- the scan state as JSON values, and back (ADR 0032) -------------------------------------------
-#
-# Events themselves are not part of the scan state; the Run snapshot embeds the few a recovery
-# bundle's interpretation reads (``bundle_events``), and the others are read from the ledger by
-# position when a rare reader needs one (``ToolScanner.event_at``). The map keyed by event id
-# (``_positions``) is rebuilt from the run's ordered event ids, which the Run snapshot keeps
-# anyway, only when a command needs more than "this new id is not committed"
-# (``SnapshotPositions``).
-
-#: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
-PartText: TypeAlias = bytes | Callable[[], bytes]
-
-
-def read_part(text: PartText) -> bytes:
-    """The part's JSON text, read now if it was left in the store."""
-    return text if isinstance(text, bytes) else text()
-
-
-def _dump_ref(ref: EventRef | None) -> list[Any] | None:
-    if ref is None:
-        return None
-    refs = ref.refs
-    return [
-        ref.id,
-        ref.position,
-        *ref.identity,
-        refs is not None,
-        *(refs or (None, None)),
-        ref.is_error,
-    ]
-
-
-def _load_ref(data: Sequence[Any] | None, events: Mapping[int, RuntimeEvent]) -> EventRef | None:
-    if data is None:
-        return None
-    event_id, position, session, invocation, run, turn, has_refs, op_id, call_id, error = data
-    return EventRef(
-        event_id,
-        position,
-        (session, invocation, run, turn),
-        (op_id, call_id) if has_refs else None,
-        error,
-        events.get(position),
-    )
-
-
-def _refs_of(operation: ScannedOperation) -> list[EventRef]:
-    single = (operation.call_event, operation.dispatch_event, operation.response_event)
-    return [
-        *(ref for ref in single if ref is not None),
-        *operation.reconcile_events,
-        *operation.decision_events,
-    ]
-
-
-def bundle_events(state: ToolScanner) -> dict[int, RuntimeEvent]:
-    """The events a bundle interpretation reads (of operations with recovery facts), by
-    position; a ref without its event is read through ``state.event_at`` (rare)."""
-    return {
-        ref.position: state.full_event(ref)
-        for operation in state._operations
-        if operation.reconcile_events or operation.decision_events
-        for ref in _refs_of(operation)
-    }
-
-
-def _recovery_events(state: ToolScanner, operations: Iterable[ScannedOperation]) -> list[Any]:
-    """``[position, canonical JSON]`` of the events a bundle interpretation reads, of those of
-    ``operations`` that have recovery facts."""
-    events = {
-        ref.position: state.full_event(ref)
-        for operation in operations
-        if operation.reconcile_events or operation.decision_events
-        for ref in _refs_of(operation)
-    }
-    return [[p, canonical_json(event)] for p, event in sorted(events.items())]
-
-
-def dump_scan_segment(state: ToolScanner, *, full: bool) -> tuple[dict[str, Any], str]:
-    """The scan state's change since its last snapshot segment (``full``: all of it) as JSON
-    values and its operations as a JSON text of their own (ADR 0044), and start tracking
-    changes for the next segment. The undo journal must be closed.
-
-    Why a change is O(the change): the operations are the ones in ``touched`` (every mutation
-    of an operation goes through ``_set``, ``_issue``, ``_register`` or a recovery fact's
-    append, which mark it), still registered (a prospective check may have rolled one back),
-    in the order first changed; spines and issues only grow, so the new ones are the tail.
-    A restored state whose operations were never read has changed none."""
-    if state._undo is not None:
-        raise RuntimeError("cannot snapshot a scan state inside a prospective check")
-    spines, issues, markers = state._written if not full else (0, 0, 0)
-    if full:
-        operations: Iterable[ScannedOperation] = state._operations
-    else:
-        calls = state._call_map
-        touched = (state.touched or {}).values()
-        operations = [op for op in touched if calls.get(op.key) is op]
-    operations = list(operations)
-    new_spines = len(state._spines) - spines
-    values = {
-        "spines": [
-            [invocation, *spine]
-            for invocation, spine in list(
-                itertools.islice(reversed(state._spines.items()), new_spines)
-            )[::-1]
-        ],
-        "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues[issues:]],
-        "markerIssues": [[i.code, i.event_id] for i in state._marker_issues[markers:]],
-        "embedded": _recovery_events(state, operations),
-    }
-    bound = state._operation_map
-    rows = [_dump_operation(op, bound.get(op.operation_id or "") is op) for op in operations]
-    return values, json.dumps(rows, separators=(",", ":"))
-
-
-def mark_written(state: ToolScanner) -> None:
-    """The segment :func:`dump_scan_segment` returned is stored: track from here."""
-    state.touched = {}
-    state._written = (len(state._spines), len(state._scanner_issues), len(state._marker_issues))
-
-
-def _dump_operation(op: ScannedOperation, bound: bool) -> list[Any]:
-    return [
-        op.tool_call_id,
-        op.tool_name,
-        op.operation_id,
-        list(op.key),
-        op.call_verified,
-        list(op.issue_codes),
-        _dump_ref(op.call_event),
-        _dump_ref(op.dispatch_event),
-        _dump_ref(op.response_event),
-        [_dump_ref(ref) for ref in op.reconcile_events],
-        [_dump_ref(ref) for ref in op.decision_events],
-        bound,
-    ]
-
-
-#: Reads the operations texts of every snapshot segment, in order (ADR 0044).
-SegmentTexts: TypeAlias = Callable[[], Sequence[bytes]]
-
-
-class _PendingOperations:
-    """The operations of a restored scan state, parsed when the scanner first needs them: the
-    segments' rows in order, a later row of a call key replacing the earlier one in place (so
-    the order is the order first registered, as in the fold that wrote them)."""
-
-    __slots__ = ("events", "state", "texts")
-
-    def __init__(self, state: ToolScanner, texts: SegmentTexts, events: Mapping[int, RuntimeEvent]):
-        self.state, self.texts, self.events = state, texts, events
-
-    def __call__(self) -> None:
-        rows: dict[tuple[str, str], list[Any]] = {}
-        for text in self.texts():
-            for row in json.loads(text):
-                rows[(row[3][0], row[3][1])] = row
-        state, events = self.state, self.events
-        for key, row in rows.items():
-            tool_call_id, name, operation_id, _, verified, codes, call, dispatch, response = row[:9]
-            operation = ScannedOperation(
-                tool_call_id,
-                name,
-                operation_id,
-                _load_ref(call, events),
-                _load_ref(dispatch, events),
-                _load_ref(response, events),
-                [ref for ref in (_load_ref(r, events) for r in row[9]) if ref is not None],
-                [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
-                list(codes),
-                verified,
-                key,
-            )
-            state._operation_list.append(operation)
-            state._call_map[key] = operation
-            if row[11]:
-                state._operation_map[operation_id] = operation
-
-
-def restore_scan(
-    kind: type[_S],
-    data: Mapping[str, Any],
-    segments: Sequence[Mapping[str, Any]],
-    operations: SegmentTexts,
-    event_ids: SnapshotIds,
-    crc_index: array[int],
-) -> _S:
-    """The scan state the segments describe (each one's values of :func:`dump_scan_segment`,
-    in order; ``data``: the count and protocol) as a new ``kind`` (the resolver's state), over
-    the run's ordered ``event_ids`` and their CRC index (parsed and mapped on first use); its
-    operations are read through ``operations`` on first use. The embedded bundle events are
-    the segments' (a later one wins), by position; refs at other positions hold no event."""
-    state = kind()
-    if data["count"] != len(event_ids):
-        raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
-    state._count = data["count"]
-    state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
-    events: dict[int, RuntimeEvent] = {}
-    for segment in segments:
-        for row in segment["spines"]:
-            state._spines[row[0]] = (row[1], row[2], row[3])
-        state._scanner_issues += [
-            ResolverIssue(code=c, event_id=e) for c, e in segment["scannerIssues"]
-        ]
-        state._marker_issues += [
-            ResolverIssue(code=c, event_id=e) for c, e in segment["markerIssues"]
-        ]
-        for position, text in segment["embedded"]:
-            events[position] = RuntimeEvent.model_validate_json(text)
-    state._positions = SnapshotPositions(event_ids, crc_index)
-    state._pending = _PendingOperations(state, operations, events)
-    mark_written(state)
-    return state

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from maka_es.adapters import run_snapshots
-from maka_es.adapters.run_snapshots import RunSnapshots
+from maka_es.adapters.run_snapshots import RunSnapshots, SnapshotTable
 from maka_es.app import RuntimeApplication
 from maka_es.errors import EventIdConflictError, StoreCorruptionError
 from maka_es.ledger.run_snapshot import dump_run
@@ -142,7 +142,8 @@ def test_a_write_after_its_older_segments_were_dropped_writes_anew(store_url: st
         for i in range(EVERY + 1):
             app.ledger.append_events("r1", [kit.text(f"more {i}", event_id=f"w{i + 1}")])
         assert _row(store_url)[0] > version  # a snapshot was written after the drop
-        assert _snapshots(app).table.parts_replayed == 0
+        # the full segment needs every operation: the ones never read are recomputed
+        assert _snapshots(app).table.parts_replayed <= 2
     finally:
         app.close()
     segments = json.loads(bytes(_row(store_url)[3]).split(b"\n")[1])
@@ -151,4 +152,51 @@ def test_a_write_after_its_older_segments_were_dropped_writes_anew(store_url: st
     assert {digest for segment in segments for digest in segment} <= stored
     answers, folded, total = _reopened(store_url)
     assert folded == total - _row(store_url)[0]
+    assert answers == _full_replay(store_url)
+
+
+def test_the_first_tool_step_after_a_reopen_reads_only_the_segments_it_needs(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reopened run whose snapshot lags and covers a T1 without its T2: the T2 looks its
+    operation up in the one segment that last wrote it, never building every operation of the
+    run (ADR 0044); the answers are a full replay's."""
+    _write_run(store_url, steps=30)
+    app = RuntimeApplication.open(store_url, clock=FixedClock())
+    try:  # a snapshot that covers the T1 of "cz", and a tail after it
+        for i in range(EVERY + 3):
+            app.ledger.append_events("r1", [Events.wire().text(f"t{i}", event_id=f"t{i}")])
+    finally:
+        app.close()
+    whole: list[str] = []
+    single: list[str] = []
+    real_reader, real_one = SnapshotTable._reader, SnapshotTable._one
+
+    def reader(table: SnapshotTable, *args: Any) -> Any:
+        read = real_reader(table, *args)
+
+        def counted(kind: str, digests: Any) -> Any:
+            whole.append(kind)
+            return read(kind, digests)
+
+        return counted
+
+    def one(table: SnapshotTable, stream_id: Any, digest: str) -> bytes | None:
+        single.append(digest)
+        return real_one(table, stream_id, digest)
+
+    monkeypatch.setattr(SnapshotTable, "_reader", reader)
+    monkeypatch.setattr(SnapshotTable, "_one", one)
+    segments = len(json.loads(bytes(_row(store_url)[3]).split(b"\n")[1]))
+    app = RuntimeApplication.open(store_url, clock=FixedClock())
+    try:
+        kit = Events.wire()
+        app.tool_journal.commit_tool_outcome("r1", kit.bound_response("cz", "Echo", {"n": -1}))
+        assert _snapshots(app).facts_folded_cold > 0  # the snapshot lagged: a tail was folded
+    finally:
+        app.close()
+    assert whole == ["head"]  # the heads with the body; no operations or journal in full
+    assert 0 < len(single) <= 4 < 2 * segments  # a segment or two of each kind, not all
+    monkeypatch.undo()
+    answers, _, _ = _reopened(store_url)
     assert answers == _full_replay(store_url)
