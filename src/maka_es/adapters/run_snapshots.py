@@ -18,7 +18,7 @@ from its first fact, which then writes a fresh row.
 
 The body names a chain of segments (ADR 0044), each the change since the one before, each
 three parts kept in ``maka_es_run_snapshots_parts`` keyed by stream and their ``sha256``: its
-head (the new event ids, their CRC index, new spines and issues), read with the body and
+summary (the new event ids, their CRC index, new spines and issues), read with the body and
 required to match (one missing or changed: no snapshot), and its operations and journal rows,
 read when a command first needs them and used only if they hash to their digests; one missing
 or changed (corruption, or another writer's snapshot dropped it) is recomputed by folding the
@@ -51,6 +51,7 @@ from maka_es.ledger.run_snapshot import (
     PartReader,
     RunSnapshot,
     dump_run,
+    release_events,
     restore_run,
 )
 from maka_es.wire.events import RuntimeEvent
@@ -176,7 +177,7 @@ class SnapshotTable:
         return None if texts is None else texts[0]
 
     def _reader(self, stream_id: UUID, covered: int, replay: Replay) -> PartReader:
-        """How a restored Run reads its parts: the heads now and strictly (one missing or
+        """How a restored Run reads its parts: the summaries now and strictly (one missing or
         changed: no snapshot), the operations and journal on first use, recomputed by a
         replay up to the covered version when one is missing or changed (ADR 0044)."""
 
@@ -184,8 +185,8 @@ class SnapshotTable:
             texts = self._matching(stream_id, digests)
             if texts is not None:
                 return texts
-            if kind == "head":
-                raise LookupError(f"a head of the snapshot of {stream_id} is missing or changed")
+            if kind == "summary":
+                raise LookupError(f"a summary of the snapshot of {stream_id} is missing or changed")
             _log.debug("run snapshot %s of %s missing or changed: replaying", kind, stream_id)
             self.parts_replayed += 1
             run = replay(stream_id, covered)
@@ -222,29 +223,29 @@ class SnapshotTable:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def write(self, run: Run) -> bool:
+    def write(self, run: Run) -> RunSnapshot | None:
         """Store a snapshot of ``run`` at ``run.version``, best-effort, in a transaction of its
         own (never the command's): one segment of the change since this Run's last snapshot
-        (ADR 0044). ``False``: not written, and nothing else changed."""
+        (ADR 0044). ``None``: not written, and nothing else changed."""
         if self.read_only:
-            return False
+            return None
         try:
             first = self.fact_digest(run.id, 1)
             covered = self.fact_digest(run.id, run.version)
             if first is None or covered is None:
-                return False
+                return None
             self._ensure_table()
             snapshot = dump_run(run)
             if not self._upsert(snapshot, first, covered):
                 # an earlier segment is gone (another writer's snapshot replaced it): all anew
                 snapshot = dump_run(run, full=True)
                 if not self._upsert(snapshot, first, covered):
-                    return False
+                    return None
         except Exception as exc:  # best-effort: a failed snapshot never fails a command
             _log.debug("run snapshot not written for %s: %s", run.id, exc)
-            return False
+            return None
         snapshot.stored()
-        return True
+        return snapshot
 
     def _upsert(self, snapshot: RunSnapshot, first: str, covered: str) -> bool:
         """The row and its new parts in one transaction, the run's parts it no longer names
@@ -425,7 +426,14 @@ class RunSnapshots:
             return
         # written or not (a read-only store, a fault), the next try waits for as many facts
         self._snapshot_at[run.id] = run.version
-        self.table.write(run)
+        snapshot = self.table.write(run)
+        if snapshot is not None:  # the covered events stay in the ledger only (ADR 0044)
+            stream_id, covered = run.id, run.version
+            release_events(
+                snapshot,
+                lambda count: self._history(stream_id, covered, count),
+                lambda position: self._event(stream_id, covered, position),
+            )
 
     def after_commit(self, facts: Sequence[StoredFact]) -> None:
         """A run created by one commit with more than ``SNAPSHOT_EVERY`` facts (an imported

@@ -14,7 +14,7 @@ changed since the previous one: the new event ids and their CRC-32 index, the ne
 issues, the scan's operations and the journal's operations that changed (a later row of the
 same key replaces the earlier one in place, so the order stays the fold's), and the bundle
 events of changed operations with recovery facts. So a write costs the change, never the run.
-Each segment is three parts named by their sha256 (``head``: values, ids, index; ``operations``;
+Each segment is three parts named by their sha256 (``summary``: values, ids, index; ``operations``;
 ``journal``); the body is the values and the list of segment digests.
 
 Why never trusted over the ledger: this module only writes and reads the body and its parts.
@@ -34,7 +34,7 @@ from typing import Any
 from uuid import UUID
 
 from maka_es.ledger.ownership import RunOwner
-from maka_es.ledger.run import Run
+from maka_es.ledger.run import EventReader, HistoryReader, Run
 from maka_es.tooljournal.attestation import OperatorAttestation
 from maka_es.tooljournal.operation import (
     RestoredJournal,
@@ -44,7 +44,14 @@ from maka_es.tooljournal.operation import (
     journal_written,
 )
 from maka_es.tooljournal.resolver import ResolverState
-from maka_es.tooljournal.scanner import SnapshotIds, id_index, merge_id_indexes
+from maka_es.tooljournal.scanner import (
+    EventRef,
+    ScannedOperation,
+    SnapshotIds,
+    forget_event,
+    id_index,
+    merge_id_indexes,
+)
 from maka_es.tooljournal.segments import dump_scan_segment, mark_written, restore_scan
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
@@ -59,6 +66,7 @@ __all__ = [
     "RunSnapshot",
     "SnapshotLog",
     "dump_run",
+    "release_events",
     "restore_run",
 ]
 
@@ -70,7 +78,7 @@ SNAPSHOT_FORMAT = 3
 SNAPSHOT_EVERY = 1000
 
 #: The parts of one segment, in the order the body names their digests.
-KINDS = ("head", "operations", "journal")
+KINDS = ("summary", "operations", "journal")
 
 #: Reads the parts of one kind by their sha256, in order (the adapter verifies them, and
 #: recomputes one that is missing or changed from the ledger).
@@ -93,7 +101,7 @@ _ATTESTATION_FIELDS = (
 @dataclass(frozen=True, slots=True)
 class SnapshotLog:
     """What the last snapshot stored of one in-memory Run (kept on its scan state): the
-    segments' digests (``[head, operations, journal]`` each) and the events they cover. The
+    segments' digests (``[summary, operations, journal]`` each) and the events they cover. The
     next snapshot of that Run appends one segment for the change since."""
 
     version: int
@@ -111,6 +119,8 @@ class RunSnapshot:
     parts: dict[str, bytes]
     log: SnapshotLog
     names: list[str] = field(default_factory=list)
+    #: The operations the snapshot wrote (set by :meth:`stored`), whose refs may hold events.
+    changed: Sequence[ScannedOperation] = ()
 
     def parts_of(self, kind: str) -> bytes:
         """The newest segment's part of ``kind`` (one of :data:`KINDS`)."""
@@ -118,7 +128,10 @@ class RunSnapshot:
 
     def stored(self) -> None:
         """The store committed the snapshot: the Run's next one appends to it."""
-        mark_written(self.run.resolver)
+        resolver = self.run.resolver
+        touched = resolver.touched
+        self.changed = resolver._operations if touched is None else list(touched.values())
+        mark_written(resolver)
         if self.run._journal_pending is None:
             journal_written(self.run._journal)
         self.run.resolver.snapshot_log = self.log
@@ -134,9 +147,9 @@ def _json(value: Any) -> str:
 
 def _ids_between(run: Run, low: int, high: int) -> list[str]:
     older, held = run._snapshot_ids, len(run._snapshot_ids)
-    head = list(older[low:high]) if low < held else []
+    front = list(older[low:high]) if low < held else []
     tail = run._events[max(low - held, 0) : high - held]
-    return [*head, *(event.id for event in tail)]
+    return [*front, *(event.id for event in tail)]
 
 
 def _journal_segment(run: Run, log: SnapshotLog | None) -> dict[str, Any]:
@@ -161,11 +174,11 @@ def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
     ids = _ids_between(run, low, run.high_water)
     scan, operations = dump_scan_segment(run.resolver, full=log is None)
     journal_values = _journal_segment(run, log)
-    head_values = {"from": low, "to": run.high_water, **scan, **journal_indexes(journal_values)}
-    head = "\n".join((_json(head_values), _json(ids), id_index(ids))).encode()
+    summary_values = {"from": low, "to": run.high_water, **scan, **journal_indexes(journal_values)}
+    summary = "\n".join((_json(summary_values), _json(ids), id_index(ids))).encode()
     journal = _json(journal_values).encode()
-    texts = (head, operations.encode(), journal)
-    digests = (_digest(head), _digest(texts[1]), _digest(journal))
+    texts = (summary, operations.encode(), journal)
+    digests = (_digest(summary), _digest(texts[1]), _digest(journal))
     chain = (*(() if log is None else log.segments), digests)
     terminal = run.terminal_event
     values = {
@@ -191,7 +204,7 @@ def dump_run(run: Run, *, full: bool = False) -> RunSnapshot:
 
 def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | None = None) -> Run:
     """The Run the body's UTF-8 ``data`` describes (its events left in the ledger until used;
-    its heads read through ``parts`` now, its operations and journal when looked up: one
+    its summaries read through ``parts`` now, its operations and journal when looked up: one
     segment's part through ``one``, all of them through ``parts``). Without ``one``, a single
     part is read through ``parts`` (for a reader that never recomputes one, as in tests).
 
@@ -202,15 +215,15 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | 
     if body["format"] != SNAPSHOT_FORMAT or body["stream"] != str(stream_id):
         raise ValueError("not a snapshot of this run in the current format")
     chain = [tuple(segment) for segment in json.loads(chain_line)]
-    heads = [_head(text) for text in parts("head", [segment[0] for segment in chain])]
-    _check_joined(heads, body["highWater"])
+    summaries = [_summary(text) for text in parts("summary", [segment[0] for segment in chain])]
+    _check_joined(summaries, body["highWater"])
     run = Run(
         stream_id,
         RunHeader.model_validate(body["header"]),
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids = SnapshotIds([ids for _, ids, _ in heads], body["highWater"])
+    ids = SnapshotIds([ids for _, ids, _ in summaries], body["highWater"])
     run._snapshot_ids = ids
     run._sealed_by = body["sealedBy"]
     for row in body["attestations"]:
@@ -222,7 +235,7 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | 
     journals = [segment[2] for segment in chain]
     run._journal_pending = lambda: (
         RestoredJournal(
-            [values for values, _, _ in heads],
+            [values for values, _, _ in summaries],
             lambda: parts("journal", journals),
             lambda at: single("journal", journals[at]),
         ).journal
@@ -231,27 +244,82 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | 
     run._resolver = restore_scan(
         ResolverState,
         body,
-        [values for values, _, _ in heads],
+        [values for values, _, _ in summaries],
         (lambda: parts("operations", operations), lambda at: single("operations", operations[at])),
         ids,
-        merge_id_indexes(index for _, _, index in heads),
+        merge_id_indexes(index for _, _, index in summaries),
     )
     run._resolver.event_at = run._event_at
     run._resolver.snapshot_log = SnapshotLog(body["version"], body["highWater"], tuple(chain))
     return run
 
 
-def _head(text: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+def _summary(text: bytes) -> tuple[dict[str, Any], bytes, bytes]:
     values, ids, index = text.split(b"\n")
     return json.loads(values), ids, index
 
 
-def _check_joined(heads: Sequence[tuple[dict[str, Any], bytes, bytes]], count: int) -> None:
+def _check_joined(summaries: Sequence[tuple[dict[str, Any], bytes, bytes]], count: int) -> None:
     """Each segment starts where the one before ended, the first at 0, the last at ``count``."""
     at = 0
-    for values, _, _ in heads:
+    for values, _, _ in summaries:
         if values["from"] != at:
             raise ValueError("the snapshot's segments do not join up")
         at = values["to"]
     if at != count:
         raise ValueError("the snapshot's segments do not reach its events")
+
+
+class _HeldIds(Sequence[str]):
+    """The ids of a Run's events that are in the ledger only: the older ones (maybe still
+    unparsed, :class:`SnapshotIds`) and those released since."""
+
+    __slots__ = ("_newer", "_older")
+
+    def __init__(self, older: Sequence[str], newer: list[str]) -> None:
+        self._older, self._newer = older, newer
+
+    def __len__(self) -> int:
+        return len(self._older) + len(self._newer)
+
+    def __getitem__(self, index: Any) -> Any:
+        held = len(self._older)
+        if isinstance(index, int) and index >= 0:
+            return self._older[index] if index < held else self._newer[index - held]
+        return [*self._older, *self._newer][index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list | tuple | Sequence):
+            return [*self._older, *self._newer] == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def release_events(snapshot: RunSnapshot, history: HistoryReader, one: EventReader) -> None:
+    """After its snapshot is stored, the Run keeps only the ids of the events it covers, as
+    a Run restored from it does (ADR 0044): they are read back from the ledger (all, or one)
+    and checked against those ids when a command needs them. Why: a long live run held every
+    event, and the cyclic GC's full collections over them stalled a warm step for ~1 s at
+    100k events. The refs of the operations it wrote stop holding their events (O(change))."""
+    run = snapshot.run
+    held = len(run._events)
+    if not held:
+        return
+    newer = [event.id for event in run._events]
+    older = run._snapshot_ids
+    run._snapshot_ids = _HeldIds(older, newer) if older else newer
+    del run._events[:], run._payloads[:]
+    for operation in snapshot.changed:
+        for ref in _refs(operation):
+            forget_event(ref)
+    run.attach_history(history, one)
+
+
+def _refs(operation: ScannedOperation) -> list[EventRef]:
+    single = (operation.call_event, operation.dispatch_event, operation.response_event)
+    return [
+        *(ref for ref in single if ref is not None),
+        *operation.reconcile_events,
+        *operation.decision_events,
+    ]

@@ -253,7 +253,7 @@ def journal_written(journal: ToolJournal) -> None:
 
 def journal_indexes(segment: Mapping[str, Any]) -> dict[str, str]:
     """The CRC-32 index of the keys a journal segment writes, per map (kept in the snapshot
-    segment's head, read with the body: ADR 0044)."""
+    segment's summary, read with the body: ADR 0044)."""
     return {
         "journalOperations": crc_text(row[0] for row in segment["operations"]),
         "journalCalls": crc_text((row[0], row[1]) for row in segment["calls"]),
@@ -270,13 +270,13 @@ class RestoredJournal:
 
     def __init__(
         self,
-        heads: Sequence[Mapping[str, Any]],
+        summaries: Sequence[Mapping[str, Any]],
         texts: Callable[[], Sequence[bytes]],
         one: Callable[[int], bytes | None],
     ) -> None:
         self._all, self._one = texts, one
         self._indexes = [
-            SegmentIndex([head[name] for head in heads])
+            SegmentIndex([summary[name] for summary in summaries])
             for name in ("journalOperations", "journalCalls", "journalMetadata")
         ]
         self._parsed: dict[int, list[dict[Any, Any]] | None] = {}

@@ -51,6 +51,7 @@ __all__ = [
     "id_index",
     "load_id_index",
     "merge_id_indexes",
+    "forget_event",
     "same_execution",
 ]
 
@@ -162,6 +163,11 @@ _set_id, _set_position, _set_identity, _set_refs, _set_is_error, _set_event = (
     EventRef.__dict__[name].__set__
     for name in ("id", "position", "identity", "refs", "is_error", "event")
 )
+
+
+def forget_event(ref: EventRef) -> None:
+    """``ref`` stops holding its event (it is read by position when needed, ADR 0044)."""
+    _set_event(ref, None)
 
 
 def same_execution(first: EventRef | None, second: EventRef) -> bool:

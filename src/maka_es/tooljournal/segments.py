@@ -370,8 +370,9 @@ class _RestoredOperations:
             self.complete()
             return self._state._operation_map.get(operation_id)
         operation = self._state._call_map.get(key)
-        assert operation is not None
-        assert operation.operation_id == operation_id
+        if operation is None or operation.operation_id != operation_id:  # not as written
+            self.complete()
+            return self._state._operation_map.get(operation_id)
         dict.__setitem__(self._state._operation_map, operation_id, operation)
         return operation
 

@@ -1,7 +1,7 @@
 """The snapshot's operations and journal are kept apart and read on first use (ADR 0032, as
 segments since ADR 0044): a plain append reads neither, and a part that is changed or gone
 when it is read is recomputed by folding the ledger (the answers are a full replay's, never
-the part's); a segment's head changed or gone means no snapshot (a full replay)."""
+the part's); a segment's summary changed or gone means no snapshot (a full replay)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _chain(store: str) -> list[list[str]]:
-    """The digests ``[head, operations, journal]`` of each segment the stored body names."""
+    """The digests ``[summary, operations, journal]`` of each segment the stored body names."""
     body = bytes(_row(store)[3])
     return list(json.loads(body.split(b"\n")[1]))
 
@@ -94,9 +94,9 @@ def test_the_parts_are_kept_apart_and_a_plain_append_reads_none(
     app = RuntimeApplication.open(store, clock=FixedClock())
     try:
         app.ledger.append_events("r1", [Events.wire().text("one more", event_id="m-new")])
-        assert set(reads) == {"head"}  # the heads, read with the body, and nothing else
+        assert set(reads) == {"summary"}  # the summaries, read with the body, and nothing else
         assert len(app.ledger.load_run("r1").tool_operations) == 16  # the journal parts
-        assert set(reads) == {"head", "journal"}
+        assert set(reads) == {"summary", "journal"}
         assert _snapshots(app).table.parts_replayed == 0
     finally:
         app.close()
@@ -107,7 +107,7 @@ def test_a_changed_part_is_recomputed_from_the_ledger(store: str) -> None:
     changed_any = 0
     for digest, data in _sql(store, "SELECT digest, data FROM {t}_parts"):
         changed = bytes(data).replace(b"Echo", b"Ecko")  # a tool name in operations, journal
-        if kinds[digest] == "head" or changed == bytes(data):
+        if kinds[digest] == "summary" or changed == bytes(data):
             continue
         changed_any += 1
         _sql(store, "UPDATE {t}_parts SET data = {p} WHERE digest = {p}", (changed, digest))
@@ -119,7 +119,7 @@ def test_a_changed_part_is_recomputed_from_the_ledger(store: str) -> None:
 
 def test_parts_that_are_gone_are_recomputed_from_the_ledger(store: str) -> None:
     for digest, kind in _kinds(store).items():
-        if kind != "head":
+        if kind != "summary":
             _sql(store, "DELETE FROM {t}_parts WHERE digest = {p}", (digest,))
     answers, replayed, _ = _reopened(store)
     assert replayed == 2  # the operations and the journal, each once
@@ -127,16 +127,16 @@ def test_parts_that_are_gone_are_recomputed_from_the_ledger(store: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["changed", "gone"])
-def test_a_head_changed_or_gone_means_no_snapshot(store: str, damage: str) -> None:
-    """A segment's head (its ids, CRC index, spines and issues) is read with the body; one
+def test_a_summary_changed_or_gone_means_no_snapshot(store: str, damage: str) -> None:
+    """A segment's summary (its ids, CRC index, spines and issues) is read with the body; one
     changed or missing makes the whole snapshot unusable: a full replay (ADR 0044)."""
-    head = _chain(store)[-1][0]
+    summary = _chain(store)[-1][0]
     if damage == "gone":
-        _sql(store, "DELETE FROM {t}_parts WHERE digest = {p}", (head,))
+        _sql(store, "DELETE FROM {t}_parts WHERE digest = {p}", (summary,))
     else:
-        ((data,),) = _sql(store, "SELECT data FROM {t}_parts WHERE digest = {p}", (head,))
+        ((data,),) = _sql(store, "SELECT data FROM {t}_parts WHERE digest = {p}", (summary,))
         torn = bytes(data)[: len(bytes(data)) // 2]
-        _sql(store, "UPDATE {t}_parts SET data = {p} WHERE digest = {p}", (torn, head))
+        _sql(store, "UPDATE {t}_parts SET data = {p} WHERE digest = {p}", (torn, summary))
     version = _row(store)[0]
     answers, replayed, folded = _reopened(store)
     assert replayed == 0

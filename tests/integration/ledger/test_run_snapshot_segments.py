@@ -15,8 +15,10 @@ from maka_es.adapters import run_snapshots
 from maka_es.adapters.run_snapshots import RunSnapshots, SnapshotTable
 from maka_es.app import RuntimeApplication
 from maka_es.errors import EventIdConflictError, StoreCorruptionError
+from maka_es.ledger.facts import run_stream_id
+from maka_es.ledger.run import Run
 from maka_es.ledger.run_snapshot import dump_run
-from maka_es.testing.builders import Events
+from maka_es.testing.builders import Events, Spine, run_header
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import (
     EVERY,
@@ -195,8 +197,41 @@ def test_the_first_tool_step_after_a_reopen_reads_only_the_segments_it_needs(
         assert _snapshots(app).facts_folded_cold > 0  # the snapshot lagged: a tail was folded
     finally:
         app.close()
-    assert whole == ["head"]  # the heads with the body; no operations or journal in full
+    assert whole == ["summary"]  # the summaries with the body; no operations or journal in full
     assert 0 < len(single) <= 4 < 2 * segments  # a segment or two of each kind, not all
     monkeypatch.undo()
     answers, _, _ = _reopened(store_url)
     assert answers == _full_replay(store_url)
+
+
+def test_a_live_run_keeps_only_the_ids_of_the_events_its_snapshot_covers(
+    store_url: str,
+) -> None:
+    """After its snapshot is stored, the commands' cached Run holds the covered events' ids
+    only (the cyclic GC's full collections over every event stalled long live runs); the
+    next commands answer as the plain path does (ADR 0044)."""
+    app = RuntimeApplication.open(store_url, clock=FixedClock())
+    try:  # the run is created and written in this process: its Run was never restored
+        app.open_session("s1", "/workspace")
+        app.ledger.create_run(run_header(Spine()))
+        kit = Events.wire()
+        app.ledger.append_events("r1", [kit.user("fix the port", event_id="u1", marker=True)])
+        for i in range(EVERY + 2):
+            app.ledger.append_events("r1", [kit.text(f"live {i}", event_id=f"l{i}")])
+        app.tool_journal.commit_tool_prepared(
+            "r1", kit.call("cz", "Echo", {"n": -1}, event_id="callz")
+        )
+        for i in range(EVERY + 2):
+            app.ledger.append_events("r1", [kit.text(f"more {i}", event_id=f"n{i}")])
+        cache = app._es._repository.cache
+        assert cache is not None
+        cached = cache.get(run_stream_id("r1"))
+        assert isinstance(cached, Run)
+        assert not cached.events_in_memory
+        assert len(cached._events) <= EVERY + 3  # the events since the snapshot only
+        retried = app.ledger.append_events("r1", [kit.text("live 0", event_id="l0")])
+        assert retried.retried == 1
+        app.tool_journal.commit_tool_outcome("r1", kit.bound_response("cz", "Echo", {"n": -1}))
+    finally:
+        app.close()
+    assert _reopened(store_url)[0] == _full_replay(store_url)
