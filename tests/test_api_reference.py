@@ -21,7 +21,6 @@ import pytest
 
 import maka_es
 from maka_es import aio
-from maka_es.aio import services as aio_services
 from maka_es.app import RuntimeApplication, ToolJournalService
 from maka_es.continuation import host
 from maka_es.continuation.claims import Claims
@@ -33,7 +32,8 @@ from maka_es.providers import openai_chat as provider_openai_chat
 from maka_es.providers import openai_responses as provider_openai_responses
 from maka_es.providers import protocol as provider
 from maka_es.providers import sdk as sdk_providers
-from maka_es.tooljournal import runtime, tools
+from maka_es.tooljournal import runtime
+from maka_es.tooljournal.model import tools
 from tests.test_docs_blocks import ROOT, _build
 
 #: Classes whose every public member a host may call: the host object, the facade and the
@@ -47,7 +47,11 @@ SURFACES: tuple[type, ...] = (
     Claims,
     HostLeases,
     runtime.ToolRuntime,
-    *(getattr(aio_services, name) for name in aio_services.__all__),
+    aio.AsyncLedger,
+    aio.AsyncRunStarts,
+    aio.AsyncToolJournal,
+    aio.AsyncClaims,
+    aio.AsyncOwnership,
 )
 #: Modules whose exported names are providers or extension points.
 EXTENSION_MODULES: tuple[ModuleType, ...] = (

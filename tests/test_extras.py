@@ -27,7 +27,15 @@ CLI_EXTRA = ("typer", "rich", "jinja2")
 #: What the library outside its rings may import beyond the standard library: the core's
 #: dependencies (and pydantic's own core), and psycopg, the ``postgres`` extra, which is
 #: imported only when a PostgreSQL store is opened.
-CORE_IMPORTS = {"eventsourcing", "pydantic", "pydantic_core", "pyuca", "psycopg", "psycopg_pool"}
+CORE_IMPORTS = {
+    "eventsourcing",
+    "pydantic",
+    "pydantic_core",
+    "pyuca",
+    "orjson",
+    "psycopg",
+    "psycopg_pool",
+}
 #: The rings: their own extras (``cli``; the kit's ``testing``, loaded by pytest).
 RINGS = {
     "cli": {"typer", "rich", "jinja2"},
@@ -35,6 +43,8 @@ RINGS = {
     "testing": {"hypothesis", "pytest"},  # the plugin only ever loads inside pytest
     # the framework integrations (issue 24), each behind its own extra
     "integrations": {"pydantic_ai", "agents", "openai", "httpx", "opentelemetry"},
+    # the spans (ADR 0043): the OpenTelemetry API, imported on first use, optional
+    "telemetry.py": {"opentelemetry"},
 }
 
 BLOCKER = """
@@ -76,7 +86,7 @@ def test_the_core_declares_only_the_store_the_models_and_the_collation() -> None
     core = {
         r.split(">")[0].split("<")[0].split("[")[0] for r in PYPROJECT["project"]["dependencies"]
     }
-    assert core == {"eventsourcing", "pydantic", "pyuca"}
+    assert core == {"eventsourcing", "pydantic", "pyuca", "orjson"}
     cli = PYPROJECT["project"]["optional-dependencies"]["cli"]
     assert sorted(r.split(">")[0] for r in cli) == ["jinja2", "rich", "typer"]
     assert PYPROJECT["project"]["scripts"]["maka-es"] == "maka_es.console:main"

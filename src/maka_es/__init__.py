@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from maka_es.aio import AsyncProvider, AsyncRuntimeApplication, async_tool
     from maka_es.app import AppendResult, RuntimeApplication, SessionInfo
     from maka_es.continuation.executor import ContinuationOutcome
-    from maka_es.continuation.plan import (
+    from maka_es.continuation.model.plan import (
         ContinuationInputs,
         ContinuationPlan,
         build_continuation_plan,
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from maka_es.continuation.planner import PlannerSettings
     from maka_es.continuation.turns import TurnResult
     from maka_es.errors import MakaError
-    from maka_es.ledger.host_config import HostConfig
+    from maka_es.ledger.model.host_config import HostConfig
     from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
     from maka_es.providers.sdk import (
         AnthropicMessagesProvider,
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from maka_es.recovery.startup import StartupRecoveryOutcome
     from maka_es.resume.models import Diagnostic, ResumePlan, ToolOperation
     from maka_es.resume.plan import build_resume_plan
-    from maka_es.tooljournal.resolver import Resolution, ToolDecision, resolve_tool_operations
-    from maka_es.tooljournal.tools import Tool, ToolContext, ToolResult
+    from maka_es.tooljournal.model.resolver import Resolution, ToolDecision, resolve_tool_operations
+    from maka_es.tooljournal.model.tools import Tool, ToolContext, ToolResult
     from maka_es.wire.codec import canonical_args_hash, canonical_json
     from maka_es.wire.events import RuntimeEvent
     from maka_es.wire.run_header import RunHeader
@@ -58,9 +58,9 @@ _EXPORTS: dict[str, str] = {
     "RuntimeApplication": "maka_es.app",
     "SessionInfo": "maka_es.app",
     "ContinuationOutcome": "maka_es.continuation.executor",
-    "ContinuationInputs": "maka_es.continuation.plan",
-    "ContinuationPlan": "maka_es.continuation.plan",
-    "build_continuation_plan": "maka_es.continuation.plan",
+    "ContinuationInputs": "maka_es.continuation.model.plan",
+    "ContinuationPlan": "maka_es.continuation.model.plan",
+    "build_continuation_plan": "maka_es.continuation.model.plan",
     "PlannerSettings": "maka_es.continuation.planner",
     "Provider": "maka_es.providers.protocol",
     "ProviderRequest": "maka_es.providers.protocol",
@@ -73,7 +73,7 @@ _EXPORTS: dict[str, str] = {
     "OpenAIResponsesProvider": "maka_es.providers.sdk",
     "TurnResult": "maka_es.continuation.turns",
     "MakaError": "maka_es.errors",
-    "HostConfig": "maka_es.ledger.host_config",
+    "HostConfig": "maka_es.ledger.model.host_config",
     "EndRunOutcome": "maka_es.recovery.operator_actions",
     "ForkOutcome": "maka_es.recovery.operator_actions",
     "AttestationOutcome": "maka_es.recovery.operator_actions",
@@ -83,12 +83,12 @@ _EXPORTS: dict[str, str] = {
     "ResumePlan": "maka_es.resume.models",
     "ToolOperation": "maka_es.resume.models",
     "build_resume_plan": "maka_es.resume.plan",
-    "Resolution": "maka_es.tooljournal.resolver",
-    "ToolDecision": "maka_es.tooljournal.resolver",
-    "resolve_tool_operations": "maka_es.tooljournal.resolver",
-    "Tool": "maka_es.tooljournal.tools",
-    "ToolContext": "maka_es.tooljournal.tools",
-    "ToolResult": "maka_es.tooljournal.tools",
+    "Resolution": "maka_es.tooljournal.model.resolver",
+    "ToolDecision": "maka_es.tooljournal.model.resolver",
+    "resolve_tool_operations": "maka_es.tooljournal.model.resolver",
+    "Tool": "maka_es.tooljournal.model.tools",
+    "ToolContext": "maka_es.tooljournal.model.tools",
+    "ToolResult": "maka_es.tooljournal.model.tools",
     "canonical_args_hash": "maka_es.wire.codec",
     "canonical_json": "maka_es.wire.codec",
     "RuntimeEvent": "maka_es.wire.events",

@@ -74,14 +74,15 @@ from typing import Any, Self, cast
 
 from eventsourcing.utils import Environment
 
-from maka_es.adapters.event_store import EventSourcedRunStore, EventStoreApplication
-from maka_es.adapters.recovery_status import recovery_status_store_for
-from maka_es.adapters.store_url import (
+from maka_es.adapters.event_store import (
     READ_ONLY_ENV,
+    EventSourcedRunStore,
+    EventStoreApplication,
     is_postgres_url,
     postgres_env_from_url,
     sqlite_path_of,
 )
+from maka_es.adapters.recovery_status import recovery_status_store_for
 from maka_es.adapters.workspace import LocalHostInspector, workspace_identity_of
 from maka_es.app_api import EventInput, RuntimeApi
 from maka_es.continuation.claims import Claims
@@ -91,16 +92,17 @@ from maka_es.continuation.service import Continuations
 from maka_es.continuation.telemetry import Telemetry
 from maka_es.continuation.turns import Turns
 from maka_es.errors import StorePathError
-from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
-from maka_es.ledger.host_sessions import HostSessions, WorkspaceResolver
+from maka_es.ledger.model.host_config import HostConfig
 from maka_es.ledger.service import (
     AppendResult,
+    HostSessions,
     Ledger,
     RunStarts,
     SessionInfo,
     ToolCommands,
     ToolCommit,
+    WorkspaceResolver,
 )
 from maka_es.recovery.operator_actions import (
     EndRunOutcome,
@@ -114,9 +116,9 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
-from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.tooljournal.runtime import PermissionPolicy, Tool, ToolRuntime
 from maka_es.wire.events import RuntimeEvent
 
@@ -225,7 +227,7 @@ class RuntimeApplication(RuntimeApi):
     @classmethod
     def open(cls, store: str, **kwargs: Any) -> RuntimeApplication:
         """An application on the store named by one setting (ADR 0028): a PostgreSQL URL
-        (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.store_url``) or else a
+        (``postgresql://user:pw@host:port/db``, see ``maka_es.adapters.event_store``) or else a
         SQLite path or ``sqlite:///PATH`` (``open_sqlite``); another URL scheme is
         ``store_path_unusable``. ``read_only=True`` makes every write fail in the store
         itself: SQLite's ``mode=ro``, or PostgreSQL's ``default_transaction_read_only`` on every

@@ -16,15 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import PlannerSettings
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.turns import TurnResult, Turns
-from maka_es.ledger.host_config import HostConfig
 from maka_es.ledger.host_leases import HostLeases
-from maka_es.ledger.host_sessions import HostSessions
-from maka_es.ledger.ownership import HostLease
-from maka_es.ledger.service import Ledger, SessionInfo
+from maka_es.ledger.model.host_config import HostConfig
+from maka_es.ledger.model.ownership import HostLease
+from maka_es.ledger.service import HostSessions, Ledger, SessionInfo
 from maka_es.providers.protocol import Provider
 from maka_es.recovery.operator_actions import (
     AttestationOutcome,

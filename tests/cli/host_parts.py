@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 from tests.support.send_tool import send_tool
 
 LOG_ENV = "MAKA_TEST_PROVIDER_LOG"

@@ -25,8 +25,10 @@ def test_a_stuck_session_report_names_the_park_and_the_next_command(tmp_path: Pa
     assert "no host inspector" not in html
     assert "runtime_ledger_unreadable" in html
     assert f"Send (operation {operation}" in html  # the diagnostic names the tool and op
-    assert f"maka-es attest r1 {operation} --applied|--not-applied --actor WHO" in html
-    assert f"maka-es fork r1 --before {operation} --execute" in html
+    # one spelling with ResumeResult.operator_commands (maka_es.recovery.operator_actions)
+    assert f"maka-es attest r1 {operation} --applied --result RESULT --actor WHO" in html
+    assert f"maka-es attest r1 {operation} --not-applied --actor WHO" in html
+    assert f"maka-es fork r1 --before {operation} --actor WHO" in html
     assert "maka-es resume s1" in html
 
 

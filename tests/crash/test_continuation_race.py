@@ -4,8 +4,8 @@ docs/reference/continuation.md#claims and #revalidation): the source boundary is
 Per round (a fresh SQLite file, or a fresh schema of the PostgreSQL test server: ADR 0028,
 where the server's primary key decides the claim across machines): the parent commits a failed
 source run, plans the continuation with deterministic ids and hands the plan's JSON to every
-worker
-(``maka_es.testing.race_child``). Each worker opens its own application, says READY and waits;
+worker (``python -m maka_es.testing.crash_child --race``). Each worker opens its own
+application, says READY and waits;
 the parent releases all of them at once by writing ``GO`` to every stdin (no sleeping). Each
 worker executes the plan with a provider that appends one fsync'd line to a shared calls file
 and reports its outcome.
@@ -47,7 +47,7 @@ from typing import IO, Any
 import psycopg
 import pytest
 
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash_child import open_app
 
@@ -117,7 +117,7 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Worker]]:
             log = logs / f"worker-{n}.stderr"
             stderr = log.open("w")
             process = subprocess.Popen(
-                [sys.executable, "-m", "maka_es.testing.race_child"],
+                [sys.executable, "-m", "maka_es.testing.crash_child", "--race"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,

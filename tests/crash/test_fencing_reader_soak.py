@@ -25,8 +25,8 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ConcurrentWriteError, MakaError
-from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
-from maka_es.ledger.run import Run
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.run import Run
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.ownership_soak import first_owner_writes_after_takeover
 

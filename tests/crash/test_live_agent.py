@@ -45,7 +45,7 @@ from maka_es.errors import (
     StoreSchemaMissingError,
 )
 from maka_es.recovery.operator_actions import AFTER_FORK_COMMITTED, AFTER_FORK_TAKEN
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import AFTER_T1, AFTER_T2, BEFORE_T2
 from maka_es.wire.run_header import RunHeader
 from tests.support import live_agent

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from maka_es.continuation.executor import AFTER_START_COMMITTED
-from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.model.ownership import RunOwner
 from maka_es.tooljournal.runtime import AFTER_T1, BEFORE_T2
 from tests.crash.test_live_agent import (
     EMAIL_LINE,

@@ -25,7 +25,7 @@ from typing import Any
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
-from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.model.ownership import RunOwner
 from tests.support.lease_hosts import LOCK_TIMEOUT_ENV, OWNER_RUN, owner, paused_writer
 
 LEASE_MS = 2_000

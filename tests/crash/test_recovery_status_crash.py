@@ -17,7 +17,7 @@ import pytest
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
-from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, RecoveryStatusStore
+from maka_es.recovery.model.status_store import INSIDE_COMMIT_FAILPOINT, RecoveryStatusStore
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.crash import crash_child
 from maka_es.testing.crash_child import open_app

@@ -15,7 +15,7 @@ from maka_es.testing.machines import (
     ToolRecoveryMachine,
     ToolUnderTest,
 )
-from maka_es.tooljournal.tools import Tool, ToolContext
+from maka_es.tooljournal.model.tools import Tool, ToolContext
 
 
 class Ping(BaseModel):

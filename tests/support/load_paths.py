@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError
-from maka_es.ledger.facts import run_stream_id
+from maka_es.ledger.model.facts import run_stream_id
 from maka_es.testing.builders import Events, Spine, run_header
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from maka_es.app import RuntimeApplication
-from maka_es.ledger.run import Run
+from maka_es.ledger.model.run import Run
 
 __all__ = ["count_loads"]
 

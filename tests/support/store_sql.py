@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import psycopg
 from hypothesis import settings
 
-from maka_es.adapters.store_url import is_postgres_url
+from maka_es.adapters.event_store import is_postgres_url
 from maka_es.testing.probes import FreshStore, sqlite_store_in
 
 __all__ = [

@@ -26,7 +26,7 @@ CAPABILITIES = (
     "report",
     "cli",
 )
-MODULE_RE = re.compile(r"`((?:" + "|".join(CAPABILITIES) + r")/[a-z_]+\.py)`")
+MODULE_RE = re.compile(r"`((?:" + "|".join(CAPABILITIES) + r")/(?:model/)?[a-z_]+\.py)`")
 LINK_RE = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

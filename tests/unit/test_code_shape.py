@@ -32,7 +32,7 @@ RESHAPED_MODULES = (
     "resume/diagnostics.py",
     "resume/failpoint_catalog.py",
     "adapters/jsonl.py",
-    "recovery/status_store.py",
+    "recovery/model/status_store.py",
     "adapters/recovery_status.py",
     "adapters/workspace.py",
     "adapters/confined_fs.py",

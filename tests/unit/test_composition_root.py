@@ -28,7 +28,7 @@ from maka_es.continuation.executor import ContinuationExecutor, Revalidation
 from maka_es.continuation.planner import ContinuationPlanner
 from maka_es.continuation.service import Continuations
 from maka_es.errors import WritePathRefusedError
-from maka_es.ledger.facts import StoredFact, run_stream_id
+from maka_es.ledger.model.facts import StoredFact, run_stream_id
 from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.recovery.startup import StartupRecovery
 from maka_es.recovery.status import RecoveryStatusProjector

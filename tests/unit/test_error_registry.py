@@ -26,12 +26,12 @@ import pytest
 import maka_es
 from maka_es import errors
 from maka_es.codes import REGISTRY, CodeEntry, CodeRegistry
+from maka_es.codes.model import OTHER_VOCABULARIES, exception_classes, render_markdown
 from maka_es.codes.places import FIRES_IN, SEE
-from maka_es.codes.render import OTHER_VOCABULARIES, exception_classes, render_markdown
-from maka_es.continuation.replay import ReplayBlockReason, ReplayDiagnosticCode
+from maka_es.continuation.model.replay import ReplayBlockReason, ReplayDiagnosticCode
 from maka_es.resume.models import DiagnosticCode, ResumeRejectionReason
-from maka_es.tooljournal.bundle import BundleCode
-from maka_es.tooljournal.scanner import ResolverIssueCode
+from maka_es.tooljournal.model.bundle import BundleCode
+from maka_es.tooljournal.model.scanner import ResolverIssueCode
 
 SRC = Path(maka_es.__file__).parent
 DOC = Path(__file__).resolve().parents[2] / "docs" / "exceptions.md"
@@ -144,7 +144,7 @@ def test_every_public_exception_class_of_the_library_is_defined_in_errors() -> N
         ("maka_es.tooljournal.runtime", "OutcomeUnknownError"),
         ("maka_es.tooljournal.runtime", "ToolAlreadyDispatchedError"),
         ("maka_es.wire.codec", "CodecInputError"),
-        ("maka_es.recovery.status_store", "RecoveryStatusConflictError"),
+        ("maka_es.recovery.model.status_store", "RecoveryStatusConflictError"),
         ("maka_es.recovery.status", "RecoveryStatusConflictError"),
         ("maka_es.adapters.recovery_status", "RecoveryStatusUnsupportedError"),
     ],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from maka_es import errors
-from maka_es.codes.render import exception_classes
+from maka_es.codes.model import exception_classes
 
 LINE_RE = re.compile(r"^(?P<indent>(?:  )*)- (?P<name>\w+)(?: \(also (?P<also>[\w, ]+)\))?$")
 

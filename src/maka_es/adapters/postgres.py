@@ -58,7 +58,7 @@ from psycopg import Connection, Cursor, sql
 from psycopg.rows import DictRow
 
 from maka_es import failpoints
-from maka_es.adapters.store_url import READ_ONLY_ENV
+from maka_es.adapters.event_store import READ_ONLY_ENV
 from maka_es.errors import (
     MakaError,
     StoreAuthFailedError,

@@ -6,7 +6,7 @@ Why one module: both backends keep the same rows under the same ``SCHEMA_VERSION
 placeholder, the schema prefix, the row order and how a schema is created differ, and those
 are all that is written per dialect here. The rules (the compare-and-set on the position, the
 failpoint inside the commit) are not here at all: they are ``RecoveryStatusStore.commit`` in
-``maka_es.recovery.status_store``, written once over any backend.
+``maka_es.recovery.model.status_store``, written once over any backend.
 
 Why rows and the tracking position are committed together: a projector that crashed after
 writing rows but before recording how far it got would reprocess (harmless), but one that
@@ -42,7 +42,7 @@ from eventsourcing.sqlite import SQLiteRecorder
 
 from maka_es.adapters.sqlite import sqlite_path_from_dbname, typed_store_faults
 from maka_es.errors import RecoveryStatusUnsupportedError
-from maka_es.recovery.status_store import (
+from maka_es.recovery.model.status_store import (
     InMemoryRecoveryStatusBackend,
     RecoveryStatusBackend,
     RecoveryStatusStore,

@@ -6,7 +6,7 @@ against the ledger before it is used, and it is written best-effort, outside the
 transaction; eventsourcing's snapshots are trusted as they are and would reach the projector as
 a domain event. One row per run stream (the newest), holding:
 
-* ``format``: :data:`~maka_es.ledger.run_snapshot.SNAPSHOT_FORMAT` when written;
+* ``format``: :data:`~maka_es.ledger.model.run_snapshot.SNAPSHOT_FORMAT` when written;
 * ``version``: the fact version the body covers;
 * ``digest``: ``sha256`` of the body's bytes;
 * ``first_digest`` / ``covered_digest``: ``sha256`` of the stored bytes of the stream's first
@@ -43,9 +43,14 @@ from eventsourcing.persistence import ApplicationRecorder
 
 from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RunCreated, RuntimeEventRecorded, StoredFact, read_recorded_event
-from maka_es.ledger.run import Run, project_run
-from maka_es.ledger.run_snapshot import (
+from maka_es.ledger.model.facts import (
+    RunCreated,
+    RuntimeEventRecorded,
+    StoredFact,
+    read_recorded_event,
+)
+from maka_es.ledger.model.run import Run, project_run
+from maka_es.ledger.model.run_snapshot import (
     SNAPSHOT_EVERY,
     SNAPSHOT_FORMAT,
     PartReader,
@@ -315,7 +320,8 @@ def snapshot_table_for(recorder: ApplicationRecorder) -> SnapshotTable | None:
 class RunSnapshots:
     """How ``EventSourcedRunStore.load_run`` uses the table: restore a cold run from its
     verified snapshot plus the facts after it, and write a snapshot when a load leaves more
-    than :data:`~maka_es.ledger.run_snapshot.SNAPSHOT_EVERY` facts folded since the last one."""
+    than :data:`~maka_es.ledger.model.run_snapshot.SNAPSHOT_EVERY` facts folded since the last
+    one."""
 
     def __init__(self, app: Application[UUID], table: SnapshotTable) -> None:
         self._app = app

@@ -49,7 +49,7 @@ from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.errors import CommandLineUsageError
 from maka_es.providers.protocol import Provider, ProviderTurn, ScriptedProvider
 from maka_es.recovery.startup import LEFT_KINDS
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 
 DEFAULT_PROVIDER = "maka_es.cli.operator:scripted_provider"
 #: What the default provider answers: one text turn, no tool call, so the loop ends.

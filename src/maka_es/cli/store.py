@@ -25,7 +25,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from maka_es.adapters.store_url import is_postgres_url, sqlite_path_of
+from maka_es.adapters.event_store import is_postgres_url, sqlite_path_of
 from maka_es.app import RuntimeApplication
 from maka_es.codes import REGISTRY
 from maka_es.errors import (
@@ -35,8 +35,8 @@ from maka_es.errors import (
     StorePathError,
 )
 from maka_es.ledger.service import SessionInfo
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import ToolDecision
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import ToolDecision
 from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.run_header import RunHeader
 

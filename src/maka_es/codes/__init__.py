@@ -5,24 +5,33 @@ explanation. The registry is typed (:class:`CodeEntry`), checked against the sou
 ``tests/unit/test_error_registry.py`` (every code raised, parked or diagnosed is registered, and
 every registered code is emitted), and ``docs/exceptions.md``, the one page of codes, is
 generated from it (``python -m maka_es.codes > docs/exceptions.md``, or ``make docs-codes``).
-Where each code fires (its modules, checked against the source, and the place in the behaviour
-reference) is :mod:`maka_es.codes.places`, merged into the entries here.
+Each code's meaning is written once, in :mod:`maka_es.codes.catalogue`; where it fires (its
+modules, checked against the source, and the place in the behaviour reference) is
+:mod:`maka_es.codes.places`, merged into the entries here.
 """
 
 from __future__ import annotations
 
-from maka_es.codes.edge_codes import (
+from maka_es.codes.catalogue import (
+    BASES,
+    BUNDLE_CODES,
     CONTINUATION,
+    DIAGNOSTICS,
     JSONL_LEDGER,
+    PARK_REASONS,
     REPORT,
+    RESOLVER_ISSUES,
+    REVALIDATION,
+    SHARED,
+    STORE,
+    STORE_FAULTS,
+    TOOLS,
+    WIRE,
     WORKSPACE_IDENTITY,
     WORKSPACE_PATHS,
 )
-from maka_es.codes.error_codes import BASES, STORE, STORE_FAULTS, TOOLS, WIRE
-from maka_es.codes.journal_codes import BUNDLE_CODES, RESOLVER_ISSUES, SHARED
 from maka_es.codes.model import CODE_KINDS, CodeEntry, CodeKind, CodeRegistry
 from maka_es.codes.places import place
-from maka_es.codes.plan_codes import DIAGNOSTICS, PARK_REASONS, REVALIDATION
 
 __all__ = ["CODE_KINDS", "REGISTRY", "CodeEntry", "CodeKind", "CodeRegistry"]
 

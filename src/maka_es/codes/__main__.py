@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from maka_es.codes import REGISTRY
-from maka_es.codes.render import render_markdown
+from maka_es.codes.model import render_markdown
 
 
 def main() -> int:

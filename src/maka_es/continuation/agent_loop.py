@@ -10,7 +10,9 @@ way. Each step:
    validated replay context, or the first turn's user message), then
    this run's own new events (everything after its first one) through the provider-replay
    projection (docs/reference/phase0.md#replay-subset), so the model sees its calls and their
-   committed results and never half of an exchange;
+   committed results and never half of an exchange; the projection is kept from step to step
+   and extended by the events committed since (``GrowingReplay``, ADR 0046), so a step costs
+   the same early and late in a long run;
 2. the provider's turn is **recorded** in one save: its text, thinking and tool calls, as model
    events ``<runId>-out-<n>`` (``n`` counts on over the whole run);
 3. a turn without a tool call ends the loop (``completed``); otherwise **each call is
@@ -39,12 +41,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from maka_es import telemetry
 from maka_es.continuation.session_history import session_history
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.providers.formats import ToolSpec
 from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
-from maka_es.resume.replay import provider_replay_subset
+from maka_es.resume.replay import GrowingReplay, provider_replay_subset
+from maka_es.telemetry import MODEL_CALL_SPAN, RUN_ID, STEP
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
@@ -109,11 +113,21 @@ class AgentLoop:
         progress = _Progress()
         if not first.tools:
             first = dataclasses.replace(first, tools=self._specs(first.tool_names))
+        # the plain path (fast paths off, ADR 0037) projects every event again at each step
+        replay = GrowingReplay() if self.ledger.fast_paths else None
+        first_ids = call_ids(first.conversation)
         for step in range(self.step_limit):
-            request = first if step == 0 else self._next_request(first)
+            request = first if step == 0 else self._next_request(first, replay)
             try:
-                turn = provider.complete(request)
+                with telemetry.span(MODEL_CALL_SPAN, {RUN_ID: target.run_id, STEP: step + 1}):
+                    turn = provider.complete(request)
                 progress.steps += 1
+                used = (
+                    call_ids(request.conversation)
+                    if replay is None
+                    else first_ids | replay.call_ids
+                )
+                _refuse_reused_call_ids(turn, used)
                 calls = self._record(target, turn, request, progress)
             except Exception as exc:
                 return progress.end("failed", exc)
@@ -138,19 +152,25 @@ class AgentLoop:
         tools = [self.tool_runtime.tools[name] for name in names if name in self.tool_runtime.tools]
         return tuple(ToolSpec.from_tool(t, (t.input_model.__doc__ or "").strip()) for t in tools)
 
-    def _next_request(self, first: ProviderRequest) -> ProviderRequest:
+    def _next_request(
+        self, first: ProviderRequest, replay: GrowingReplay | None
+    ) -> ProviderRequest:
         """The first request's context (a continuation's replay, or a first turn's user
         message), then this run's events after its first one (the start fact, or that user
-        message), projected."""
-        events = self.ledger.read_run_events(first.run_id)[1:]
-        own = tuple(provider_replay_subset(events))
+        message), projected: ``replay`` holds the ones projected at the earlier steps, and
+        only the events committed since are read (``None``: every event, projected again)."""
+        if replay is None:
+            events = self.ledger.read_run_events(first.run_id)[1:]
+            own = tuple(provider_replay_subset(events))
+        else:
+            replay.extend(self.ledger.read_run_events_after(first.run_id, 1 + replay.count))
+            own = replay.subset
         return dataclasses.replace(first, replay_context=first.replay_context + own)
 
     def _record(
         self, target: RunHeader, turn: ProviderTurn, request: ProviderRequest, progress: _Progress
     ) -> list[dict[str, Any]]:
         """Append the turn's outputs in one save; return its calls (to execute in order)."""
-        _refuse_reused_call_ids(turn, request.conversation)
         events = []
         for content in turn.outputs:
             progress.outputs += 1
@@ -186,11 +206,10 @@ class AgentLoop:
         return None
 
 
-def _refuse_reused_call_ids(turn: ProviderTurn, conversation: Sequence[RuntimeEvent]) -> None:
-    """A call id the conversation already used (the session history included, ADR 0038)
+def _refuse_reused_call_ids(turn: ProviderTurn, used: frozenset[str]) -> None:
+    """A call id the conversation already ``used`` (the session history included, ADR 0038)
     would pair the new call with an old result (the exporters pair by bare id and refuse a
     repeated one) and, inside this run, name an existing operation."""
-    used = {e.function_call.id for e in conversation if e.function_call is not None}
     for index, content in enumerate(turn.outputs):
         if content["kind"] == "function_call" and content["id"] in used:
             raise InvalidProviderOutputError(

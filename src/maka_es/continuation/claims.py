@@ -43,16 +43,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_es.continuation.boundary import PROVIDER_REPLAY_PROJECTION_VERSION
-from maka_es.continuation.plan import ContinuationPlan
-from maka_es.continuation.replay import CompositeReplay, source_boundary
+from maka_es.continuation.model.boundary import PROVIDER_REPLAY_PROJECTION_VERSION
+from maka_es.continuation.model.plan import ContinuationPlan
+from maka_es.continuation.model.replay import CompositeReplay, source_boundary
 from maka_es.errors import (
     ContinuationStartConflictError,
     MakaError,
     ReservedFactError,
     StoreCorruptionError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     ContinuationClaimed,
     ContinuationStartRecorded,
     SourceBoundary,
@@ -62,8 +62,8 @@ from maka_es.ledger.facts import (
     claim_id_for,
     claim_stream_id,
 )
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
-from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, concurrent_write
 from maka_es.resume.models import Diagnostic
 from maka_es.wire.events import ContinuationStartV2, RuntimeEvent

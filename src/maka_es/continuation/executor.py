@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.continuation.agent_loop import (
     DEFAULT_STEP_LIMIT,
     AgentLoop,
@@ -70,19 +70,27 @@ from maka_es.continuation.lineage import (
     prefix_segment,
     read_lineage,
 )
-from maka_es.continuation.plan import (
+from maka_es.continuation.model.plan import (
     ContinuationPlan,
     CwdPolicy,
     RuntimeContinuation,
     normalize_cwd,
 )
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS
-from maka_es.ledger.run import Run
 from maka_es.providers.protocol import Provider, ProviderRequest
+from maka_es.telemetry import (
+    CLAIM_ID,
+    CONTINUATION_SPAN,
+    OUTCOME,
+    SESSION_ID,
+    SOURCE_RUN_ID,
+    TARGET_RUN_ID,
+)
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
@@ -466,7 +474,38 @@ class ContinuationExecutor:
     ) -> ContinuationOutcome:
         """The agent loop over an admitted target (its start committed by the claim), then its
         terminal: shared by a continuation and an operator fork (ADR 0022); ``history`` is
-        the session history sent before the replay (ADR 0038)."""
+        the session history sent before the replay (ADR 0038). In a continuation span that
+        continues the source run's recorded trace (ADR 0043), whose context the target records."""
+        source = target_header.continuation_source
+        with telemetry.span(
+            CONTINUATION_SPAN,
+            {
+                SESSION_ID: target_header.session_id,
+                SOURCE_RUN_ID: source_run_id,
+                TARGET_RUN_ID: target_header.run_id,
+                CLAIM_ID: getattr(source, "claim_id", None),
+            },
+            links=lambda: (self.ledger.trace_context(source_run_id),),
+            continues=lambda: self.ledger.trace_context(source_run_id),
+        ) as span:
+            self.ledger.record_trace_context(target_header.run_id, telemetry.current_traceparent())
+            outcome = self._admitted_loop(
+                target_header, replay_context, provider, source_run_id, tool_names, history
+            )
+            span.set(OUTCOME, outcome.status)
+            if outcome.error_class is not None:
+                span.fail(outcome.error_class)
+            return outcome
+
+    def _admitted_loop(
+        self,
+        target_header: RunHeader,
+        replay_context: tuple[RuntimeEvent, ...],
+        provider: Provider,
+        source_run_id: str,
+        tool_names: tuple[str, ...],
+        history: tuple[RuntimeEvent, ...],
+    ) -> ContinuationOutcome:
         session_id = target_header.session_id
         self.telemetry.execution_started(
             session_id=session_id, source_run_id=source_run_id, target_run_id=target_header.run_id

@@ -28,7 +28,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator
 
 # One checkpoint fact shape for host and planner: an observation's checkpoint can be handed
 # to ``ContinuationInputs`` as is.
-from maka_es.continuation.plan import WorkspaceCheckpoint
+from maka_es.continuation.model.plan import WorkspaceCheckpoint
 from maka_es.wire.codec import js_sort_key
 from maka_es.wire.values import ValueModel
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_es.continuation.boundary import build_segment
 from maka_es.continuation.claims import RunReader
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.boundary import build_segment
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.errors import LineagePark, MakaError
 from maka_es.ledger.ports import STORE_FAULTS
 from maka_es.wire.codec import CodecInputError

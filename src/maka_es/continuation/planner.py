@@ -31,7 +31,7 @@ from maka_es.continuation.claims import (
 )
 from maka_es.continuation.host import HostInspector, HostObservation
 from maka_es.continuation.lineage import LineagePark, check_v2_replay, read_lineage
-from maka_es.continuation.plan import (
+from maka_es.continuation.model.plan import (
     ContinuationIdentity,
     ContinuationInputs,
     ContinuationPlan,
@@ -40,7 +40,7 @@ from maka_es.continuation.plan import (
     build_continuation_plan,
     replay_blocked_plan,
 )
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.errors import MakaError
 from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.wire.codec import CodecInputError, js_sort_key

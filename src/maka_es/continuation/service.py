@@ -21,7 +21,7 @@ from maka_es.continuation.executor import (
     ContinuationRevalidationError,
 )
 from maka_es.continuation.host import HostInspector
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import FEATURE_FLAG, ContinuationPlanner, PlannerSettings
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import Telemetry

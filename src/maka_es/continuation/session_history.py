@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from maka_es.continuation.claims import RunReader
 from maka_es.continuation.lineage import check_v2_replay, read_lineage
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.errors import (
     InvalidPlanRequestError,
     LineagePark,

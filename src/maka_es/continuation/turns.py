@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.continuation.agent_loop import (
     DEFAULT_STEP_LIMIT,
     AgentLoop,
@@ -36,9 +36,9 @@ from maka_es.continuation.agent_loop import (
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import error_class_of
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
-from maka_es.ledger.host_sessions import CLOCK_FIELDS, HostSessions
-from maka_es.ledger.service import Ledger, RunStarts
+from maka_es.ledger.service import CLOCK_FIELDS, HostSessions, Ledger, RunStarts
 from maka_es.providers.protocol import Provider, ProviderRequest
+from maka_es.telemetry import OUTCOME, RUN_ID, SESSION_ID, TURN_SPAN
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, TextContent
 from maka_es.wire.facts import envelope
@@ -131,28 +131,35 @@ class Turns:
                 "step_limit must be a positive integer", detail={"stepLimit": repr(step_limit)}
             )
         max_turns = checked_history_turns(history_turns)
-        with self._ledger.command():
-            self.refuse_unfinished(session_id)
-            history = read_history(self._ledger, session_id, turn_of=None, max_turns=max_turns)
-            header = self._sessions.header_for(
-                session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id
+        with telemetry.span(TURN_SPAN, {SESSION_ID: session_id}) as span:
+            with self._ledger.command():
+                self.refuse_unfinished(session_id)
+                history = read_history(self._ledger, session_id, turn_of=None, max_turns=max_turns)
+                header = self._sessions.header_for(
+                    session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id
+                )
+                user = user_message(header, prompt, ts=self._ledger.now_ms())
+                self._run_starts.create_run_with_events(header, [user], clock_fields=CLOCK_FIELDS)
+            span.set(RUN_ID, header.run_id)
+            self._ledger.record_trace_context(header.run_id, telemetry.current_traceparent())
+            failpoints.hit(AFTER_TURN_STARTED)
+            request = ProviderRequest(
+                session_id=session_id,
+                run_id=header.run_id,
+                invocation_id=header.spine["invocationId"],
+                turn_id=header.turn_id,
+                replay_context=(RuntimeEvent.model_validate(user),),
+                system_prompt=system_prompt,
+                tool_names=tuple(self._tool_runtime.tools),
+                history=history,
             )
-            user = user_message(header, prompt, ts=self._ledger.now_ms())
-            self._run_starts.create_run_with_events(header, [user], clock_fields=CLOCK_FIELDS)
-        failpoints.hit(AFTER_TURN_STARTED)
-        request = ProviderRequest(
-            session_id=session_id,
-            run_id=header.run_id,
-            invocation_id=header.spine["invocationId"],
-            turn_id=header.turn_id,
-            replay_context=(RuntimeEvent.model_validate(user),),
-            system_prompt=system_prompt,
-            tool_names=tuple(self._tool_runtime.tools),
-            history=history,
-        )
-        limit = DEFAULT_STEP_LIMIT if step_limit is None else step_limit
-        loop = AgentLoop(self._ledger, self._tool_runtime, step_limit=limit)
-        return self._end(header, loop.run(provider, request, header))
+            limit = DEFAULT_STEP_LIMIT if step_limit is None else step_limit
+            loop = AgentLoop(self._ledger, self._tool_runtime, step_limit=limit)
+            result = self._end(header, loop.run(provider, request, header))
+            span.set(OUTCOME, result.status)
+            if result.error_class is not None:
+                span.fail(result.error_class)
+            return result
 
     def _end(self, header: RunHeader, end: LoopEnd) -> TurnResult:
         """The loop's terminal through the barrier, then the result."""

@@ -1,7 +1,7 @@
 """HostLeases: this host's identity, its lease on the store, and the runs it holds (ADR 0021).
 
 Why a service: several processes write to one store, and each must know which runs are its
-own. The rules are pure (:mod:`maka_es.ledger.ownership`); this service applies them for one
+own. The rules are pure (:mod:`maka_es.ledger.model.ownership`); this service applies them for one
 host over the :class:`~maka_es.ledger.ports.RunStore` port: it records the host's heartbeats on
 the host's stream, stamps new runs with their owner, takes over a run whose owner's lease
 expired (one save at the run's next version: the store's uniqueness picks one winner), and
@@ -23,8 +23,8 @@ import time
 from collections.abc import Sequence
 
 from maka_es.errors import ConcurrentWriteError, StoreUnavailableError
-from maka_es.ledger.facts import EpochMs, HostLeaseRenewed, StoredFact, host_stream_id
-from maka_es.ledger.ownership import (
+from maka_es.ledger.model.facts import EpochMs, HostLeaseRenewed, StoredFact, host_stream_id
+from maka_es.ledger.model.ownership import (
     HostLease,
     OwnerVerdict,
     RunOwner,
@@ -34,8 +34,8 @@ from maka_es.ledger.ownership import (
     owner_verdict,
     project_host_lease,
 )
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run
 
 #: Default lease duration: a host that stops heartbeating is presumed dead after this long.
 DEFAULT_LEASE_MS = 30_000
@@ -183,7 +183,7 @@ class HostLeases:
 
     def check_writer(self, run: Run) -> None:
         """Refuse (``run_owner_fenced``) a write of this process to ``run`` that it may not
-        make (:func:`maka_es.ledger.ownership.fencing_refusal`); nothing is written."""
+        make (:func:`maka_es.ledger.model.ownership.fencing_refusal`); nothing is written."""
         refusal = fencing_refusal(
             run.run_id,
             run.owner,

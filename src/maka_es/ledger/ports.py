@@ -37,9 +37,9 @@ from uuid import UUID
 from eventsourcing.persistence import PersistenceError
 
 from maka_es.errors import MakaError, StoreUnavailableError
-from maka_es.ledger.facts import StoredFact
-from maka_es.ledger.run import Run
-from maka_es.ledger.session import Session
+from maka_es.ledger.model.facts import StoredFact
+from maka_es.ledger.model.run import Run
+from maka_es.ledger.model.session import Session
 
 A = TypeVar("A")
 T = TypeVar("T")
@@ -57,6 +57,11 @@ class RunStore(Protocol):
 
     def command(self) -> AbstractContextManager[object]:
         """Serialise one read-decide-save sequence of this process."""
+        ...
+
+    @property
+    def fast_paths(self) -> bool:
+        """The fast paths are on (``MAKA_ES_FAST_PATHS=n`` turns them off, ADR 0037)."""
         ...
 
     def load_run(self, run_id: str) -> Run:

@@ -23,6 +23,13 @@ in ``tooljournal``: the Run aggregate is the consistency boundary of every tool 
 the decision in ONE transaction. ``tooljournal`` holds the pure rules the Run applies and the
 ``ToolRuntime`` that drives a tool between T1 and T2 through
 :class:`maka_es.tooljournal.ports.ToolJournalStore`, which this service satisfies.
+
+:class:`HostSessions` opens sessions and starts runs with less ceremony for a host
+(docs/reference/ledger.md#run-header): a host that follows the README should neither spell a
+whole header per run nor learn only at continuation time (``workspace_identity_missing``) that
+its sessions carry no workspace identity. It fills both in from the :class:`HostConfig`, a
+:class:`WorkspaceResolver` port (the marker adapter in production, so no I/O here), the
+application's clock and id factory.
 """
 
 from __future__ import annotations
@@ -30,18 +37,21 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from maka_es import failpoints
 from maka_es.errors import (
     ConcurrentWriteError,
+    InvalidRunHeaderError,
+    InvalidRuntimeEventError,
     InvocationSpineConflictError,
     RunAlreadyExistsError,
     SessionAlreadyExistsError,
     SessionNotFoundError,
     TerminalConflictError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.facts import (
     RunCreated,
     SessionOpened,
     StoredFact,
@@ -51,14 +61,15 @@ from maka_es.ledger.facts import (
     is_exact_create_retry,
     run_stream_id,
 )
-from maka_es.ledger.host_leases import HostLeases
-from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.model.host_config import HostConfig, header_for_run
+from maka_es.ledger.model.ownership import RunOwner
+from maka_es.ledger.model.run import Run, ToolCommandDecision, project_run
+from maka_es.ledger.model.session import Session, project_session
 from maka_es.ledger.ports import RunStore
-from maka_es.ledger.run import Run, ToolCommandDecision, project_run
-from maka_es.ledger.session import Session, project_session
-from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution
+from maka_es.ledger.trace_context import record_trace_context, recorded_trace_context
+from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.run_header import RunHeader, terminal_header_patch
 
@@ -412,6 +423,17 @@ class Ledger:
         """The run's committed RuntimeEvents, in commit order."""
         return self._store.read_run(run_id, lambda run: list(run.events))
 
+    @property
+    def fast_paths(self) -> bool:
+        """The store's fast paths are on (``MAKA_ES_FAST_PATHS=n`` turns them off, ADR 0037):
+        callers above the store (the agent loop's replay, ADR 0046) follow the same switch."""
+        return self._store.fast_paths
+
+    def read_run_events_after(self, run_id: str, count: int) -> list[RuntimeEvent]:
+        """The run's committed RuntimeEvents after its first ``count``, in commit order: what
+        a reader holding those reads next (the agent loop's replay, ADR 0046)."""
+        return self._store.read_run(run_id, lambda run: run.events_after(count))
+
     def run_high_water(self, run_id: str) -> int:
         """The run's committed event count: the ``expected_high_water`` of its next append."""
         return self._store.read_run(run_id, lambda run: run.high_water)
@@ -421,6 +443,16 @@ class Ledger:
         return self._store.read_run(
             run_id, lambda run: [run.payload_at(seq) for seq in range(1, run.high_water + 1)]
         )
+
+    # -- trace context (ADR 0043) ---------------------------------------------------------------
+
+    def record_trace_context(self, run_id: str, traceparent: str | None) -> bool:
+        """Record ``run_id``'s ``traceparent`` (best effort: ``ledger.trace_context``)."""
+        return record_trace_context(self._store, run_id, traceparent)
+
+    def trace_context(self, run_id: str) -> str | None:
+        """The ``traceparent`` recorded for ``run_id``, if any."""
+        return recorded_trace_context(self._store, run_id)
 
 
 def _terminal_patch(header: RunHeader) -> dict[str, Any]:
@@ -605,3 +637,104 @@ class ToolCommands:
     def resolve_run(self, run_id: str) -> Resolution:
         """The RecoveryResolver's verdict over the run's committed ledger."""
         return self._store.read_run(run_id, lambda run: run.resolution())
+
+
+#: The header fields ``start_run`` fills from the clock: its retry cannot repeat them, so an
+#: exact retry of ``start_run`` is the same session, ids and config (``is_exact_create_retry``).
+CLOCK_FIELDS = frozenset({"createdAt", "updatedAt"})
+
+
+class WorkspaceResolver(Protocol):
+    """The workspace identity of ``cwd`` (``workspace:v1:<uuid>``), the same one at every call
+    for the same workspace; raises a typed ``WorkspaceIdentityError`` when none can be
+    established (docs/reference/continuation.md#workspace-identity)."""
+
+    def __call__(self, cwd: str) -> str: ...
+
+
+class HostSessions:
+    """``open_session`` with the identity resolved, ``start_run`` from the host config."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        config: HostConfig | None,
+        resolver: WorkspaceResolver | None,
+        new_id: Callable[[], str],
+        now_ms: Callable[[], int],
+    ) -> None:
+        self._ledger = ledger
+        self.config = config
+        self.resolver = resolver
+        self._new_id = new_id
+        self._now_ms = now_ms
+
+    def open_session(
+        self, session_id: str, cwd: str | None = None, workspace_identity: str | None = None
+    ) -> SessionInfo:
+        """Open (or reopen, idempotently) a session. ``cwd`` defaults to the host config's;
+        without an explicit identity the resolver's identity of ``cwd`` is recorded - the same
+        marker is read at every start, so repeating the call returns the same session. A
+        resolver failure, and an argument that is not UTF-8 text (``invalid_runtime_event``),
+        raise their typed error before anything is written."""
+        chosen_cwd = cwd if cwd is not None else (self.config.cwd if self.config else None)
+        if chosen_cwd is None:
+            raise InvalidRuntimeEventError(
+                "open_session needs a cwd (no host config with a cwd)",
+                field="cwd",
+                detail={"reason": "cwd_missing"},
+            )
+        # Checked before the resolver, which may publish a workspace marker in ``cwd``.
+        checked_session_args(session_id, chosen_cwd, workspace_identity)
+        if workspace_identity is None and self.resolver is not None:
+            workspace_identity = self.resolver(chosen_cwd)
+        return self._ledger.open_session(session_id, chosen_cwd, workspace_identity)
+
+    def start_run(
+        self,
+        session_id: str,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        config: HostConfig | None = None,
+    ) -> RunHeader:
+        """Create a run in ``session_id`` from the host config (or ``config``); the ids default
+        to fresh ones from the application's id factory, the timestamps to its clock. Without
+        any config there are no header fields to fill: ``invalid_run_header``, nothing written.
+        A retry with the same ids and config (after an unknown outcome, or a restart) answers
+        the run it created: the timestamps are this call's own readings, not compared."""
+        header = self.header_for(
+            session_id, run_id=run_id, invocation_id=invocation_id, turn_id=turn_id, config=config
+        )
+        return self._ledger.create_run(header, clock_fields=CLOCK_FIELDS)
+
+    def header_for(
+        self,
+        session_id: str,
+        *,
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        turn_id: str | None = None,
+        config: HostConfig | None = None,
+    ) -> RunHeader:
+        """The header ``start_run`` would create (nothing written): what a turn creates
+        together with its user message (``RunStarts.create_run_with_events``)."""
+        chosen = config if config is not None else self.config
+        if chosen is None:
+            raise InvalidRunHeaderError(
+                "start_run needs a HostConfig (host_config= on the application, or config=)",
+                field="backendKind",
+                detail={"sessionId": session_id},
+            )
+        session = self._ledger.get_session(session_id)
+        return header_for_run(
+            chosen,
+            session_id=session_id,
+            session_cwd=session.cwd,
+            workspace_identity=session.workspace_identity,
+            run_id=run_id if run_id is not None else self._new_id(),
+            invocation_id=invocation_id if invocation_id is not None else self._new_id(),
+            turn_id=turn_id if turn_id is not None else self._new_id(),
+            now_ms=self._now_ms(),
+        )

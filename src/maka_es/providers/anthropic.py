@@ -34,7 +34,7 @@ from maka_es.providers.formats import (
     thinking_output,
     tool_specs,
 )
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 from maka_es.wire.values import RuntimeEventInput
 
 __all__ = ["anthropic_messages_request", "anthropic_messages_response"]

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from maka_es.errors import InvalidProviderOutputError, MakaError
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 from maka_es.wire.codec import canonical_json, operation_id_for
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent, TextContent, ThinkingContent
 from maka_es.wire.facts import envelope

@@ -30,7 +30,7 @@ from maka_es.providers.formats import (
     thinking_output,
     tool_specs,
 )
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 from maka_es.wire.values import RuntimeEventInput
 
 __all__ = ["openai_chat_request", "openai_chat_response"]

@@ -41,7 +41,7 @@ from maka_es.providers.formats import (
     thinking_output,
     tool_specs,
 )
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.values import RuntimeEventInput
 

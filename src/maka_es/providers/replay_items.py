@@ -2,10 +2,10 @@
 
 Why one definition, here with the provider formats: the exporters (``export``) send exactly
 these items, a first turn and a continuation alike, and the provider-replay digest a
-continuation claim is bound to (``maka_es.continuation.replay``) is computed over them, so what
-is hashed is what is sent (docs/reference/wire.md#replay-items; projection version 1). Only the
-per-event rules live here; pairing calls with results, trimming an interrupted suffix and the
-digests belong to the replay. Pure: no I/O, deterministic, never mutates its input.
+continuation claim is bound to (``maka_es.continuation.model.replay``) is computed over them,
+so what is hashed is what is sent (docs/reference/wire.md#replay-items; projection version 1).
+Only the per-event rules live here; pairing calls with results, trimming an interrupted suffix
+and the digests belong to the replay. Pure: no I/O, deterministic, never mutates its input.
 """
 
 from __future__ import annotations

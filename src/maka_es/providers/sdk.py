@@ -24,7 +24,7 @@ responses, ...).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from maka_es.providers.anthropic import (
@@ -38,7 +38,7 @@ from maka_es.providers.openai_responses import (
     openai_responses_response,
 )
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
-from maka_es.tooljournal.tools import Tool
+from maka_es.tooljournal.model.tools import Tool
 
 __all__ = [
     "AnthropicMessagesProvider",
@@ -55,7 +55,12 @@ def _turn(step: ModelResponse) -> ProviderTurn:
 
 
 class _SdkProvider:
-    """What every SDK provider holds: the client, the model, the defaults, the options."""
+    """What every SDK provider holds (the client, the model, the defaults, the options) and
+    how it builds its create parameters: its format's request adapter over ``request``'s
+    history, replay, prompt and tools, then the options as given."""
+
+    #: the format's request adapter (``openai_chat_request``, ...)
+    request_format: Callable[..., dict[str, Any]]
 
     def __init__(
         self,
@@ -72,24 +77,25 @@ class _SdkProvider:
         self.tools = None if tools is None else tuple(tools)
         self.options = options
 
-    def _prompt(self, request: ProviderRequest) -> str | None:
-        return request.system_prompt if request.system_prompt else self.system_prompt
+    def format_options(self) -> dict[str, Any]:
+        """What the format's request adapter needs beyond the request (none by default)."""
+        return {}
 
-    def _tools(self, request: ProviderRequest) -> Sequence[ToolSpec | Tool[Any]]:
-        return request.tools if self.tools is None else self.tools
+    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
+        """The API's create parameters of ``request`` (the whole input every call)."""
+        params = type(self).request_format(
+            request.replay_context,
+            model=self.model,
+            system_prompt=request.system_prompt or self.system_prompt,
+            tools=request.tools if self.tools is None else self.tools,
+            history=request.history,
+            **self.format_options(),
+        )
+        return {**params, **self.options}
 
 
 class _OpenAIChat(_SdkProvider):
-    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
-        """The ``chat.completions.create`` parameters of ``request``."""
-        params = openai_chat_request(
-            request.replay_context,
-            model=self.model,
-            system_prompt=self._prompt(request),
-            tools=self._tools(request),
-            history=request.history,
-        )
-        return {**params, **self.options}
+    request_format = staticmethod(openai_chat_request)
 
 
 class OpenAIChatProvider(_OpenAIChat):
@@ -109,16 +115,7 @@ class AsyncOpenAIChatProvider(_OpenAIChat):
 
 
 class _OpenAIResponses(_SdkProvider):
-    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
-        """The ``responses.create`` parameters of ``request`` (the whole input every call)."""
-        params = openai_responses_request(
-            request.replay_context,
-            model=self.model,
-            system_prompt=self._prompt(request),
-            tools=self._tools(request),
-            history=request.history,
-        )
-        return {**params, **self.options}
+    request_format = staticmethod(openai_responses_request)
 
 
 class OpenAIResponsesProvider(_OpenAIResponses):
@@ -138,21 +135,14 @@ class AsyncOpenAIResponsesProvider(_OpenAIResponses):
 
 
 class _AnthropicMessages(_SdkProvider):
+    request_format = staticmethod(anthropic_messages_request)
+
     def __init__(self, client: Any, *, model: str, max_tokens: int = 4096, **kwargs: Any) -> None:
         super().__init__(client, model=model, **kwargs)
         self.max_tokens = max_tokens
 
-    def create_params(self, request: ProviderRequest) -> dict[str, Any]:
-        """The ``messages.create`` parameters of ``request``."""
-        params = anthropic_messages_request(
-            request.replay_context,
-            model=self.model,
-            max_tokens=self.max_tokens,
-            system_prompt=self._prompt(request),
-            tools=self._tools(request),
-            history=request.history,
-        )
-        return {**params, **self.options}
+    def format_options(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens}
 
 
 class AnthropicMessagesProvider(_AnthropicMessages):

@@ -6,7 +6,8 @@ Why a service apart from startup recovery: recovery never settles an unknown out
 (docs/reference/tool-journal.md#recovery-modes); only a person who looked at the world can.
 :class:`OperatorActions` is the one door for that decision: it validates it, commits it through
 the tool journal's command (one save, one winner) and reports it to telemetry with identities
-and codes only. The decision itself lives in :meth:`maka_es.ledger.run.Run.decide_attestation`.
+and codes only. The decision itself lives in
+:meth:`maka_es.ledger.model.run.Run.decide_attestation`.
 
 **Fork**: a new run from the last safe boundary before an uncertain call. Why a fork and not a
 rewrite: an operation whose outcome nobody knows (a ``never_auto_retry`` call sealed by
@@ -34,13 +35,14 @@ ending the same run, the store lets one write and the other answers ``run_alread
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.continuation.claims import (
     Claims,
     ContinuationTarget,
@@ -50,16 +52,17 @@ from maka_es.continuation.claims import (
 )
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
 from maka_es.continuation.lineage import read_lineage
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.telemetry import OperatorAttestedEvent, RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, MakaError, RunEndRefusedError, RunForkRefusedError
-from maka_es.ledger.facts import RunForked, fork_stream_id
-from maka_es.ledger.ownership import decide_take_over
+from maka_es.ledger.model.facts import RunForked, fork_stream_id
+from maka_es.ledger.model.ownership import decide_take_over
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
-from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.providers.protocol import Provider
+from maka_es.recovery.bulk import paused_collector
 from maka_es.recovery.startup import (
     Repair,
     StartupRecovery,
@@ -69,8 +72,17 @@ from maka_es.recovery.startup import (
 )
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
-from maka_es.tooljournal.attestation import OperatorAttestation, validate_attestation_input
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.telemetry import (
+    ATTEST_SPAN,
+    CLAIM_ID,
+    FORK_SPAN,
+    OPERATION_ID,
+    OUTCOME,
+    RUN_ID,
+    TARGET_RUN_ID,
+)
+from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import RuntimeEvent
@@ -85,6 +97,7 @@ __all__ = [
     "RunForks",
     "EndRunOutcome",
     "end_start_only_run",
+    "operator_commands",
 ]
 
 
@@ -143,13 +156,19 @@ class OperatorActions:
         :meth:`maka_es.ledger.service.ToolCommands.attest_operation`. A refusal raises a
         typed error and writes nothing. When nothing else of the run awaits a decision, the
         run's recovery is finished (see :meth:`_finish_recovery`)."""
-        self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
-        commit, attestation = self._tools.attest_operation(
-            run_id, operation_id, applied=applied, result=result, actor=actor, note=note
-        )
-        if commit.created:
-            self._emit(run_id, attestation)
-        recovery = self._finish_recovery(run_id)
+        with telemetry.span(
+            ATTEST_SPAN,
+            {RUN_ID: run_id, OPERATION_ID: operation_id},
+            links=lambda: (self._ledger.trace_context(run_id),),
+        ) as span:
+            self._take_over_if_owner_gone(run_id, operation_id, (actor, note, applied, result))
+            commit, attestation = self._tools.attest_operation(
+                run_id, operation_id, applied=applied, result=result, actor=actor, note=note
+            )
+            span.set(OUTCOME, "applied" if applied else "not_applied")
+            if commit.created:
+                self._emit(run_id, attestation)
+            recovery = self._finish_recovery(run_id)
         return AttestationOutcome(
             run_id, commit.operation_id, commit.created, attestation, recovery
         )
@@ -195,11 +214,13 @@ class OperatorActions:
     def plan_resume(self, run_id: str, expected_high_water: int | None = None) -> ResumePlan:
         """The Phase 0 plan of the run with its attestations as ``operator_attested``
         diagnostics. Why here: the events and the attestations are read from ONE load of the
-        run, so a plan never names an attestation whose response it does not hold."""
-        run = self._ledger.load_run(run_id)
-        return plan_over_resolution(
-            run.events, run.resolution(), expected_high_water, run.attestations
-        )
+        run, so a plan never names an attestation whose response it does not hold. The
+        collector is paused while the run's events are read and planned (ADR 0045)."""
+        with paused_collector():
+            run = self._ledger.load_run(run_id)
+            return plan_over_resolution(
+                run.events, run.resolution(), expected_high_water, run.attestations
+            )
 
     def _emit(self, run_id: str, attestation: OperatorAttestation) -> None:
         """Telemetry is best-effort: an actor that is not a telemetry identity drops the event."""
@@ -337,8 +358,12 @@ class RunForks:
                 "a fork needs an actor and a text note", code="operator_action_invalid"
             )
         # a command: the source is sealed at the version its checks below saw (ADR 0021)
-        with self._ledger.command():
+        attributes = {RUN_ID: run_id, OPERATION_ID: before_operation}
+        origin = lambda: (self._ledger.trace_context(run_id),)  # noqa: E731 - read when traced
+        with telemetry.span(FORK_SPAN, attributes, links=origin) as span, self._ledger.command():
             outcome = self._fork(run_id, before_operation, actor, note)
+            span.set(TARGET_RUN_ID, outcome.fork_run_id)
+            span.set(CLAIM_ID, outcome.claim_id)
         failpoints.hit(AFTER_FORK_COMMITTED)
         return outcome
 
@@ -661,3 +686,21 @@ def _end_run_report(run: Run, ended: Repair, repairs: tuple[Repair, ...]) -> End
         str(ended.detail.get("recoveryReason", "")),
         None if taken is None else str(taken.detail.get("previousHostId")),
     )
+
+
+def operator_commands(
+    run_id: str, operation_ids: tuple[str, ...], *, attestable: bool
+) -> tuple[str, ...]:
+    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair): an
+    attestation while the run is not ended (a run sealed by its terminal refuses one,
+    ``run_sealed``, ADR 0022), and a fork before the call in any case."""
+    commands: list[str] = []
+    for op in operation_ids:
+        run, quoted = shlex.quote(run_id), shlex.quote(op)
+        if attestable:
+            commands += [
+                f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
+                f"maka-es attest {run} {quoted} --not-applied --actor WHO",
+            ]
+        commands.append(f"maka-es fork {run} --before {quoted} --actor WHO")
+    return tuple(commands)

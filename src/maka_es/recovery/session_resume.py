@@ -22,22 +22,21 @@ tools and ends the interrupted runs this reads.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.executor import ContinuationOutcome
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.service import Continuations
 from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.turns import FINISHED, answer_of
 from maka_es.ledger.service import Ledger
 from maka_es.providers.protocol import Provider
-from maka_es.recovery.operator_actions import RunForks
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.recovery.operator_actions import RunForks, operator_commands
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.run_header import ContinuationSourceV2, RunHeader
 
-__all__ = ["ResumeResult", "SessionResume", "operator_commands"]
+__all__ = ["ResumeResult", "SessionResume"]
 
 ResumeStatus = Literal["nothing_to_resume", "continued", "parked"]
 
@@ -63,24 +62,6 @@ class ResumeResult:
     def disposition(self) -> str | None:
         """The plan's disposition (``continue`` / ``park``), ``None`` without a plan."""
         return None if self.plan is None else self.plan.disposition
-
-
-def operator_commands(
-    run_id: str, operation_ids: tuple[str, ...], *, attestable: bool
-) -> tuple[str, ...]:
-    """The ``maka-es`` commands that settle each undecided operation (docs/cli.md#repair): an
-    attestation while the run is not ended (a run sealed by its terminal refuses one,
-    ``run_sealed``, ADR 0022), and a fork before the call in any case."""
-    commands: list[str] = []
-    for op in operation_ids:
-        run, quoted = shlex.quote(run_id), shlex.quote(op)
-        if attestable:
-            commands += [
-                f"maka-es attest {run} {quoted} --applied --result RESULT --actor WHO",
-                f"maka-es attest {run} {quoted} --not-applied --actor WHO",
-            ]
-        commands.append(f"maka-es fork {run} --before {quoted} --actor WHO")
-    return tuple(commands)
 
 
 class SessionResume:

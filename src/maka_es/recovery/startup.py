@@ -104,7 +104,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.continuation.claims import (
     Claims,
     ContinuationClaim,
@@ -116,11 +116,19 @@ from maka_es.continuation.claims import (
 )
 from maka_es.errors import MakaError
 from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import is_store_fault
-from maka_es.ledger.run import Run
 from maka_es.ledger.service import Ledger
-from maka_es.recovery.reason import recovery_reason_newest_first
-from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.recovery.model.reason import recovery_reason_newest_first
+from maka_es.telemetry import (
+    DETAIL_REASON,
+    REASON,
+    RECOVERY_DECISION_SPAN,
+    RECOVERY_SPAN,
+    REPAIRS,
+    RUN_ID,
+)
+from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.runtime import RecoveryAction, ToolRuntime
 from maka_es.wire.events import ContinuationStartV2, RuntimeEvent
 from maka_es.wire.run_header import (
@@ -459,12 +467,23 @@ class StartupRecovery:
 
         The tool catalogue settles every run about to be ended first, before anything is
         sealed (ADR 0019); a run it holds is reported ``left_unreconciled`` and not touched.
+        One span for the recovery, one per decision (ADR 0043).
         """
+        with telemetry.span(RECOVERY_SPAN) as span:
+            outcome = self._recover(run_ids, claim_ids)
+            span.set(REPAIRS, len(outcome.repairs))
+            return outcome
+
+    def _recover(
+        self, run_ids: list[str] | None, claim_ids: list[str] | None
+    ) -> StartupRecoveryOutcome:
         listed = run_ids if run_ids is not None else self.ledger.all_run_ids()
         candidates, repairs = self._take_ownership(listed)
         settlements = self._settle_tools(candidates)
         repairs += [repair for settlement in settlements for repair in settled_repairs(settlement)]
+        self._decided(repairs)
         claim_repairs = self._repair_claims(claim_ids)
+        self._decided(claim_repairs)
         repairs.extend(claim_repairs)
         skipped = {r.run_id for r in claim_repairs}
         skipped.update(s.run_id for s in settlements if s.holds_run)
@@ -473,8 +492,20 @@ class StartupRecovery:
                 continue
             repair = self._repair_run(run_id)
             if repair is not None:
+                self._decided([repair])
                 repairs.append(repair)
         return StartupRecoveryOutcome(tuple(repairs))
+
+    def _decided(self, repairs: Sequence[Repair]) -> None:
+        """A span per decision, with its reason code, linked to its run's recorded trace."""
+        if not telemetry.tracing_enabled():
+            return
+        for repair in repairs:
+            attributes: dict[str, object] = {RUN_ID: repair.run_id, REASON: repair.kind}
+            attributes[DETAIL_REASON] = repair.detail.get("reason")
+            origin = (self.ledger.trace_context(repair.run_id),)
+            with telemetry.span(RECOVERY_DECISION_SPAN, attributes, links=origin.__iter__):
+                pass
 
     def _take_ownership(
         self, run_ids: list[str], would_write: Callable[[str], bool] | None = None

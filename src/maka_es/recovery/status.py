@@ -46,7 +46,7 @@ from eventsourcing.persistence import Notification
 
 from maka_es.continuation.claims import ContinuationClaim
 from maka_es.errors import RunNotFoundError, StoreCorruptionError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     ContinuationClaimed,
     OperationAttested,
     RunCreated,
@@ -58,8 +58,9 @@ from maka_es.ledger.facts import (
     ToolMetadataRecorded,
     run_stream_id,
 )
-from maka_es.ledger.run import Run
-from maka_es.recovery.status_store import (
+from maka_es.ledger.model.run import Run
+from maka_es.recovery.bulk import paused_collector
+from maka_es.recovery.model.status_store import (
     MISSING_HEADER_STATUS,
     ClaimState,
     RecoveryStatusConflictError,
@@ -166,6 +167,7 @@ class RecoveryStatusProjector:
         One batch spans the log from the position to its end as it was when the batch began:
         each run it touches is loaded once, however many pages its facts fill, so a catch-up is
         linear in what was written (ADR 0012). Facts written meanwhile go into the next batch.
+        The cyclic collector is paused while a batch is read and its rows computed.
         """
         processed = 0
         with self._lock:
@@ -174,10 +176,11 @@ class RecoveryStatusProjector:
                 end = self.source.max_notification_id()
                 if end <= start:
                     return processed
-                batch = self._scan(start, end)
-                if batch.count == 0:
-                    return processed
-                rows = self._recompute(batch)
+                with paused_collector():  # a bulk read of facts (ADR 0045)
+                    batch = self._scan(start, end)
+                    if batch.count == 0:
+                        return processed
+                    rows = self._recompute(batch)
                 try:
                     self.store.commit(
                         rows,

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from maka_es.continuation.plan import ContinuationPlan
-from maka_es.recovery.operator_actions import ForkOutcome
+from maka_es.continuation.model.plan import ContinuationPlan
+from maka_es.recovery.operator_actions import ForkOutcome, operator_commands
 from maka_es.resume.models import Diagnostic, ResumePlan
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.resolver import Resolution, ToolDecision
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.resolver import Resolution, ToolDecision
 from maka_es.wire.events import (
     ErrorContent,
     FunctionCallContent,
@@ -536,7 +536,9 @@ def _held_back(row: PlanRow, continuation: ContinuationPlan | PlanFailure) -> Pl
 
 
 def _next_commands(run: RunData, plan: ContinuationPlan) -> tuple[str, ...]:
-    """The exact commands an operator runs next (docs/cli.md#repair), from the park reasons."""
+    """The exact commands an operator runs next (docs/cli.md#repair), from the park reasons;
+    an undecided operation's commands are spelled by ``operator_commands``, as ``resume``
+    reports them."""
     session, run_id = run.header.session_id, run.header.run_id
     if plan.disposition == "continue":
         return (f"maka-es resume {session}",)
@@ -544,16 +546,15 @@ def _next_commands(run: RunData, plan: ContinuationPlan) -> tuple[str, ...]:
     header = run.header
     if header.status == "running" and header.continuation_source and len(run.events) == 1:
         commands.append(f"maka-es end-run {run_id}")  # a start-only continuation or fork
+    undecided: list[str] = []
     for diagnostic in plan.diagnostics:
         detail = diagnostic.detail or {}
         if diagnostic.code == "continuation_started_indeterminate":
             commands.append(f"maka-es end-run {detail.get('continuationRunId')}")
         elif detail.get("replayReason") == "tool_recovery_unsettled" and detail.get("operationId"):
-            operation = detail["operationId"]
-            commands.append(
-                f"maka-es attest {run_id} {operation} --applied|--not-applied --actor WHO"
-            )
-            commands.append(f"maka-es fork {run_id} --before {operation} --execute")
+            undecided.append(str(detail["operationId"]))
+    attestable = not header.is_terminal
+    commands += operator_commands(run_id, tuple(undecided), attestable=attestable)
     if commands:
         commands.append(f"maka-es resume {session}")
     return tuple(dict.fromkeys(commands))

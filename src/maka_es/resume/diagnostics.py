@@ -20,7 +20,7 @@ from maka_es.resume.models import (
     ResumeRejectionReason,
     ToolOperation,
 )
-from maka_es.tooljournal.attestation import OperatorAttestation
+from maka_es.tooljournal.model.attestation import OperatorAttestation
 from maka_es.wire.events import FunctionResponseContent, RuntimeEvent
 
 __all__ = [

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 from pydantic import JsonValue, field_serializer
 
-from maka_es.tooljournal.resolver import (
+from maka_es.tooljournal.model.resolver import (
     DecisionReason,
     DecisionStatus,
     Resolution,
     SettlementOrigin,
     ToolDecision,
 )
-from maka_es.tooljournal.scanner import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
+from maka_es.tooljournal.model.scanner import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 

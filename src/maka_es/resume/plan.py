@@ -33,8 +33,8 @@ from maka_es.resume.models import (
     decode_events,
 )
 from maka_es.resume.replay import provider_replay_subset
-from maka_es.tooljournal.attestation import OperatorAttestation
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.attestation import OperatorAttestation
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.events import FunctionCallContent, RuntimeEvent
 
 __all__ = [

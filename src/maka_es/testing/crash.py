@@ -11,23 +11,35 @@ sleeping.
 
 Why a second harness: :func:`crash_child` replays the kit's own scripted steps; a host
 wants to kill *its* agent (its tools, its loop) at the tool journal's or the store's named
-points, then restart it and check what recovery did. The child is
-``maka_es.testing.agent_child``; synchronisation is by its stdout line, never by sleeping
+points, then restart it and check what recovery did. The child is this module itself
+(``python -m maka_es.testing.crash TARGET POINT NTH [ARG ...]``, :func:`agent_child`):
+``TARGET`` is ``package.module:function`` or ``path/to/file.py:function``, called with the
+string ``ARG``s; when ``POINT`` is not ``-`` that failpoint is armed and at its ``NTH`` hit the
+child prints :data:`INSIDE` and blocks until the SIGKILL; a function that returns prints
+:data:`FINISHED` and its ``repr``. Synchronisation is by that stdout line, never by sleeping
 (docs/adr/0006-failpoints-and-crash-harness.md, docs/testing.md).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maka_es.testing.agent_child import FINISHED, INSIDE
+from maka_es import failpoints
+
+#: The child's line at the kill point (prefixed so a host's own output cannot be mistaken for it).
+INSIDE = "@@maka-es INSIDE"
+#: The child's line when the function returned without reaching the kill point.
+FINISHED = "@@maka-es FINISHED"
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,7 @@ class AgentCrashHarness:
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(entry for entry in sys.path if entry),
         }
-        command = [sys.executable, "-m", "maka_es.testing.agent_child", target, point, str(nth)]
+        command = [sys.executable, "-m", "maka_es.testing.crash", target, point, str(nth)]
         child = subprocess.Popen(
             [*command, *args],
             stdin=subprocess.PIPE,
@@ -174,3 +186,55 @@ class AgentCrashHarness:
                 child.kill()
                 child.wait(timeout=self.timeout)
         return AgentCrashOutcome(killed, child.returncode, tuple(output), result, stderr)
+
+
+# === the child side of AgentCrashHarness ===================================================
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def resolve_target(target: str) -> Callable[..., Any]:
+    """The function ``target`` names (``module:function`` or ``file.py:function``)."""
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise SystemExit(f"target {target!r} is not 'module:function' or 'file.py:function'")
+    if where.endswith(".py"):
+        namespace = runpy.run_path(where, run_name="maka_es_crash_child")
+        function = namespace.get(name)
+    else:
+        function = getattr(importlib.import_module(where), name, None)
+    if not callable(function):
+        raise SystemExit(f"target {target!r}: no function {name!r}")
+    return function  # type: ignore[no-any-return]
+
+
+def arm(point: str, nth: int) -> None:
+    """Say INSIDE and block (until SIGKILL) at the ``nth`` hit of ``point``."""
+    hits = 0
+
+    def action(_: str) -> None:
+        nonlocal hits
+        hits += 1
+        if hits == nth:
+            _say(INSIDE)
+            sys.stdin.buffer.read()  # the parent never writes: only the kill ends this
+
+    failpoints.arm(point, action)
+
+
+def agent_child(argv: list[str]) -> None:
+    """The child side (``python -m maka_es.testing.crash TARGET POINT NTH [ARG ...]``): call
+    ``TARGET`` with the ``ARG``s, killed at the ``NTH`` hit of ``POINT`` (``-``: never)."""
+    target, point, nth, *args = argv
+    function = resolve_target(target)
+    if point != "-":
+        arm(point, int(nth))
+    result = function(*args)
+    _say(f"{FINISHED} {result!r}")
+
+
+if __name__ == "__main__":
+    agent_child(sys.argv[1:])

@@ -29,6 +29,19 @@ A ``finally`` block writes ``marker``: after SIGKILL that file must NOT exist, w
 process really died abruptly rather than unwinding.
 
 Not covered by coverage gates: a SIGKILLed process writes no coverage data.
+
+With ``--race`` (``python -m maka_es.testing.crash_child --race``) it is a worker of the
+continuation race harness instead: it serves rounds until its stdin closes. Each round is one
+JSON line ``{db, app, plan, calls_file, outputs?}``: the worker opens its own
+:class:`RuntimeApplication` on ``db`` (``app`` as in :func:`open_app`), prints ``READY`` and
+waits for the parent's ``GO`` line, so every worker is released at the same moment without any
+sleeping. It then executes ``plan`` (a :class:`ContinuationPlan` dumped as JSON) with a
+provider that records each call in ``calls_file`` and prints one JSON result line:
+
+* ``{"status": ..., "targetRunId": ...}`` when execution returned;
+* ``{"code": ..., "error": ..., "message": ..., "detail"?: ...}`` when it raised (``code``
+  and ``detail`` of a :class:`~maka_es.errors.MakaError`; ``code`` is ``null`` for any other
+  exception, e.g. SQLite's "database is locked").
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ from maka_es import failpoints
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probes import probe_tools
@@ -249,5 +262,45 @@ def main() -> int:
     return 0
 
 
+# === the race worker (``--race``) ====================================================
+
+
+def _race_round(scenario: dict[str, Any]) -> bool:
+    """One race round; ``False`` when the parent closed stdin instead of saying GO."""
+    app = open_app(scenario["db"], scenario.get("app"))
+    try:
+        _say("READY")
+        go = sys.stdin.readline()
+        if go.strip() != "GO":
+            return False
+        try:
+            outcome = run_continuation(app, scenario)
+        except MakaError as exc:
+            result: dict[str, Any] = {
+                "code": exc.code,
+                "error": type(exc).__name__,
+                "message": str(exc),
+                "detail": dict(exc.detail),
+            }
+        except Exception as exc:
+            result = {"code": None, "error": type(exc).__name__, "message": str(exc)}
+        else:
+            result = {"status": outcome.status, "targetRunId": outcome.target_run_id}
+        _say(json.dumps(result))
+        return True
+    finally:
+        app.close()
+
+
+def serve_race_rounds() -> int:
+    """``--race``: serve race rounds until stdin closes (module docstring)."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        if not _race_round(json.loads(line)):
+            break
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(serve_race_rounds() if sys.argv[1:] == ["--race"] else main())

@@ -74,12 +74,12 @@ from maka_es import failpoints
 from maka_es.adapters.file_write import file_write_tool
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import HostObservation
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.errors import MakaError
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import FreshStore, sqlite_store_in, store_snapshot
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.tooljournal.runtime import BEFORE_T2, Tool, ToolContext, ToolResult, ToolRuntime
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
 from maka_es.wire.events import RuntimeEvent

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ConcurrentWriteError, MakaError
-from maka_es.ledger.facts import RunOwnerTaken, RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.facts import RunOwnerTaken, RuntimeEventRecorded, run_stream_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 
 #: Turns between two recoveries of a running worker.

@@ -66,7 +66,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, continuation_header
 from maka_es.continuation.executor import ContinuationExecutor
 from maka_es.errors import MakaError
-from maka_es.ledger.facts import StoredFact
+from maka_es.ledger.model.facts import StoredFact
 from maka_es.tooljournal.runtime import Tool, ToolContext
 
 #: Gives the store setting (``RuntimeApplication.open``) of an empty store for one example of a

@@ -30,7 +30,7 @@ import pytest
 if TYPE_CHECKING:  # imported by the fixtures that need them, when a test asks
     from maka_es.app import RuntimeApplication
     from maka_es.testing.crash import AgentCrashHarness
-    from maka_es.tooljournal.tools import Tool
+    from maka_es.tooljournal.model.tools import Tool
 
 
 class TemporaryStore:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from maka_es.tooljournal.operation import ToolOperationState
+from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.wire.events import RuntimeEvent
 
 

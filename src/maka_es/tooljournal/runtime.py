@@ -31,13 +31,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from maka_es import failpoints
+from maka_es import failpoints, telemetry
 from maka_es.errors import InvalidRuntimeEventError, NonStrictJsonError
 from maka_es.errors import OutcomeUnknownError as OutcomeUnknownError
 from maka_es.errors import ToolAlreadyDispatchedError as ToolAlreadyDispatchedError
-from maka_es.tooljournal.operation import ToolOperationState
-from maka_es.tooljournal.ports import ToolJournalStore
-from maka_es.tooljournal.tools import (
+from maka_es.tooljournal.model.operation import ToolOperationState
+from maka_es.tooljournal.model.tools import (
     OUTCOME_UNKNOWN_CODE,
     Observation,
     PermissionPolicy,
@@ -54,6 +53,7 @@ from maka_es.tooljournal.tools import (
     reconciled_not_applied_result,
     state_digest,
 )
+from maka_es.tooljournal.ports import ToolJournalStore
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.facts import (
@@ -147,9 +147,10 @@ class ToolRuntime:
                 f"operation {commit.operation_id} was already dispatched; not running it again",
                 detail={"operationId": commit.operation_id, "runId": run_id},
             )
-        failpoints.hit(AFTER_T1)
-        context = ToolContext(run_id, content.id, commit.operation_id, metadata or {})
-        return self._run_and_commit(run_id, event, tool, args, context)
+        with telemetry.tool_step_span(run_id, tool.name, tool.recovery_mode, commit.operation_id):
+            failpoints.hit(AFTER_T1)
+            context = ToolContext(run_id, content.id, commit.operation_id, metadata or {})
+            return self._run_and_commit(run_id, event, tool, args, context)
 
     def _run_and_commit(
         self,

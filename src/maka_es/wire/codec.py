@@ -330,15 +330,33 @@ def plain_args_body(tool_name: str, args: object) -> str | None:
 
 
 def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:
-    if isinstance(value, str):
-        return type(value) is str and (value.isascii() or not has_lone_surrogate(value))
+    """Whether the C encoder writes ``value`` exactly (the rules: ``plain_canonical``).
+
+    Plain loops dispatching on the exact type, with an ASCII string (most keys' values)
+    accepted in the loop itself, not ``all()`` over generators: it runs over every value of
+    every event a command writes (issue 23, target 3)."""
     if type(value) is dict:
-        return depth < PLAIN_DEPTH and all(
-            _is_plain_key(key, item, drop_proto) and _is_plain(item, depth + 1, drop_proto)
-            for key, item in value.items()
-        )
+        if depth >= PLAIN_DEPTH:
+            return False
+        for key, item in value.items():
+            if not _is_plain_key(key, item, drop_proto):
+                return False
+            if not (type(item) is str and item.isascii()) and not _is_plain(
+                item, depth + 1, drop_proto
+            ):
+                return False
+        return True
+    if type(value) is str:
+        return value.isascii() or not has_lone_surrogate(value)
     if type(value) is list:
-        return depth < PLAIN_DEPTH and all(_is_plain(i, depth + 1, drop_proto) for i in value)
+        if depth >= PLAIN_DEPTH:
+            return False
+        for item in value:
+            if not (type(item) is str and item.isascii()) and not _is_plain(
+                item, depth + 1, drop_proto
+            ):
+                return False
+        return True
     if type(value) is int:
         return -EXACT_INT_LIMIT <= value <= EXACT_INT_LIMIT
     if type(value) is float:

@@ -157,3 +157,47 @@ def test_after_a_failed_write_the_next_load_reads_the_store(
     assert reads == []  # the failed command folded c1's T2 from memory before its write
     assert "never committed" not in _texts(sqlite_app)
     assert reads == [0]  # nothing is proven after a failed write: the store was asked
+
+
+def test_a_load_after_the_fold_reads_nothing_while_nobody_else_wrote(
+    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, reads: list[int]
+) -> None:
+    """ADR 0046: with its own facts folded (a read between two commands, as the agent loop
+    reads its run before each model turn) the next command finds the cached Run at the head it
+    wrote, and nobody committed since: it asks the store for nothing."""
+    _step(sqlite_app, ledger, "c1")
+    assert _texts(sqlite_app)[-1] is None  # folds c1's T2 from memory
+    ledger.text("next")
+    sqlite_app.ledger.append_events("r1", ledger.events[-1:])
+    _step(sqlite_app, ledger, "c2")
+    assert _texts(sqlite_app)[-1] is None
+    assert len(sqlite_app.tool_journal.tool_operations("r1")) == 2
+    assert reads == []
+
+
+def test_after_the_fold_another_apps_commit_is_still_seen(
+    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path, reads: list[int]
+) -> None:
+    _step(sqlite_app, ledger, "c1")
+    _texts(sqlite_app)  # nothing of this process's own is left to fold
+    other = RuntimeApplication.open_sqlite(str(db_path))
+    try:
+        ledger.text("from the other app")
+        other.ledger.append_events("r1", ledger.events[-1:])
+    finally:
+        other.close()
+    assert _texts(sqlite_app)[-1] == "from the other app"
+    assert reads == [1]  # the other connection's commit sent the load to the store
+    _step(sqlite_app, ledger, "c2")  # and the cached Run is at the right version to write on
+    assert len(sqlite_app.tool_journal.tool_operations("r1")) == 2
+
+
+def test_after_the_fold_a_raw_write_to_another_table_still_sends_the_load_to_the_store(
+    sqlite_app: RuntimeApplication, ledger: LedgerBuilder, db_path: Path, reads: list[int]
+) -> None:
+    _step(sqlite_app, ledger, "c1")
+    _texts(sqlite_app)
+    with sqlite3.connect(db_path) as db:
+        db.execute("CREATE TABLE unrelated (x INTEGER)")
+    sqlite_app.tool_journal.tool_operations("r1")
+    assert reads == [0]  # asked, and nothing new was there

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.ledger.model.facts import RuntimeEventRecorded
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.tooljournal.runtime import Tool, ToolContext, ToolRuntime
 from tests.support.load_paths import Pair, assert_same_as_plain

@@ -20,7 +20,7 @@ from maka_es.adapters.recovery_status import (
     row_from_values,
     row_values,
 )
-from maka_es.recovery.status_store import (
+from maka_es.recovery.model.status_store import (
     RecoveryStatusConflictError,
     RecoveryStatusStore,
     RunRecoveryStatus,

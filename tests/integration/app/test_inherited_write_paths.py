@@ -18,7 +18,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ReservedFactError, WritePathRefusedError
-from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent

@@ -20,7 +20,7 @@ import pytest
 
 from maka_es.aio import AsyncRuntimeApplication
 from maka_es.continuation.session_history import session_history
-from maka_es.errors import InvalidPlanRequestError
+from maka_es.errors import InvalidPlanRequestError, SessionHistoryError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probes import store_snapshot
 from tests.support.lookup_host import Crash, open_app
@@ -213,6 +213,48 @@ def test_a_call_id_the_history_already_used_is_refused_before_its_tool_runs(
         again = app.resume("s1", answers(A2), history_turns=0)
         assert again.status == "continued"
         alone = app.run_turn("s1", P3, looks_up("c1", "c", A3), run_id="r3", history_turns=0)
+        assert alone.status == "completed"
+
+
+def test_an_unreplayable_earlier_turn_refuses_the_next_turn_and_writes_nothing(
+    store_url: str, cwd: Path
+) -> None:
+    """An earlier turn whose lineage no longer replays (here an imported continuation whose
+    source run is missing) cannot be shown to the model as it was: ``run_turn`` and ``resume``
+    refuse ``session_history_unreplayable`` naming the run, before any write; with the history
+    off the turn runs."""
+    with open_app(store_url, cwd, Crash()) as app:
+        app.open_session("s1")
+        app.run_turn("s1", P1, looks_up("c1", "a", A1), run_id="r1")
+        first = app.read_run_events("r1")
+        edge = {
+            "sourceInvocationId": "i9",
+            "sourceRunId": "r9",
+            "sourceTurnId": "t9",
+            "sourceRuntimeEventHighWater": 1,
+        }
+        header = {
+            **app.ledger.get_run_header("r1").to_wire(),
+            "invocationId": "i-orphan",
+            "runId": "r-orphan",
+            "turnId": "t-orphan",
+            "parentRunId": "r9",
+            "continuationSource": edge,
+        }
+        spine = {"sessionId": "s1", "invocationId": "i-orphan", "runId": "r-orphan"}
+        orphan = [
+            {**first[0].to_wire(), **spine, "turnId": "t-orphan", "id": "o-1"},
+            {**first[-1].to_wire(), **spine, "turnId": "t-orphan", "id": "o-2"},
+        ]
+        app.ledger.import_run(header, orphan)
+        before = store_snapshot(app)
+        with pytest.raises(SessionHistoryError) as refused:
+            app.run_turn("s1", P2, answers(A2), run_id="r2")
+        assert refused.value.code == "session_history_unreplayable"
+        assert refused.value.detail == {"runId": "r-orphan", "reason": "runtime_lineage_missing"}
+        assert store_snapshot(app).rows == before.rows  # refused, nothing written
+        assert not app.ledger.run_exists("r2")
+        alone = app.run_turn("s1", P2, answers(A2), run_id="r2", history_turns=0)
         assert alone.status == "completed"
 
 

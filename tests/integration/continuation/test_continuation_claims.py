@@ -25,15 +25,15 @@ from maka_es.continuation.claims import (
     source_boundary,
 )
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.errors import ContinuationStartConflictError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     ContinuationStartRecorded,
     StartKind,
     bind_invocation,
     claim_stream_id,
 )
-from maka_es.ledger.run import Run
+from maka_es.ledger.model.run import Run
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot

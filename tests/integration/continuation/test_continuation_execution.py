@@ -18,7 +18,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
-from maka_es.continuation.plan import ContinuationPlan, WorkspaceCheckpoint
+from maka_es.continuation.model.plan import ContinuationPlan, WorkspaceCheckpoint
 from maka_es.continuation.telemetry import (
     LoggingTelemetrySink,
     RecordingTelemetrySink,
@@ -26,7 +26,7 @@ from maka_es.continuation.telemetry import (
     TelemetrySink,
 )
 from maka_es.errors import RunSealedError
-from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot
@@ -608,3 +608,41 @@ def test_a_parked_plan_reports_its_candidate_to_telemetry(env: Env) -> None:
         ("", ["resume_candidate_missing"]),
         ("r1", ["runtime_ledger_unreadable"]),
     ]
+
+
+def test_a_claim_that_lands_between_revalidation_and_admission_is_a_conflict_writing_nothing(
+    env: Env,
+) -> None:
+    """Another host's claim commits after this process revalidated the source and before its
+    own claim save, and a load in between advanced this process's cached source past that
+    seal: the admission is refused ``continuation_claim_conflict`` and writes nothing (the
+    guard in ``Claims.admit``; the store's uniqueness is the last line behind it)."""
+    env.failed_source(Spine())
+    plan = env.app.plan_continuation("s1")
+    other = RuntimeApplication.open(
+        env.db,
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+        id_factory=lambda: "other-1",
+        host_inspector=env.inspector,
+    )
+    admit = env.app.claims.admit
+    seen: dict[str, Any] = {}
+
+    def other_host_claims_first(*args: Any, **kwargs: Any) -> Any:
+        won = other.execute_continuation(
+            other.plan_continuation("s1"), ScriptedProvider([text_turn()])
+        )
+        assert won.status == "completed"
+        env.app._store.load_run("r1")  # a load in this process advances the cached source
+        seen["before"] = store_snapshot(env.app).rows
+        return admit(*args, **kwargs)
+
+    env.app.claims.admit = other_host_claims_first  # type: ignore[method-assign]
+    try:
+        with pytest.raises(ContinuationRevalidationError) as lost:
+            env.app.execute_continuation(plan, ScriptedProvider([text_turn()]))
+    finally:
+        other.close()
+    assert lost.value.code == "continuation_claim_conflict"
+    assert store_snapshot(env.app).rows == seen["before"]  # refused, nothing written
+    assert [c.target_run_id for c in env.app.claims.all_claims()] == ["other-1"]

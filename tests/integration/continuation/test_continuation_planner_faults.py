@@ -21,7 +21,7 @@ from eventsourcing.persistence import PersistenceError
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import RunReader
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import ContinuationPlanner
 from maka_es.errors import RunNotFoundError, StoreUnavailableError
 from maka_es.ledger.ports import is_store_fault, store_fault_class

@@ -340,6 +340,6 @@ def test_static_inspector_returns_its_observation() -> None:
 
 def test_checkpoint_fact_is_the_planner_type() -> None:
     """An observation's checkpoint is handed to the planner's facts without conversion."""
-    from maka_es.continuation import gates
+    from maka_es.continuation.model import gates
 
     assert WorkspaceCheckpoint is gates.WorkspaceCheckpoint

@@ -19,9 +19,9 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError
-from maka_es.ledger import run as run_module
-from maka_es.ledger.ownership import RunOwner
-from maka_es.ledger.run import Run
+from maka_es.ledger.model import run as run_module
+from maka_es.ledger.model.ownership import RunOwner
+from maka_es.ledger.model.run import Run
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot
 

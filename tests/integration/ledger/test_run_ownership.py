@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ConcurrentWriteError, RunOwnerFencedError, RunSealedError
-from maka_es.ledger.ownership import RunOwner, decide_take_over
+from maka_es.ledger.model.ownership import RunOwner, decide_take_over
 from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot

@@ -9,7 +9,7 @@ import pytest
 from maka_es import RuntimeApplication
 from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.testing.builders import Events
-from maka_es.tooljournal.scanner import SnapshotPositions
+from maka_es.tooljournal.model.scanner import SnapshotPositions
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import EVERY, _write_run
 

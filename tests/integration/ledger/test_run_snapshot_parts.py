@@ -13,7 +13,7 @@ import pytest
 
 from maka_es import RuntimeApplication
 from maka_es.adapters.run_snapshots import SnapshotTable
-from maka_es.ledger.run_snapshot import KINDS, PartReader
+from maka_es.ledger.model.run_snapshot import KINDS, PartReader
 from maka_es.testing.builders import Events
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import (

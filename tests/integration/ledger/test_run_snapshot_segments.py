@@ -15,9 +15,9 @@ from maka_es.adapters import run_snapshots
 from maka_es.adapters.run_snapshots import RunSnapshots, SnapshotTable
 from maka_es.app import RuntimeApplication
 from maka_es.errors import EventIdConflictError, StoreCorruptionError
-from maka_es.ledger.facts import run_stream_id
-from maka_es.ledger.run import Run
-from maka_es.ledger.run_snapshot import dump_run
+from maka_es.ledger.model.facts import run_stream_id
+from maka_es.ledger.model.run import Run
+from maka_es.ledger.model.run_snapshot import dump_run
 from maka_es.testing.builders import Events, Spine, run_header
 from tests.conftest import FixedClock
 from tests.integration.ledger.test_run_snapshots import (

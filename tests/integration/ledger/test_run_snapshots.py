@@ -20,7 +20,7 @@ from maka_es.adapters.run_loader import FAST_PATHS_ENV
 from maka_es.adapters.run_snapshots import TABLE, RunSnapshots
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT, dump_run
+from maka_es.ledger.model.run_snapshot import SNAPSHOT_FORMAT, dump_run
 from maka_es.testing.builders import Events, Spine, run_header
 from tests.conftest import FixedClock
 

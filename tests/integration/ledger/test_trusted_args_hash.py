@@ -14,12 +14,12 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ToolLedgerCorruptionError
-from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.ledger.model.facts import RuntimeEventRecorded
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.probes import store_snapshot
-from maka_es.tooljournal import scanner
-from maka_es.tooljournal.bundle import hash_or_none
+from maka_es.tooljournal.model import scanner
+from maka_es.tooljournal.model.bundle import hash_or_none
 from tests.conftest import FixedClock
 from tests.support.load_paths import NEXT_STEPS, PLAIN, answers, apply
 

@@ -12,7 +12,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import InvalidRuntimeEventError
-from maka_es.ledger.facts import RuntimeEventRecorded, payload_digest_of
+from maka_es.ledger.model.facts import RuntimeEventRecorded, payload_digest_of
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.probes import store_snapshot

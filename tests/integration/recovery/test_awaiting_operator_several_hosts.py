@@ -19,7 +19,7 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import RunOwnerFencedError
-from maka_es.ledger.ownership import RunOwner
+from maka_es.ledger.model.ownership import RunOwner
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot
 from tests.support.send_tool import Killed, send_tool

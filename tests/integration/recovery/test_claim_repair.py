@@ -20,7 +20,7 @@ from maka_es.continuation.claims import (
     continuation_start_event,
 )
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.ledger.facts import RunHeaderUpdated
+from maka_es.ledger.model.facts import RunHeaderUpdated
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.recovery.startup import StartupRecovery, claim_boundary, repair_id
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header

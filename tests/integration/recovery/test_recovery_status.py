@@ -21,13 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es import failpoints
+from maka_es.adapters.event_store import is_postgres_url, postgres_env_from_url
 from maka_es.adapters.recovery_status import (
     PostgresRecoveryStatusBackend,
     SqliteRecoveryStatusBackend,
     recovery_status_store_for,
 )
 from maka_es.adapters.sqlite import sqlite_path_from_dbname
-from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import (
     ContinuationClaim,
@@ -37,13 +37,16 @@ from maka_es.continuation.claims import (
     continuation_start_event,
 )
 from maka_es.errors import MakaError
+from maka_es.recovery.model.status_store import (
+    INSIDE_COMMIT_FAILPOINT,
+    InMemoryRecoveryStatusBackend,
+)
 from maka_es.recovery.status import (
     RecoveryStatusConflictError,
     RecoveryStatusProjector,
     RecoveryStatusStore,
     RunRecoveryStatus,
 )
-from maka_es.recovery.status_store import INSIDE_COMMIT_FAILPOINT, InMemoryRecoveryStatusBackend
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked
 from tests.support.run_loads import count_loads

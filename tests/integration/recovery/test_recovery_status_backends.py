@@ -16,15 +16,15 @@ import pytest
 from eventsourcing.postgres import PostgresFactory
 from eventsourcing.sqlite import SQLiteFactory
 
+from maka_es.adapters.event_store import is_postgres_url, postgres_env_from_url
 from maka_es.adapters.recovery_status import (
     PostgresRecoveryStatusBackend,
     SqliteRecoveryStatusBackend,
     recovery_status_store_for,
 )
-from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import MakaError, RecoveryStatusUnsupportedError
-from maka_es.recovery.status_store import InMemoryRecoveryStatusBackend
+from maka_es.recovery.model.status_store import InMemoryRecoveryStatusBackend
 from maka_es.testing.builders import Spine, run_header
 
 

@@ -17,7 +17,7 @@ from eventsourcing.persistence import Notification
 
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import RuntimeApplication
-from maka_es.recovery.status_store import RecoveryStatusStore
+from maka_es.recovery.model.status_store import RecoveryStatusStore
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from tests.support.run_loads import count_loads
 

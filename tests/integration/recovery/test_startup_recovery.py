@@ -13,8 +13,12 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.errors import HeaderUpdateRefusedError, TerminalConflictError
-from maka_es.ledger.facts import RunHeaderUpdated, run_stream_id
-from maka_es.recovery.reason import last_reference_event_type, recovery_reason, reference_event_type
+from maka_es.ledger.model.facts import RunHeaderUpdated, run_stream_id
+from maka_es.recovery.model.reason import (
+    last_reference_event_type,
+    recovery_reason,
+    reference_event_type,
+)
 from maka_es.recovery.startup import recovered_terminal_id
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot

@@ -18,7 +18,7 @@ from eventsourcing.persistence import StoredEvent
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, SourceBoundary
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import claim_stream_id
+from maka_es.ledger.model.facts import claim_stream_id
 from maka_es.testing.probes import commit_unchecked, store_snapshot
 from tests.support.store_sql import event_states_with_topic
 

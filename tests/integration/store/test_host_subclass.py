@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from maka_es.adapters.store_url import is_postgres_url, postgres_env_from_url
+from maka_es.adapters.event_store import is_postgres_url, postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.testing.builders import LedgerBuilder, run_header
 from maka_es.wire.events import RuntimeEvent

@@ -9,7 +9,12 @@ from eventsourcing.persistence import StoredEvent
 
 from maka_es.adapters.fact_rows import FactMapper, JsonTranscoder
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import FACT_TYPES, RuntimeEventRecorded, run_stream_id, session_stream_id
+from maka_es.ledger.model.facts import (
+    FACT_TYPES,
+    RuntimeEventRecorded,
+    run_stream_id,
+    session_stream_id,
+)
 
 
 def _mapper() -> FactMapper:

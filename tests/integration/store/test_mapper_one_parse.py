@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from maka_es.adapters.fact_rows import FactMapper, JsonTranscoder
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
 
 TOPIC = RuntimeEventRecorded.TOPIC
 STREAM = run_stream_id("r1")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from maka_es.adapters.store_url import is_postgres_url
+from maka_es.adapters.event_store import is_postgres_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, run_header

@@ -13,8 +13,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 import pytest
 
+from maka_es.adapters.event_store import postgres_env_from_url
 from maka_es.adapters.recovery_status import PostgresRecoveryStatusBackend
-from maka_es.adapters.store_url import postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import StoreAuthFailedError, StoreDatabaseMissingError, StoreUnavailableError
 from tests.cli.stores import cli

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from maka_es import failpoints
-from maka_es.adapters.store_url import postgres_env_from_url
+from maka_es.adapters.event_store import postgres_env_from_url
 from maka_es.app import RuntimeApplication
 from maka_es.errors import (
     MakaError,

@@ -32,7 +32,7 @@ from eventsourcing.tests.persistence import (
 from eventsourcing.utils import Environment
 
 from maka_es.adapters import postgres, sqlite
-from maka_es.adapters.store_url import postgres_env_from_url
+from maka_es.adapters.event_store import postgres_env_from_url
 from maka_es.errors import StoreSchemaMissingError
 
 

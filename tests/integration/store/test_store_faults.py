@@ -36,7 +36,7 @@ import pytest
 from maka_es.adapters.recovery_status import SqliteRecoveryStatusBackend
 from maka_es.app import HostConfig, RuntimeApplication
 from maka_es.continuation.host import HostObservation
-from maka_es.continuation.plan import ContinuationPlan
+from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.errors import (
     StorePathError,
     StoreSchemaMissingError,

@@ -34,13 +34,13 @@ from maka_es.app import RuntimeApplication
 from maka_es.ledger.service import ToolCommit
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.probes import store_snapshot
-from maka_es.tooljournal.operation import (
+from maka_es.tooljournal.model.operation import (
     JournalState,
     ToolJournal,
     ToolOperationState,
     expected_journal_state,
 )
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
 from tests.support.store_sql import fresh_store_for, hypothesis_settings_for
 

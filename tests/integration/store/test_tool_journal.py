@@ -31,13 +31,13 @@ from maka_es.errors import (
     ToolOperationNotFoundError,
     ToolOutcomeConflictError,
 )
-from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
+from maka_es.ledger.model.facts import RuntimeEventRecorded, ToolMetadataRecorded, run_stream_id
 from maka_es.testing.builders import SAMPLE_DIGEST as DIGEST
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.probes import StoreSnapshot, commit_unchecked, store_snapshot
-from maka_es.tooljournal.operation import expected_journal_state
-from maka_es.tooljournal.resolver import ResolverState
-from maka_es.tooljournal.scanner import ResolverIssue
+from maka_es.tooljournal.model.operation import expected_journal_state
+from maka_es.tooljournal.model.resolver import ResolverState
+from maka_es.tooljournal.model.scanner import ResolverIssue
 from maka_es.wire.codec import canonical_args_hash, canonical_json
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1_PROTOCOL
 from maka_es.wire.events import RuntimeEvent

@@ -35,10 +35,10 @@ from maka_es.errors import (
     ToolOperationNotFoundError,
     ToolOperationSettledError,
 )
-from maka_es.ledger.facts import RuntimeEventRecorded
+from maka_es.ledger.model.facts import RuntimeEventRecorded
 from maka_es.testing.builders import Events, Spine, run_header
 from maka_es.testing.probes import store_snapshot
-from maka_es.tooljournal.operation import ToolJournal, expected_journal_state
+from maka_es.tooljournal.model.operation import ToolJournal, expected_journal_state
 
 SPINE = Spine()
 RUN = SPINE.run_id

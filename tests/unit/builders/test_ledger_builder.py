@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, event_ids, run_header
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, operation_id_for
 from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import dispatch_fact as build_dispatch_event

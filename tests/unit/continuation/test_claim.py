@@ -24,9 +24,9 @@ from maka_es.continuation.claims import (
     record_start_fact,
     source_boundary,
 )
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.errors import ContinuationStartConflictError, StoreCorruptionError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     ContinuationClaimed,
     ContinuationStartRecorded,
     RunSealed,

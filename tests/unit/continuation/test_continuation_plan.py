@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from maka_es.continuation.plan import (
+from maka_es.continuation.model.plan import (
     ContinuationInputs,
     ContinuationPlan,
     build_continuation_plan,
     normalize_cwd,
     terminal_boundary_consistent,
 )
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.testing.builders import Events, Spine, event_ids, run_header
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.run_header import RunHeader

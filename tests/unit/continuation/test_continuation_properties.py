@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
-from maka_es.continuation.replay import build_composite_replay
+from maka_es.continuation.model.plan import ContinuationInputs, build_continuation_plan
+from maka_es.continuation.model.replay import build_composite_replay
 from maka_es.testing.builders import Spine
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.events import RuntimeEvent

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from maka_es.continuation.replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.replay import project_history as _project
+from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
+from maka_es.continuation.model.replay import project_history as _project
 from maka_es.testing.builders import Events, Spine, event_ids
 from maka_es.wire.codec import CodecInputError
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1

@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 import pytest
 
-from maka_es.continuation.gates import (
+from maka_es.continuation.model.gates import (
     GateVerdicts,
     HistoryEdges,
     checkpoint_restore_gate,
@@ -22,7 +22,7 @@ from maka_es.continuation.gates import (
     runtime_offset_gate,
     workspace_ref_gate,
 )
-from maka_es.continuation.plan import (
+from maka_es.continuation.model.plan import (
     REPLAY_PARK_REASONS,
     ContinuationInputs,
     WorkspaceCheckpoint,
@@ -30,7 +30,7 @@ from maka_es.continuation.plan import (
     replay_blocked_plan,
     replay_park_reason,
 )
-from maka_es.continuation.replay import (
+from maka_es.continuation.model.replay import (
     CompositeReplay,
     ReplayBlockReason,
     build_composite_replay,

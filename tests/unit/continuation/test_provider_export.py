@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.continuation.plan import ContinuationInputs, build_continuation_plan
+from maka_es.continuation.model.plan import ContinuationInputs, build_continuation_plan
 from maka_es.errors import MakaError
 from maka_es.providers.export import (
     ProviderExportError,
@@ -27,7 +27,7 @@ from maka_es.providers.export import (
 )
 from maka_es.providers.replay_items import provider_replay_item
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal.tools import outcome_unknown_result
+from maka_es.tooljournal.model.tools import outcome_unknown_result
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 

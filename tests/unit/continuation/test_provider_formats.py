@@ -28,7 +28,7 @@ from maka_es.providers.openai_responses import (
     openai_responses_response,
 )
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal.tools import Tool, outcome_unknown_result
+from maka_es.tooljournal.model.tools import Tool, outcome_unknown_result
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from tests.unit.continuation.provider_sdk import (

@@ -462,6 +462,20 @@ def test_default_telemetry_logs(caplog: pytest.LogCaptureFixture) -> None:
     assert record.getMessage() == "plan_approved"
 
 
+def test_the_fan_out_reaches_only_the_sinks(caplog: pytest.LogCaptureFixture) -> None:
+    """The sinks are handlers of the instance's own logger (ADR 0043): the root logging of
+    the host sees the event once, through the logging sink, never the fan-out itself; two
+    instances never share sinks."""
+    first, second = RecordingTelemetrySink(), RecordingTelemetrySink()
+    event, _ = sample_events()[0]
+    with caplog.at_level(logging.DEBUG):
+        Telemetry([first, LoggingTelemetrySink()]).emit(event)
+        Telemetry([second]).emit(event)
+    assert first.events == [event]
+    assert second.events == [event]
+    assert [r.name for r in caplog.records] == [TELEMETRY_LOGGER_NAME]
+
+
 def test_empty_and_null_sinks_discard() -> None:
     event, _ = sample_events()[0]
     Telemetry([]).emit(event)

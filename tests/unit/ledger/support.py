@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact
-from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.model.facts import RuntimeEventRecorded, StoredFact
+from maka_es.ledger.model.run import Run, project_run
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.wire.codec import operation_id_for
 from maka_es.wire.events import RuntimeEvent

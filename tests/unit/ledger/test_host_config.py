@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from maka_es.errors import InvalidHostConfigError, MakaError
-from maka_es.ledger.host_config import HostConfig, header_for_run
+from maka_es.ledger.model.host_config import HostConfig, header_for_run
 from maka_es.wire.run_header import RunHeader
 
 CONFIG = HostConfig(

@@ -1,4 +1,4 @@
-"""The pure run-ownership rules of ADR 0021 (maka_es.ledger.ownership): leases, takeover
+"""The pure run-ownership rules of ADR 0021 (maka_es.ledger.model.ownership): leases, takeover
 verdicts, epochs and fencing, with no store and no clock."""
 
 from __future__ import annotations
@@ -8,8 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.errors import RunOwnerFencedError, StoreCorruptionError
-from maka_es.ledger.facts import HostLeaseRenewed, RunOwnerTaken, host_stream_id, run_stream_id
-from maka_es.ledger.ownership import (
+from maka_es.ledger.model.facts import (
+    HostLeaseRenewed,
+    RunOwnerTaken,
+    host_stream_id,
+    run_stream_id,
+)
+from maka_es.ledger.model.ownership import (
     HostLease,
     RunOwner,
     decide_renewal,

@@ -21,7 +21,7 @@ from maka_es.errors import (
     TerminalConflictError,
     ToolLedgerRejectionError,
 )
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     InvocationBound,
     RunCreated,
     RunHeaderUpdated,
@@ -31,7 +31,7 @@ from maka_es.ledger.facts import (
     invocation_stream_id,
     run_stream_id,
 )
-from maka_es.ledger.run import Run
+from maka_es.ledger.model.run import Run
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import terminal_fact

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from maka_es.errors import ReservedFactError, StoreCorruptionError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     RunCreated,
     RunHeaderUpdated,
     RuntimeEventRecorded,
     SessionOpened,
     StoredFact,
 )
-from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.model.run import Run, project_run
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import bound_response, continuation_start_fact, terminal_fact
 from tests.unit.ledger.support import (

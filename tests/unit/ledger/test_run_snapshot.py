@@ -10,9 +10,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maka_es.ledger.facts import RunSealed, RuntimeEventRecorded, StoredFact, read_recorded_event
-from maka_es.ledger.run import Run, project_run
-from maka_es.ledger.run_snapshot import SNAPSHOT_FORMAT, PartReader, dump_run, restore_run
+from maka_es.ledger.model.facts import (
+    RunSealed,
+    RuntimeEventRecorded,
+    StoredFact,
+    read_recorded_event,
+)
+from maka_es.ledger.model.run import Run, project_run
+from maka_es.ledger.model.run_snapshot import SNAPSHOT_FORMAT, PartReader, dump_run, restore_run
 from maka_es.testing.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.codec import canonical_json

@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maka_es.ledger.facts import RuntimeEventRecorded, StoredFact, read_recorded_event
-from maka_es.ledger.run import Run, project_run
-from maka_es.ledger.run_snapshot import (
+from maka_es.ledger.model.facts import RuntimeEventRecorded, StoredFact, read_recorded_event
+from maka_es.ledger.model.run import Run, project_run
+from maka_es.ledger.model.run_snapshot import (
     KINDS,
     RunSnapshot,
     dump_run,

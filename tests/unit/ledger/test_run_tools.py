@@ -19,8 +19,8 @@ from maka_es.errors import (
     ToolOperationSettledError,
     ToolOutcomeConflictError,
 )
-from maka_es.ledger.facts import RuntimeEventRecorded, ToolMetadataRecorded
-from maka_es.ledger.run import Run
+from maka_es.ledger.model.facts import RuntimeEventRecorded, ToolMetadataRecorded
+from maka_es.ledger.model.run import Run
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import bound_response, dispatch_fact
 from tests.unit.ledger.support import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.ledger.facts import RunCreated, RunRegistered, SessionOpened, session_stream_id
-from maka_es.ledger.session import Session, SessionRunEntry, project_session
+from maka_es.ledger.model.facts import RunCreated, RunRegistered, SessionOpened, session_stream_id
+from maka_es.ledger.model.session import Session, SessionRunEntry, project_session
 
 
 def _opened() -> SessionOpened:

@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from maka_es.errors import InvalidRuntimeEventError, MakaError
-from maka_es.ledger.facts import (
+from maka_es.ledger.model.facts import (
     RuntimeEventRecorded,
     decode_recorded_event,
     payload_digest_of,

@@ -17,13 +17,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maka_es.ledger.facts import RunHeaderUpdated, RuntimeEventRecorded
-from maka_es.ledger.run import Run, project_run
+from maka_es.ledger.model.facts import RunHeaderUpdated, RuntimeEventRecorded
+from maka_es.ledger.model.run import Run, project_run
 from maka_es.recovery.status import status_of_run
 from maka_es.resume.plan import build_resume_plan, resume_verdict, tracked_resume_verdict
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.strategies import runtime_event_dicts
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.run_header import RunHeader

@@ -1,4 +1,4 @@
-"""The one recovery-bundle validator (``maka_es.tooljournal.bundle``): its table is the one of
+"""The one recovery-bundle validator (``maka_es.tooljournal.model.bundle``): its table is the one of
 docs/reference/tool-journal.md#bundle-codes, and the Run's bundle command and the resolver's
 read side give the same verdict and the same code for the same bundle."""
 
@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.errors import MakaError, RecoveryBundleRejectedError
-from maka_es.ledger.run import ToolCommandDecision
-from maka_es.tooljournal.bundle import BUNDLE_CHECKS, BundleCode
-from maka_es.tooljournal.resolver import ResolverState
+from maka_es.ledger.model.run import ToolCommandDecision
+from maka_es.tooljournal.model.bundle import BUNDLE_CHECKS, BundleCode
+from maka_es.tooljournal.model.resolver import ResolverState
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import Observation, bound_response
 from tests.unit.ledger.support import bad_bundles, bundle, commit, op_of, prepared, with_changes

@@ -9,7 +9,7 @@ import pytest
 
 from maka_es.resume.plan import build_resume_plan
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations
+from maka_es.tooljournal.model.resolver import ResolverState, resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import RuntimeEvent
 

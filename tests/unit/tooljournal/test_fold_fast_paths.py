@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from maka_es.testing.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
-from maka_es.tooljournal.resolver import ResolverState, ToolDecision
-from maka_es.tooljournal.scanner import EventRef
+from maka_es.tooljournal.model.resolver import ResolverState, ToolDecision
+from maka_es.tooljournal.model.scanner import EventRef
 from maka_es.wire import codec as canonical_plain
 from maka_es.wire.codec import canonical_args_hash
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1

@@ -9,7 +9,7 @@ import pytest
 
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal.resolver import (
+from maka_es.tooljournal.model.resolver import (
     OPERATION_ISSUE_PRIORITY,
     Resolution,
     resolve_tool_operations,

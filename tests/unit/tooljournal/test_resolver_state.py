@@ -8,7 +8,7 @@ import pytest
 
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal.resolver import (
+from maka_es.tooljournal.model.resolver import (
     ResolverState,
     resolve_tool_operations,
     would_introduce_issue,

@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from maka_es.errors import StoreCorruptionError
-from maka_es.tooljournal.scanner import SnapshotIds, SnapshotPositions, id_index, load_id_index
+from maka_es.tooljournal.model.scanner import (
+    SnapshotIds,
+    SnapshotPositions,
+    id_index,
+    load_id_index,
+)
 
 IDS = st.text(min_size=0, max_size=6)
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal import bundle
-from maka_es.tooljournal.resolver import ResolverState
+from maka_es.tooljournal.model import bundle
+from maka_es.tooljournal.model.resolver import ResolverState
 from maka_es.wire import events as lanes
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 
@@ -28,7 +28,7 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(tool_name)
         return original(tool_name, args)
 
-    monkeypatch.setattr("maka_es.tooljournal.scanner.hash_or_none", counting)
+    monkeypatch.setattr("maka_es.tooljournal.model.scanner.hash_or_none", counting)
     return seen
 
 
@@ -73,7 +73,7 @@ def test_the_lane_is_classified_once_per_event(monkeypatch: pytest.MonkeyPatch) 
         seen.append(event.id)
         return original(event)
 
-    monkeypatch.setattr("maka_es.tooljournal.scanner.classify_lane", counting)
+    monkeypatch.setattr("maka_es.tooljournal.model.scanner.classify_lane", counting)
     state = ResolverState()
     call = EV.call("call-1", "Bash", ARGS)
     state.issues_if_fed([call])

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from maka_es.testing.builders import Events, Spine
-from maka_es.tooljournal import scanner
-from maka_es.tooljournal.bundle import hash_or_none
-from maka_es.tooljournal.resolver import ResolverState, resolve_tool_operations
+from maka_es.tooljournal.model import scanner
+from maka_es.tooljournal.model.bundle import hash_or_none
+from maka_es.tooljournal.model.resolver import ResolverState, resolve_tool_operations
 from maka_es.wire.events import RuntimeEvent
 
 SPINE = Spine("session-1", "invocation-1", "run-1", "turn-1")

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from maka_es.continuation.boundary import (
+from maka_es.continuation.model.boundary import (
     build_segment,
     manifest_digest,
     prefix_digest,

@@ -11,7 +11,7 @@ import pytest
 from maka_es.continuation.claims import ContinuationTarget, SourceBoundary, continuation_start_event
 from maka_es.resume.failpoint_catalog import FAILPOINT_PREFIXES, harness_ledger
 from maka_es.testing.builders import LedgerBuilder
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import (
     StartProvenance,

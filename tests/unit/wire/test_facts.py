@@ -18,7 +18,7 @@ from maka_es.continuation.claims import (
 from maka_es.errors import InvalidRuntimeEventError
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.strategies import json_values
-from maka_es.tooljournal.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import resolve_tool_operations
 from maka_es.wire.codec import canonical_args_hash, canonical_json, operation_id_for
 from maka_es.wire.events import RuntimeEvent, classify_lane
 from maka_es.wire.facts import (
