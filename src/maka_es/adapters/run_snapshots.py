@@ -16,12 +16,15 @@ A load uses the row only if all four agree with what it reads (the body's bytes,
 facts read from the ledger in the same load); otherwise the row is ignored and the run is folded
 from its first fact, which then writes a fresh row.
 
-The body's two big lines, the scan's operations and the journal fold (most of a long run's
-snapshot, and read by no plain append), are kept apart in ``maka_es_run_snapshots_parts``, keyed
-by stream and their ``sha256``, which the verified body names (``split_parts``). A part is
-read when a command first needs it and used only if it hashes to that digest; a part missing
-or changed (corruption, or a newer snapshot of the run replaced it meanwhile) is recomputed by
-folding the ledger up to the covered version: a full replay, never a wrong answer.
+The body names a chain of segments (ADR 0044), each the change since the one before, each
+three parts kept in ``maka_es_run_snapshots_parts`` keyed by stream and their ``sha256``: its
+summary (the new event ids, their CRC index, new spines and issues), read with the body and
+required to match (one missing or changed: no snapshot), and its operations and journal rows,
+read when a command first needs them and used only if they hash to their digests; one missing
+or changed (corruption, or another writer's snapshot dropped it) is recomputed by folding the
+ledger up to the covered version: a full replay, never a wrong answer. A write adds one
+segment of the change since the Run's last snapshot and drops the parts the new body no
+longer names; if a part the chain names is gone, it writes one full segment instead.
 
 Nothing here ever refuses a command: a table that is missing, a read-only store, a row that
 does not parse, and a failed write all mean "no snapshot".
@@ -50,10 +53,11 @@ from maka_es.ledger.model.run import Run, project_run
 from maka_es.ledger.model.run_snapshot import (
     SNAPSHOT_EVERY,
     SNAPSHOT_FORMAT,
+    PartReader,
+    RunSnapshot,
     dump_run,
-    part_of,
+    release_events,
     restore_run,
-    split_parts,
 )
 from maka_es.wire.events import RuntimeEvent
 
@@ -70,6 +74,12 @@ PARTS_TABLE = "maka_es_run_snapshots_parts"
 Replay = Callable[[UUID, int], Run | None]
 
 _COLUMNS = "stream_id, version, format, digest, first_digest, covered_digest, body"
+
+#: Facts read at a time while searching a stream for one event (ADR 0044).
+_SEARCH_BATCH = 8
+
+#: Digests per ``IN (...)`` list when reading parts (below every store's parameter limit).
+_BATCH = 500
 
 
 def sha256_hex(data: bytes) -> str:
@@ -135,39 +145,68 @@ class SnapshotTable:
             return None
         return sha256_hex(bytes(stored[0].state))
 
-    def read_part(self, stream_id: UUID, digest: str) -> bytes | None:
-        """The stored part ``digest`` of ``stream_id`` (``None``: none, or unreadable)."""
-        mark = self._mark
-        sql = f"SELECT data FROM {self._parts} WHERE stream_id = {mark} AND digest = {mark}"
+    def read_parts(self, stream_id: UUID, digests: Sequence[str]) -> dict[str, bytes]:
+        """The stored parts of ``stream_id`` among ``digests`` (missing ones left out; none at
+        all if the table cannot be read)."""
+        found: dict[str, bytes] = {}
+        wanted = list(dict.fromkeys(digests))
         try:
             with self._datastore.transaction(commit=False) as cursor:
-                cursor.execute(sql, (str(stream_id), digest))
-                row = cursor.fetchone()
-        except Exception:  # no table, a read-only store: the caller replays
-            return None
-        if row is None:
-            return None
-        return bytes(next(iter(row.values())) if isinstance(row, dict) else row[0])
+                for at in range(0, len(wanted), _BATCH):
+                    batch = wanted[at : at + _BATCH]
+                    marks = ", ".join([self._mark] * len(batch))
+                    cursor.execute(
+                        f"SELECT digest, data FROM {self._parts} "
+                        f"WHERE stream_id = {self._mark} AND digest IN ({marks})",
+                        (str(stream_id), *batch),
+                    )
+                    for row in cursor.fetchall():
+                        digest, data = list(row.values()) if isinstance(row, dict) else row
+                        found[str(digest)] = bytes(data)
+        except Exception:  # no table, a read-only store: the caller replays or declines
+            return {}
+        return found
 
-    def _verified_part(
-        self, stream_id: UUID, covered: int, replay: Replay, name: str, digest: str
-    ) -> bytes:
-        data = self.read_part(stream_id, digest)
-        if data is not None and sha256_hex(data) == digest:
-            return data
-        _log.debug("run snapshot part %s of %s missing or changed: replaying", name, stream_id)
-        self.parts_replayed += 1
-        run = replay(stream_id, covered)
-        if run is None or run.version != covered:
-            raise StoreCorruptionError(
-                f"run stream {stream_id} no longer reaches version {covered}"
-            )
-        return part_of(run, name)
+    def _matching(self, stream_id: UUID, digests: Sequence[str]) -> list[bytes] | None:
+        """The parts ``digests`` in order, each hashing to its name (``None``: one is missing
+        or changed)."""
+        found = self.read_parts(stream_id, digests)
+        texts = [found.get(digest) for digest in digests]
+        if any(t is None or sha256_hex(t) != d for t, d in zip(texts, digests, strict=True)):
+            return None
+        return [t for t in texts if t is not None]
+
+    def _one(self, stream_id: UUID, digest: str) -> bytes | None:
+        """The part ``digest`` as stored (``None``: missing or changed)."""
+        texts = self._matching(stream_id, [digest])
+        return None if texts is None else texts[0]
+
+    def _reader(self, stream_id: UUID, covered: int, replay: Replay) -> PartReader:
+        """How a restored Run reads its parts: the summaries now and strictly (one missing or
+        changed: no snapshot), the operations and journal on first use, recomputed by a
+        replay up to the covered version when one is missing or changed (ADR 0044)."""
+
+        def read(kind: str, digests: Sequence[str]) -> Sequence[bytes]:
+            texts = self._matching(stream_id, digests)
+            if texts is not None:
+                return texts
+            if kind == "summary":
+                raise LookupError(f"a summary of the snapshot of {stream_id} is missing or changed")
+            _log.debug("run snapshot %s of %s missing or changed: replaying", kind, stream_id)
+            self.parts_replayed += 1
+            run = replay(stream_id, covered)
+            if run is None or run.version != covered:
+                raise StoreCorruptionError(
+                    f"run stream {stream_id} no longer reaches version {covered}"
+                )
+            return [dump_run(run, full=True).parts_of(kind)]
+
+        return read
 
     def restore(self, stream_id: UUID, replay: Replay) -> Run | None:
         """The Run of the stored snapshot if it is verified against the ledger, else ``None``
         (see the module docstring). Its events are still in the ledger (``attach_history``);
-        its parts are read on first use, or recomputed with ``replay``."""
+        its operations and journal are read on first use, or recomputed with ``replay``."""
         row = self.read(stream_id)
         if row is None or row.format != SNAPSHOT_FORMAT or sha256_hex(row.body) != row.digest:
             return None
@@ -177,64 +216,78 @@ class SnapshotTable:
         ):
             return None
         try:
-            version = row.version
             run = restore_run(
                 row.body,
                 stream_id,
-                lambda name, digest: self._verified_part(stream_id, version, replay, name, digest),
+                self._reader(stream_id, row.version, replay),
+                lambda kind, digest: self._one(stream_id, digest),
             )
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, LookupError):
             return None
         return run if run.version == row.version else None
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def write(self, run: Run) -> bool:
+    def write(self, run: Run) -> RunSnapshot | None:
         """Store a snapshot of ``run`` at ``run.version``, best-effort, in a transaction of its
-        own (never the command's); ``False``: not written, and nothing else changed."""
+        own (never the command's): one segment of the change since this Run's last snapshot
+        (ADR 0044). ``None``: not written, and nothing else changed."""
         if self.read_only:
-            return False
+            return None
         try:
             first = self.fact_digest(run.id, 1)
             covered = self.fact_digest(run.id, run.version)
             if first is None or covered is None:
-                return False
-            body, parts = split_parts(dump_run(run))
+                return None
             self._ensure_table()
-            self._upsert(run, body, first, covered, parts)
+            snapshot = dump_run(run)
+            if not self._upsert(snapshot, first, covered):
+                # an earlier segment is gone (another writer's snapshot replaced it): all anew
+                snapshot = dump_run(run, full=True)
+                if not self._upsert(snapshot, first, covered):
+                    return None
         except Exception as exc:  # best-effort: a failed snapshot never fails a command
             _log.debug("run snapshot not written for %s: %s", run.id, exc)
-            return False
-        return True
+            return None
+        snapshot.stored()
+        return snapshot
 
-    def _upsert(
-        self, run: Run, body: bytes, first: str, covered: str, parts: dict[str, bytes]
-    ) -> None:
-        """The row and its parts in one transaction; the run's other parts are deleted (a
-        reader still holding an older row then replays the part it needs)."""
-        marks = ", ".join([self._mark] * 7)
-        mark = self._mark
+    def _upsert(self, snapshot: RunSnapshot, first: str, covered: str) -> bool:
+        """The row and its new parts in one transaction, the run's parts it no longer names
+        deleted (a reader still holding an older row then replays what it needs). ``False``
+        (nothing written): a part the body names is not stored."""
+        run, mark = snapshot.run, self._mark
+        stream = str(run.id)
         put_part = (
             f"INSERT INTO {self._parts} (stream_id, digest, data) VALUES ({mark}, {mark}, {mark}) "
             "ON CONFLICT (stream_id, digest) DO NOTHING"
         )
-        keep = ", ".join([mark] * len(parts))
-        drop_parts = (
-            f"DELETE FROM {self._parts} WHERE stream_id = {mark} AND digest NOT IN ({keep})"
-        )
         sql = (
-            f"INSERT INTO {self._table} ({_COLUMNS}) VALUES ({marks}) "
+            f"INSERT INTO {self._table} ({_COLUMNS}) VALUES ({', '.join([mark] * 7)}) "
             "ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, "
             "format = excluded.format, digest = excluded.digest, "
             "first_digest = excluded.first_digest, covered_digest = excluded.covered_digest, "
             "body = excluded.body"
         )
-        params = (str(run.id), run.version, SNAPSHOT_FORMAT, sha256_hex(body), first, covered, body)
+        body = snapshot.body
+        params = (stream, run.version, SNAPSHOT_FORMAT, sha256_hex(body), first, covered, body)
         with self._datastore.transaction(commit=True) as cursor:
-            for digest, data in parts.items():
-                cursor.execute(put_part, (str(run.id), digest, data))
-            cursor.execute(drop_parts, (str(run.id), *parts))
+            cursor.execute(f"SELECT digest FROM {self._parts} WHERE stream_id = {mark}", (stream,))
+            stored = {
+                str(next(iter(r.values())) if isinstance(r, dict) else r[0])
+                for r in cursor.fetchall()
+            }
+            names = set(snapshot.names)
+            if not names <= stored | set(snapshot.parts):
+                return False
+            for digest, data in snapshot.parts.items():
+                if digest not in stored:
+                    cursor.execute(put_part, (stream, digest, data))
+            drop = f"DELETE FROM {self._parts} WHERE stream_id = {mark} AND digest = {mark}"
+            for digest in stored - names:
+                cursor.execute(drop, (stream, digest))
             cursor.execute(sql, params)
+        return True
 
     def _ensure_table(self) -> None:
         if self._created:
@@ -313,7 +366,10 @@ class RunSnapshots:
         if run is None:
             return None
         covered = run.version
-        run.attach_history(lambda count: self._history(stream_id, covered, count))
+        run.attach_history(
+            lambda count: self._history(stream_id, covered, count),
+            lambda position: self._event(stream_id, covered, position),
+        )
         tail = self._app.events.get(originator_id=stream_id, gt=covered)
         folded = project_run(run, self._count(tail))
         assert folded is run
@@ -336,6 +392,39 @@ class RunSnapshots:
                 rows.append((read_recorded_event(fact)[0], fact.payload))
         return rows
 
+    def _event(self, stream_id: UUID, covered: int, position: int) -> tuple[RuntimeEvent, str]:
+        """The event at 0-based ``position`` of a snapshot-restored run, and its payload, read
+        alone from the ledger (ADR 0044): a binary search over the fact versions up to
+        ``covered``, as events are numbered in version order (``event_seq``). Why: an exact
+        retry of an older event compares that event's bytes only, not the whole history."""
+        seq, low, high = position + 1, 1, covered
+        while low <= high:
+            middle = (low + high) // 2
+            fact = self._event_fact_from(stream_id, middle, high)
+            if fact is None or fact.event_seq > seq:
+                high = middle - 1
+            elif fact.event_seq < seq:
+                low = fact.originator_version + 1
+            else:
+                return read_recorded_event(fact)[0], fact.payload
+        raise StoreCorruptionError(f"run stream {stream_id} holds no event {seq}")
+
+    def _event_fact_from(self, stream_id: UUID, low: int, high: int) -> RuntimeEventRecorded | None:
+        """The first ``RuntimeEventRecorded`` fact at a version from ``low`` to ``high``."""
+        while low <= high:
+            facts = self._app.events.get(
+                originator_id=stream_id, gt=low - 1, lte=high, limit=_SEARCH_BATCH
+            )
+            found = False
+            for fact in facts:
+                found = True
+                if isinstance(fact, RuntimeEventRecorded):
+                    return fact
+                low = fact.originator_version + 1
+            if not found:
+                return None
+        return None
+
     def after_load(self, run: Run) -> None:
         """Write a snapshot when more than ``SNAPSHOT_EVERY`` facts were folded since the
         last one (best-effort, in its own transaction, never the command's)."""
@@ -343,7 +432,14 @@ class RunSnapshots:
             return
         # written or not (a read-only store, a fault), the next try waits for as many facts
         self._snapshot_at[run.id] = run.version
-        self.table.write(run)
+        snapshot = self.table.write(run)
+        if snapshot is not None:  # the covered events stay in the ledger only (ADR 0044)
+            stream_id, covered = run.id, run.version
+            release_events(
+                snapshot,
+                lambda count: self._history(stream_id, covered, count),
+                lambda position: self._event(stream_id, covered, position),
+            )
 
     def after_commit(self, facts: Sequence[StoredFact]) -> None:
         """A run created by one commit with more than ``SNAPSHOT_EVERY`` facts (an imported

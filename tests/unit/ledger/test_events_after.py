@@ -51,7 +51,10 @@ def test_events_after_is_the_tail_of_the_full_list_and_reads_history_only_when_a
             reads.append(count)
             return rows[:count]
 
-        restored = project_run(restore_run(dump_run(head).encode(), head.id), log[cut:])
+        snapshot = dump_run(head)
+        parts = snapshot.parts
+        reader = lambda kind, digests, parts=parts: [parts[d] for d in digests]  # noqa: E731
+        restored = project_run(restore_run(snapshot.body, head.id, reader), log[cut:])
         assert restored is not None
         restored.attach_history(history)
         left_out = len(rows)

@@ -17,13 +17,19 @@ from maka_es.ledger.model.facts import (
     read_recorded_event,
 )
 from maka_es.ledger.model.run import Run, project_run
-from maka_es.ledger.model.run_snapshot import SNAPSHOT_FORMAT, dump_run, restore_run
+from maka_es.ledger.model.run_snapshot import SNAPSHOT_FORMAT, PartReader, dump_run, restore_run
 from maka_es.testing.builders import Events, Spine
 from maka_es.testing.strategies import runtime_event_dicts
 from maka_es.wire.codec import canonical_json
 from maka_es.wire.events import RuntimeEvent
 from tests.support.tool_ledgers import ARGS, settled_and_bundled
 from tests.unit.ledger.support import SPINE, new_run
+
+
+def parts_reader(parts: dict[str, bytes]) -> PartReader:
+    """Reads stored parts by digest, as the adapter does once it has verified them."""
+    return lambda kind, digests: [parts[digest] for digest in digests]
+
 
 EV = Events.decoded(Spine(SPINE.session_id, SPINE.invocation_id, SPINE.run_id, "turn-1"), ts=1)
 
@@ -104,9 +110,9 @@ def _check(
     cut = min(split, len(log) - 1) + 1
     head = project_run(None, log[:cut])
     assert head is not None
-    body = dump_run(head)
-    assert json.loads(body.split("\n")[0])["format"] == SNAPSHOT_FORMAT
-    restored = restore_run(body.encode(), head.id)
+    snapshot = dump_run(head)
+    assert json.loads(snapshot.body.split(b"\n")[0])["format"] == SNAPSHOT_FORMAT
+    restored = restore_run(snapshot.body, head.id, parts_reader(snapshot.parts))
     head_rows = [
         (read_recorded_event(f)[0], f.payload)
         for f in log[:cut]

@@ -14,7 +14,6 @@ retry is, which identity an event must carry, when the run is sealed (ledger.md#
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,11 +57,9 @@ from maka_es.tooljournal.model.bundle import BundleCode, BundleFacts, first_bund
 from maka_es.tooljournal.model.operation import (
     ToolJournal,
     ToolOperationState,
-    dump_journal,
-    restore_journal,
 )
 from maka_es.tooljournal.model.resolver import Resolution, ResolverState
-from maka_es.tooljournal.model.scanner import PartText, ResolverIssue, read_part
+from maka_es.tooljournal.model.scanner import ResolverIssue
 from maka_es.wire.codec import canonical_json, canonical_payload, operation_id_for
 from maka_es.wire.events import RuntimeEvent
 from maka_es.wire.facts import dispatch_fact
@@ -85,6 +82,7 @@ __all__ = [
 #: Reads the first ``count`` committed events of the run (event and stored payload, in order)
 #: from the ledger: how a state restored from a snapshot gets its older events (ADR 0032).
 HistoryReader = Callable[[int], Sequence[tuple[RuntimeEvent, str]]]
+EventReader = Callable[[int], tuple[RuntimeEvent, str]]  # one, by position (ADR 0044)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +115,9 @@ class Run:
         "_attestations",
         "_events",
         "_history",
+        "_history_at",
         "_journal",
-        "_journal_text",
+        "_journal_pending",
         "_owner",
         "_payloads",
         "_resolver",
@@ -144,12 +143,13 @@ class Run:
         # ``_events``/``_payloads`` then hold the events after them, until first asked for.
         self._snapshot_ids: Sequence[str] = []
         self._history: HistoryReader | None = None
+        self._history_at: EventReader | None = None
         self._attestations: dict[str, OperatorAttestation] = {}
         self._resolver = ResolverState()
         self._sealed_by: str | None = None
         self._journal = ToolJournal()
-        #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032).
-        self._journal_text: PartText | None = None
+        #: A snapshot's journal fold, parsed on first use (``_journal_fold``, ADR 0032, 0044).
+        self._journal_pending: Callable[[], ToolJournal] | None = None
 
     # -- creation ---------------------------------------------------------------------------------
 
@@ -286,15 +286,25 @@ class Run:
         """Canonical JSON of the committed event ``event_id`` (``None``: not committed). Exact
         retries are recognised by comparing these bytes."""
         index = self._resolver.position_of(event_id)
-        if index is None:
-            return None
-        self._materialised()
-        return self._payloads[index]
+        return None if index is None else self._committed(index)[1]
 
     def committed_event(self, event_id: str) -> RuntimeEvent | None:
         """The committed event ``event_id`` (``None``: not committed)."""
         index = self._resolver.position_of(event_id)
-        return None if index is None else self._materialised()[index]
+        return None if index is None else self._committed(index)[0]
+
+    def _committed(self, index: int) -> tuple[RuntimeEvent, str]:
+        """Event ``index`` and its payload; a restored run reads an older one alone (ADR 0044)."""
+        ids = self._snapshot_ids
+        if index < len(ids) and self._history_at is not None:
+            event, payload = self._history_at(index)
+            if event.id != ids[index]:
+                raise StoreCorruptionError(f"run {self.run_id}: event {index + 1} changed")
+            return event, payload
+        if index < len(ids):
+            self._materialised()  # every event is held from now on
+        at = index - len(self._snapshot_ids)
+        return self._events[at], self._payloads[at]
 
     @property
     def events_in_memory(self) -> bool:
@@ -313,27 +323,18 @@ class Run:
             every = self._materialised()
             yield from reversed(every[: len(every) - len(tail)])
 
-    def attach_history(self, reader: HistoryReader) -> None:
-        """Install the ledger reader a snapshot-restored state reads its older events with."""
+    def attach_history(self, reader: HistoryReader, one: EventReader | None = None) -> None:
+        """Install the readers of a restored state's older events: all, or one (ADR 0044)."""
         self._history = reader
-        self._resolver.event_at = self._event_at
+        self._history_at = one
+        self._resolver.event_at = lambda position: self._committed(position)[0]
 
     def _journal_fold(self) -> ToolJournal:
-        text = self._journal_text
-        if text is not None:
-            self._journal_text = None
-            self._journal = restore_journal(json.loads(read_part(text)))
+        pending = self._journal_pending
+        if pending is not None:
+            self._journal_pending = None
+            self._journal = pending()
         return self._journal
-
-    def journal_text(self) -> str:
-        """The journal fold as the JSON text a snapshot stores (unparsed if still unparsed)."""
-        text = self._journal_text
-        if text is not None:
-            return read_part(text).decode()
-        return json.dumps(dump_journal(self._journal), separators=(",", ":"))
-
-    def _event_at(self, position: int) -> RuntimeEvent:
-        return self._materialised()[position]
 
     def _materialised(self) -> list[RuntimeEvent]:
         """Every committed event, reading the ones a snapshot left out from the ledger first.

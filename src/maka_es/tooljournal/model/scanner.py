@@ -1,12 +1,13 @@
 """The RecoveryResolver's scanner: one physical-order fold of a run's tool facts, its compact
-records, the issues it raises, and the scan state's snapshot form (ADR 0032).
+records, the issues it raises, and its restored event ids (ADR 0032).
 
 Why one module: the scan (which event attaches to which operation, and which ledger issue it
 raises, tool-journal.md#scanner) is the part every reader shares bit for bit; the decisions and
 bundle readings built on top of it live in :mod:`maka_es.tooljournal.model.resolver`. A Run snapshot
 must restore exactly the state a full fold builds, so the records the scan keeps are compact
-(ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and the code that
-writes and reads the scan's maps as JSON values sits next to the maps.
+(ids, positions, spines, refs bindings, ``is_error``; never RuntimeEvents), and every change
+to an operation is marked (``touched``) once a snapshot is kept, so the next snapshot segment
+holds only the change; the segments' form is :mod:`maka_es.tooljournal.model.segments` (ADR 0044).
 
 Why journalled mutation: a prospective check (would this write introduce an issue?) runs the
 very same step code and then rolls back. Every change to the scan state therefore goes through
@@ -22,9 +23,9 @@ import sys
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, overload
 
 from maka_es.errors import StoreCorruptionError
 from maka_es.tooljournal.model.bundle import hash_or_none
@@ -42,18 +43,15 @@ __all__ = [
     "EventRef",
     "SnapshotIds",
     "SnapshotPositions",
-    "PartText",
     "ResolverIssue",
     "ResolverIssueCode",
     "ScannedOperation",
     "ToolBoundaryProtocol",
     "ToolScanner",
-    "bundle_events",
-    "dump_scan",
     "id_index",
     "load_id_index",
-    "read_part",
-    "restore_scan",
+    "merge_id_indexes",
+    "forget_event",
     "same_execution",
 ]
 
@@ -167,6 +165,11 @@ _set_id, _set_position, _set_identity, _set_refs, _set_is_error, _set_event = (
 )
 
 
+def forget_event(ref: EventRef) -> None:
+    """``ref`` stops holding its event (it is read by position when needed, ADR 0044)."""
+    _set_event(ref, None)
+
+
 def same_execution(first: EventRef | None, second: EventRef) -> bool:
     """Both events carry the same execution spine (session, invocation, run, turn)."""
     return first is not None and first.identity == second.identity
@@ -206,7 +209,10 @@ class ToolScanner:
         "_scanner_issues",
         "_spines",
         "_undo",
+        "_written",
         "event_at",
+        "snapshot_log",
+        "touched",
     )
 
     def __init__(self) -> None:
@@ -224,6 +230,13 @@ class ToolScanner:
         #: Builds the three operation maps of a state restored from a snapshot, on first use.
         self._pending: Callable[[], None] | None = None
         self._undo: list[Callable[[], None]] | None = None
+        #: Operations changed since the last snapshot segment, by identity, in the order first
+        #: changed; ``None`` (nothing tracked) until a snapshot is written or restored (ADR 0044).
+        self.touched: dict[int, ScannedOperation] | None = None
+        #: Spines, scanner and marker issues the snapshot segments hold so far (ADR 0044).
+        self._written = (0, 0, 0)
+        #: The snapshot writer's record of what it stored for this state's Run (ADR 0044).
+        self.snapshot_log: Any = None
         #: The event at a physical position, for a state whose refs no longer hold their
         #: events (restored from a snapshot, ADR 0032); the Run installs its ledger reader.
         self.event_at: Callable[[int], RuntimeEvent] = no_event_at
@@ -298,7 +311,14 @@ class ToolScanner:
 
     # -- journalled mutation helpers -----------------------------------------------------------
 
+    def _touch(self, operation: ScannedOperation) -> None:
+        touched = self.touched
+        if touched is not None:
+            touched[id(operation)] = operation
+
     def _set(self, target: object, name: str, value: object) -> None:
+        if self.touched is not None and isinstance(target, ScannedOperation):
+            self._touch(target)
         if self._undo is not None:
             previous = getattr(target, name)
             self._undo.append(lambda: setattr(target, name, previous))
@@ -328,6 +348,7 @@ class ToolScanner:
         issue = ResolverIssue(code=code, event_id=event_id)
         self._append(self._scanner_issues, issue)
         for operation in operations:
+            self._touch(operation)
             self._append(operation.issue_codes, code)
         introduced.append(issue)
 
@@ -401,6 +422,7 @@ class ToolScanner:
 
     def _register(self, key: tuple[str, str], operation: ScannedOperation) -> None:
         operation.key = key  # a fresh operation: nothing to undo
+        self._touch(operation)
         self._append(self._operations, operation)
         self._put(self._by_call, key, operation)
 
@@ -530,6 +552,7 @@ class ToolScanner:
             self._issue(out, "event_order_conflict", event.id)
             return
         target = operation.reconcile_events if is_reconcile else operation.decision_events
+        self._touch(operation)
         self._append(target, ref)
 
 
@@ -568,14 +591,25 @@ def load_id_index(text: bytes | str) -> array[int]:
     return words
 
 
+def merge_id_indexes(texts: Iterable[bytes | str]) -> array[int]:
+    """One sorted array of the CRC-32 values of several :func:`id_index` texts (the
+    snapshot segments', ADR 0044)."""
+    words = array("I")
+    for text in texts:
+        words.extend(load_id_index(text))
+    return array("I", sorted(words))
+
+
 class SnapshotIds(Sequence[str]):
     """The ordered ids of a restored run's older events: their count at once, the ids
-    themselves parsed from the snapshot's JSON text on first use."""
+    themselves parsed from the snapshot's JSON text (or texts, one per segment, concatenated;
+    ADR 0044) on first use."""
 
     __slots__ = ("_count", "_ids", "_text")
 
-    def __init__(self, text: bytes, count: int) -> None:
-        self._text, self._count = text, count
+    def __init__(self, text: bytes | Sequence[bytes], count: int) -> None:
+        self._text = [text] if isinstance(text, bytes) else text
+        self._count = count
         self._ids: list[str] | None = None
 
     @property
@@ -586,7 +620,12 @@ class SnapshotIds(Sequence[str]):
     def _list(self) -> list[str]:
         ids = self._ids
         if ids is None:
-            ids = json.loads(self._text)
+            ids = []
+            for text in self._text:
+                part = json.loads(text)
+                if not isinstance(part, list):
+                    raise StoreCorruptionError("a run snapshot's event ids are not a list")
+                ids += part
             if (
                 not isinstance(ids, list)
                 or len(ids) != self._count
@@ -693,168 +732,3 @@ for _name in (
     "keys", "values", "items", "copy", "pop", "popitem", "setdefault",
 ):  # fmt: skip
     setattr(SnapshotPositions, _name, _building(_name))
-
-
-# -- the scan state as JSON values, and back (ADR 0032) -------------------------------------------
-#
-# Events themselves are not part of the scan state; the Run snapshot embeds the few a recovery
-# bundle's interpretation reads (``bundle_events``), and the others are read from the ledger by
-# position when a rare reader needs one (``ToolScanner.event_at``). The map keyed by event id
-# (``_positions``) is rebuilt from the run's ordered event ids, which the Run snapshot keeps
-# anyway, only when a command needs more than "this new id is not committed"
-# (``SnapshotPositions``).
-
-#: A snapshot part's JSON text, or how to read it (from its own row, on first use; ADR 0032).
-PartText: TypeAlias = bytes | Callable[[], bytes]
-
-
-def read_part(text: PartText) -> bytes:
-    """The part's JSON text, read now if it was left in the store."""
-    return text if isinstance(text, bytes) else text()
-
-
-def _dump_ref(ref: EventRef | None) -> list[Any] | None:
-    if ref is None:
-        return None
-    refs = ref.refs
-    return [
-        ref.id,
-        ref.position,
-        *ref.identity,
-        refs is not None,
-        *(refs or (None, None)),
-        ref.is_error,
-    ]
-
-
-def _load_ref(data: Sequence[Any] | None, events: Mapping[int, RuntimeEvent]) -> EventRef | None:
-    if data is None:
-        return None
-    event_id, position, session, invocation, run, turn, has_refs, op_id, call_id, error = data
-    return EventRef(
-        event_id,
-        position,
-        (session, invocation, run, turn),
-        (op_id, call_id) if has_refs else None,
-        error,
-        events.get(position),
-    )
-
-
-def _refs_of(operation: ScannedOperation) -> list[EventRef]:
-    single = (operation.call_event, operation.dispatch_event, operation.response_event)
-    return [
-        *(ref for ref in single if ref is not None),
-        *operation.reconcile_events,
-        *operation.decision_events,
-    ]
-
-
-def bundle_events(state: ToolScanner) -> dict[int, RuntimeEvent]:
-    """The events a bundle interpretation reads (of operations with recovery facts), by
-    position; a ref without its event is read through ``state.event_at`` (rare)."""
-    return {
-        ref.position: state.full_event(ref)
-        for operation in state._operations
-        if operation.reconcile_events or operation.decision_events
-        for ref in _refs_of(operation)
-    }
-
-
-def dump_scan(state: ToolScanner) -> tuple[dict[str, Any], str]:
-    """The scan state as JSON values, and its operations as one JSON text of their own, restored
-    on first use (the undo journal must be closed). A state restored from a snapshot whose
-    operations were never used hands back the text it was given."""
-    if state._undo is not None:
-        raise RuntimeError("cannot snapshot a scan state inside a prospective check")
-    pending = state._pending
-    if isinstance(pending, _PendingOperations):
-        operations = read_part(pending.text).decode()
-    else:
-        operations = json.dumps(_dump_operations(state), separators=(",", ":"))
-    return {
-        "count": state._count,
-        "protocol": state._protocol,
-        "markerIssues": [[i.code, i.event_id] for i in state._marker_issues],
-        "scannerIssues": [[i.code, i.event_id] for i in state._scanner_issues],
-        "spines": [[invocation, *spine] for invocation, spine in state._spines.items()],
-    }, operations
-
-
-def _dump_operations(state: ToolScanner) -> list[Any]:
-    index = {id(operation): i for i, operation in enumerate(state._operations)}
-    rows = [
-        [
-            op.tool_call_id,
-            op.tool_name,
-            op.operation_id,
-            list(op.key),
-            op.call_verified,
-            list(op.issue_codes),
-            _dump_ref(op.call_event),
-            _dump_ref(op.dispatch_event),
-            _dump_ref(op.response_event),
-            [_dump_ref(ref) for ref in op.reconcile_events],
-            [_dump_ref(ref) for ref in op.decision_events],
-        ]
-        for op in state._operations
-    ]
-    return [rows, [[key, index[id(op)]] for key, op in state._by_operation.items()]]
-
-
-class _PendingOperations:
-    """The operations of a restored scan state, parsed when the scanner first needs them."""
-
-    __slots__ = ("events", "state", "text")
-
-    def __init__(self, state: ToolScanner, text: PartText, events: Mapping[int, RuntimeEvent]):
-        self.state, self.text, self.events = state, text, events
-
-    def __call__(self) -> None:
-        rows, by_operation = json.loads(read_part(self.text))
-        state, events = self.state, self.events
-        for row in rows:
-            tool_call_id, name, operation_id, key, verified, codes, call, dispatch, response = row[
-                :9
-            ]
-            operation = ScannedOperation(
-                tool_call_id,
-                name,
-                operation_id,
-                _load_ref(call, events),
-                _load_ref(dispatch, events),
-                _load_ref(response, events),
-                [ref for ref in (_load_ref(r, events) for r in row[9]) if ref is not None],
-                [ref for ref in (_load_ref(r, events) for r in row[10]) if ref is not None],
-                list(codes),
-                verified,
-                (key[0], key[1]),
-            )
-            state._operation_list.append(operation)
-            state._call_map[operation.key] = operation
-        state._operation_map = {key: state._operation_list[i] for key, i in by_operation}
-
-
-def restore_scan(
-    kind: type[_S],
-    data: Mapping[str, Any],
-    operations: PartText,
-    event_ids: SnapshotIds,
-    crc_index: array[int],
-    events: Mapping[int, RuntimeEvent],
-) -> _S:
-    """The scan state :func:`dump_scan` wrote (its values and its operations' JSON text), as a
-    new ``kind`` (the resolver's state), over the run's ordered ``event_ids`` and their CRC
-    index (parsed and mapped on first use); ``events`` are the embedded bundle events by
-    position (refs at other positions hold no event)."""
-    state = kind()
-    if data["count"] != len(event_ids):
-        raise ValueError(f"scan covers {data['count']} events, the run {len(event_ids)}")
-    state._count = data["count"]
-    state._protocol = cast(ToolBoundaryProtocol | None, data["protocol"])
-    state._marker_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["markerIssues"]]
-    state._scanner_issues = [ResolverIssue(code=c, event_id=e) for c, e in data["scannerIssues"]]
-    state._positions = SnapshotPositions(event_ids, crc_index)
-    state._spines = {row[0]: (row[1], row[2], row[3]) for row in data["spines"]}
-    state._pending = _PendingOperations(state, operations, events)
-    return state
