@@ -89,7 +89,6 @@ from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
 from maka_es.continuation.planner import FEATURE_FLAG
 from maka_es.continuation.service import Continuations
-from maka_es.continuation.telemetry import Telemetry
 from maka_es.continuation.turns import Turns
 from maka_es.errors import StorePathError
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases
@@ -116,6 +115,7 @@ from maka_es.recovery.status import (
     RecoveryStatusProjector,
     RecoveryStatusStore,
 )
+from maka_es.telemetry import Telemetry
 from maka_es.tooljournal.model.attestation import OperatorAttestation
 from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.model.resolver import Resolution

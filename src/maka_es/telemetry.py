@@ -123,7 +123,7 @@ _CODE_RE = re.compile(CODE_PATTERN)
 #: Logger of the debug notes about telemetry itself (dropped events, failing sinks, spans not
 #: started); never payloads. Apart from :data:`TELEMETRY_LOGGER_NAME` so the event stream never
 #: holds them; the name these notes have always had, so a host's logging filter stays valid.
-NOTES_LOGGER_NAME = "maka_es.continuation.telemetry"
+NOTES_LOGGER_NAME = "maka_es.telemetry"
 _log = logging.getLogger(NOTES_LOGGER_NAME)
 
 

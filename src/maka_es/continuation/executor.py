@@ -77,7 +77,6 @@ from maka_es.continuation.model.plan import (
     normalize_cwd,
 )
 from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.telemetry import Telemetry, error_class_of
 from maka_es.errors import ContinuationRevalidationError as ContinuationRevalidationError
 from maka_es.errors import MakaError
 from maka_es.ledger.model.run import Run
@@ -90,6 +89,8 @@ from maka_es.telemetry import (
     SESSION_ID,
     SOURCE_RUN_ID,
     TARGET_RUN_ID,
+    Telemetry,
+    error_class_of,
 )
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import CodecInputError

@@ -24,10 +24,10 @@ from maka_es.continuation.host import HostInspector
 from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.planner import FEATURE_FLAG, ContinuationPlanner, PlannerSettings
 from maka_es.continuation.session_history import checked_history_turns
-from maka_es.continuation.telemetry import Telemetry
 from maka_es.errors import InvalidPlanRequestError, MakaError
 from maka_es.ledger.ports import STORE_FAULTS, store_fault_class
 from maka_es.providers.protocol import Provider
+from maka_es.telemetry import Telemetry
 from maka_es.tooljournal.runtime import ToolRuntime
 
 

@@ -34,11 +34,10 @@ from maka_es.continuation.agent_loop import (
     read_history,
 )
 from maka_es.continuation.session_history import checked_history_turns
-from maka_es.continuation.telemetry import error_class_of
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
 from maka_es.ledger.service import CLOCK_FIELDS, HostSessions, Ledger, RunStarts
 from maka_es.providers.protocol import Provider, ProviderRequest
-from maka_es.telemetry import OUTCOME, RUN_ID, SESSION_ID, TURN_SPAN
+from maka_es.telemetry import OUTCOME, RUN_ID, SESSION_ID, TURN_SPAN, error_class_of
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, TextContent
 from maka_es.wire.facts import envelope

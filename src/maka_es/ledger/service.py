@@ -30,10 +30,24 @@ whole header per run nor learn only at continuation time (``workspace_identity_m
 its sessions carry no workspace identity. It fills both in from the :class:`HostConfig`, a
 :class:`WorkspaceResolver` port (the marker adapter in production, so no I/O here), the
 application's clock and id factory.
+
+A run's trace context (``record_trace_context``, ``recorded_trace_context``) is recorded once
+when the run starts and read after a crash. Why in the ledger: a process killed inside a tool
+takes its spans with it, and the process that recovers and resumes the run has nothing in memory
+that names the interrupted trace. The run's ``traceparent`` (W3C, ids and flags only) is saved
+as version 1 of the run's own trace stream
+(:class:`~maka_es.ledger.model.facts.TraceContextRecorded`), outside the RuntimeEvent wire
+vocabulary and the run header, so no spec shape or digest changes (ADR 0043). It is written only
+when tracing is on: a host without an OpenTelemetry SDK writes nothing.
+
+Best effort, like all telemetry: a second record (a retry, a racing writer) loses on the
+stream's version and is ignored, and a store fault while recording is noted, never raised.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -55,18 +69,20 @@ from maka_es.ledger.model.facts import (
     RunCreated,
     SessionOpened,
     StoredFact,
+    TraceContextRecorded,
     bind_invocation,
     checked_session_args,
     invocation_stream_id,
     is_exact_create_retry,
     run_stream_id,
+    trace_stream_id,
 )
 from maka_es.ledger.model.host_config import HostConfig, header_for_run
 from maka_es.ledger.model.ownership import RunOwner
 from maka_es.ledger.model.run import Run, ToolCommandDecision, project_run
 from maka_es.ledger.model.session import Session, project_session
-from maka_es.ledger.ports import RunStore
-from maka_es.ledger.trace_context import record_trace_context, recorded_trace_context
+from maka_es.ledger.ports import RunStore, is_store_fault
+from maka_es.telemetry import TRACEPARENT_PATTERN
 from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.model.resolver import Resolution
@@ -738,3 +754,50 @@ class HostSessions:
             turn_id=turn_id if turn_id is not None else self._new_id(),
             now_ms=self._now_ms(),
         )
+
+
+_log = logging.getLogger(__name__)
+_TRACEPARENT_RE = re.compile(TRACEPARENT_PATTERN)
+
+
+class _AlreadyRecordedError(Exception):
+    """The run's trace stream already has its version 1 (never leaves this module)."""
+
+
+def record_trace_context(store: RunStore, run_id: str, traceparent: str | None) -> bool:
+    """Save ``traceparent`` as ``run_id``'s trace context; ``False`` when there is none to
+    save (or it is not a W3C ``traceparent``), one is already recorded, or the store failed
+    (noted at debug level)."""
+    if traceparent is None or _TRACEPARENT_RE.fullmatch(traceparent) is None:
+        return False
+    stream = trace_stream_id(run_id)
+    fact = TraceContextRecorded(
+        originator_id=stream,
+        originator_version=1,
+        run_id=run_id,
+        traceparent=traceparent,
+        recorded_at=store.now_ms(),
+    )
+    try:
+        with store.command():
+            store.commit([fact], conflict=_AlreadyRecordedError)
+    except _AlreadyRecordedError:
+        return False
+    except Exception as exc:
+        if not is_store_fault(exc):
+            raise
+        _log.debug("trace context of %s not recorded: %s", run_id, type(exc).__name__)
+        return False
+    return True
+
+
+def recorded_trace_context(store: RunStore, run_id: str) -> str | None:
+    """The ``traceparent`` recorded for ``run_id`` (``None``: none recorded, or unreadable)."""
+    try:
+        fact = store.first_fact(trace_stream_id(run_id))
+    except Exception as exc:
+        if not is_store_fault(exc):
+            raise
+        _log.debug("trace context of %s not read: %s", run_id, type(exc).__name__)
+        return None
+    return fact.traceparent if isinstance(fact, TraceContextRecorded) else None

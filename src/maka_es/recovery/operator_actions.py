@@ -54,7 +54,6 @@ from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutc
 from maka_es.continuation.lineage import read_lineage
 from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
 from maka_es.continuation.session_history import checked_history_turns
-from maka_es.continuation.telemetry import OperatorAttestedEvent, RunForkedEvent, Telemetry
 from maka_es.errors import LineagePark, MakaError, RunEndRefusedError, RunForkRefusedError
 from maka_es.ledger.model.facts import RunForked, fork_stream_id
 from maka_es.ledger.model.ownership import decide_take_over
@@ -62,7 +61,6 @@ from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import STORE_FAULTS, RunStore
 from maka_es.ledger.service import Ledger, ToolCommands
 from maka_es.providers.protocol import Provider
-from maka_es.recovery.bulk import paused_collector
 from maka_es.recovery.startup import (
     Repair,
     StartupRecovery,
@@ -70,6 +68,7 @@ from maka_es.recovery.startup import (
     is_bare_continuation_start,
     start_fact,
 )
+from maka_es.recovery.status import paused_collector
 from maka_es.resume.models import ResumePlan
 from maka_es.resume.plan import plan_over_resolution
 from maka_es.telemetry import (
@@ -80,6 +79,9 @@ from maka_es.telemetry import (
     OUTCOME,
     RUN_ID,
     TARGET_RUN_ID,
+    OperatorAttestedEvent,
+    RunForkedEvent,
+    Telemetry,
 )
 from maka_es.tooljournal.model.attestation import OperatorAttestation, validate_attestation_input
 from maka_es.tooljournal.model.resolver import resolve_tool_operations

@@ -19,15 +19,15 @@ from maka_es.continuation.claims import ContinuationClaim, ContinuationTarget, S
 from maka_es.continuation.executor import ContinuationRevalidationError
 from maka_es.continuation.host import HostObservation
 from maka_es.continuation.model.plan import ContinuationPlan, WorkspaceCheckpoint
-from maka_es.continuation.telemetry import (
+from maka_es.errors import RunSealedError
+from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
+from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
+from maka_es.telemetry import (
     LoggingTelemetrySink,
     RecordingTelemetrySink,
     Telemetry,
     TelemetrySink,
 )
-from maka_es.errors import RunSealedError
-from maka_es.ledger.model.facts import RuntimeEventRecorded, run_stream_id
-from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot
 from maka_es.wire.codec import canonical_json

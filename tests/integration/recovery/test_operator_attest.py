@@ -14,11 +14,6 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.telemetry import (
-    OperatorAttestedEvent,
-    RecordingTelemetrySink,
-    Telemetry,
-)
 from maka_es.errors import (
     CodecInputError,
     MakaError,
@@ -28,6 +23,11 @@ from maka_es.errors import (
     ToolOutcomeConflictError,
 )
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
+from maka_es.telemetry import (
+    OperatorAttestedEvent,
+    RecordingTelemetrySink,
+    Telemetry,
+)
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot
 from tests.support.old_recovery import seal_like_old_recovery

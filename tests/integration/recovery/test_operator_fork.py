@@ -16,9 +16,9 @@ import pytest
 
 from maka_es.app import RuntimeApplication
 from maka_es.continuation.host import HostObservation, StaticHostInspector
-from maka_es.continuation.telemetry import RecordingTelemetrySink, RunForkedEvent, Telemetry
 from maka_es.errors import CodecInputError, MakaError, RunForkRefusedError
 from maka_es.providers.protocol import ProviderTurn, ScriptedProvider
+from maka_es.telemetry import RecordingTelemetrySink, RunForkedEvent, Telemetry
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot
 from tests.support.old_recovery import seal_like_old_recovery

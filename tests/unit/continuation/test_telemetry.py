@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from maka_es.continuation.telemetry import (
+from maka_es.errors import MakaError, RunNotFoundError
+from maka_es.telemetry import (
     IDENTIFIER_PATTERN,
     MAX_IDENTIFIER_LENGTH,
     MAX_REJECTION_REASONS,
@@ -37,9 +38,8 @@ from maka_es.continuation.telemetry import (
     TelemetrySink,
     error_class_of,
 )
-from maka_es.errors import MakaError, RunNotFoundError
 
-MODULE_LOGGER = "maka_es.continuation.telemetry"
+MODULE_LOGGER = "maka_es.telemetry"
 SESSION = "session-7f3a"
 SOURCE = "run-0f8fad5b-d9cb-469f-a165-70867728950e"
 TARGET = "run:continuation.2"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from maka_es.recovery.bulk import paused_collector
+from maka_es.recovery.status import paused_collector
 
 
 @pytest.fixture(autouse=True)
