@@ -35,7 +35,8 @@ def serve(kind: str, params: dict[str, Any]) -> None:
 
 
 class Child:
-    """The parent's handle on one contender's process."""
+    """The parent's handle on one contender's process. Starting does not wait for it, so
+    the contenders of a workload start together; the first batch waits for its ``ready``."""
 
     def __init__(self, kind: str, **params: Any) -> None:
         self.kind = kind
@@ -46,7 +47,7 @@ class Child:
             text=True,
             cwd=ROOT,
         )
-        self._read()
+        self.ready = False
 
     def _read(self) -> str:
         assert self.proc.stdout is not None
@@ -57,6 +58,9 @@ class Child:
         raise RuntimeError(f"bench contender {self.kind!r} ended (exit {code}) without answering")
 
     def batch(self) -> list[float]:
+        if not self.ready:
+            self._read()
+            self.ready = True
         assert self.proc.stdin is not None
         self.proc.stdin.write("batch\n")
         self.proc.stdin.flush()

@@ -231,7 +231,61 @@ class Reopen:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+class MakaPostgres(MakaSteps):
+    """maka_es tool steps on PostgreSQL (eventsourcing's environment keys from ``url``)."""
+
+    def __init__(self, url: str, batch: int, tag: str) -> None:
+        from bench.stores import ECHO
+        from bench.w_postgres import postgres_env
+        from maka_es import RuntimeApplication
+
+        self.app = RuntimeApplication(env=postgres_env(url), tools=[ECHO])
+        self.batch_size, self.run_id, self.next, self.prefill = batch, None, 1, 0
+        self.runs = itertools.count()
+        self.tag = tag
+
+    def batch(self) -> list[float]:
+        from bench.stores import start_run, tool_call
+
+        run = start_run(self.app, f"pg-{self.tag}-{next(self.runs)}")
+        runtime = self.app.tool_runtime
+        return per_step(
+            self.batch_size, lambda n: runtime.execute(run.run_id, tool_call(run, n + 1))
+        )
+
+
+class PsycopgFloor:
+    """Raw psycopg committing the probed rows, same bytes, in the same transactions."""
+
+    def __init__(self, url: str, batch: int, rows: str) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS bench_floor (id BIGSERIAL PRIMARY KEY, "
+            "originator_id TEXT, topic TEXT, state BYTEA)"
+        )
+        self.commits = load_commits(Path(rows))
+        self.batch_size = batch
+
+    def _step(self) -> None:
+        for rows in self.commits:
+            with self.conn.transaction(), self.conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO bench_floor (originator_id, topic, state) VALUES (%s, %s, %s)",
+                    [(o, t, state) for o, _, t, state in rows],
+                )
+
+    def batch(self) -> list[float]:
+        return per_step(self.batch_size, lambda n: self._step())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 KINDS: dict[str, Callable[..., Contender]] = {
+    "maka_pg": MakaPostgres,
+    "psycopg_floor": PsycopgFloor,
     "reopen": Reopen,
     "maka": MakaSteps,
     "floor": Floor,

@@ -98,7 +98,8 @@ def restart_rounds(fixture: Path, cfg: Config) -> list[Round]:
         for n, (name, spec) in enumerate(specs.items()):
             params = {**spec, "source": str(spec["source"]), "scratch": str(scratch / str(n))}
             children[name] = Child("reopen", **params)
-        return run_rounds({k: c.batch for k, c in children.items()}, cfg.heavy_reps + 1)
+        reps = cfg.heavy_reps + (0 if cfg.quick else 1)
+        return run_rounds({k: c.batch for k, c in children.items()}, reps)
     finally:
         for child in children.values():
             child.close()

@@ -73,8 +73,11 @@ def test_a_child_contender_answers_batch_after_batch(tmp_path: Path) -> None:
 
 
 def test_a_child_that_cannot_start_fails_loudly(tmp_path: Path) -> None:
+    child = Child("floor", path=str(tmp_path / "floor.sqlite"), batch=1, rows="/nonexistent.json")
     with pytest.raises(RuntimeError, match="ended"):
-        Child("floor", path=str(tmp_path / "floor.sqlite"), batch=1, rows="/nonexistent.json")
+        child.batch()
+    child.close()
+    assert child.proc.returncode != 0
 
 
 def test_the_agent_windows_pick_the_steps_taken_at_each_run_length() -> None:
