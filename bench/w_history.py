@@ -12,6 +12,10 @@ up to the library's snapshot cadence, so a restart or a retry can take another p
 * the first command after reopening (a new tool step) and the exact retry of an old event
   (target 2), each on a fresh copy of the store on disk, by a fresh application;
 * cold ``plan_resume`` and its heap peak (target 5) in a fresh process per kind.
+
+The restart rounds and the cold plans stop adding repetitions past the workload budget (a
+100k-event exact retry that reads the whole history takes tens of seconds); ``n`` says how
+many ran.
 """
 
 from __future__ import annotations
@@ -99,7 +103,8 @@ def restart_rounds(fixture: Path, cfg: Config) -> list[Round]:
             params = {**spec, "source": str(spec["source"]), "scratch": str(scratch / str(n))}
             children[name] = Child("reopen", **params)
         reps = cfg.heavy_reps + (0 if cfg.quick else 1)
-        return run_rounds({k: c.batch for k, c in children.items()}, reps)
+        batches = {k: c.batch for k, c in children.items()}
+        return run_rounds(batches, reps, budget_s=cfg.budget_s / 2)
     finally:
         for child in children.values():
             child.close()
@@ -124,7 +129,9 @@ def _steps_profile(fixture: Path, kind: str, cfg: Config) -> Callable[[], Callab
 
         store, run_id = KINDS[kind]
         path = copy_store(fixture / store, (cfg.tmpfs or cfg.workdir) / "history-profile")
-        steps = MakaSteps(str(path), max(cfg.warm_steps, 400), run_id=run_id, first=2 * WARM_FROM)
+        steps = MakaSteps(str(path), 1, run_id=run_id, first=2 * WARM_FROM)
+        steps.batch()  # loads the run: what is profiled is warm steps only
+        steps.batch_size = max(cfg.warm_steps, 400)
         return steps.batch
 
     return prepare
@@ -229,7 +236,9 @@ def restart_rows(rounds: Sequence[Round], size: int, fixture: Path, cfg: Config)
 def plan_rows(fixture: Path, size: int, cfg: Config) -> list[Figure]:
     figures: list[Figure] = []
     for kind in KINDS:
-        child = [_plan_child(fixture, kind, cfg) for _ in range(cfg.heavy_reps)]
+        child = [_plan_child(fixture, kind, cfg)]
+        while len(child) < cfg.heavy_reps and 3 * child[0][0] < cfg.budget_s / 3:
+            child.append(_plan_child(fixture, kind, cfg))  # another fits the budget
         profile = _plan_profile(fixture, kind, cfg)
         figures += [
             Figure(
@@ -258,5 +267,7 @@ def run(cfg: Config) -> list[Figure]:
     size = cfg.history_sizes[1]
     fixture = history_stores(cfg.cache, size, (cfg.tmpfs or cfg.workdir) / "history-build")
     figures = stall_rows(warm_rounds(fixture, cfg), size, fixture, cfg)
+    print(f"history: warm steps measured, {len(figures)} rows", flush=True)
     figures += restart_rows(restart_rounds(fixture, cfg), size, fixture, cfg)
+    print("history: first commands and exact retries after reopening measured", flush=True)
     return figures + plan_rows(fixture, size, cfg)
