@@ -15,14 +15,17 @@ from maka_es.providers.protocol import ProviderRequest, ProviderTurn
 
 class TimedProvider:
     """``steps`` turns of one Echo call each, then a text answer; ``intervals()`` is the
-    seconds between consecutive calls (one per tool step, in order)."""
+    seconds between consecutive calls (one per tool step, in order), ``cpu_intervals()`` the
+    same in thread CPU time."""
 
     def __init__(self, steps: int) -> None:
         self.steps = steps
         self.calls: list[float] = []
+        self.cpu: list[float] = []
 
     def complete(self, request: ProviderRequest) -> ProviderTurn:
         self.calls.append(time.perf_counter())
+        self.cpu.append(time.thread_time())
         n = len(self.calls)
         if n > self.steps:
             return ProviderTurn(({"kind": "text", "text": "done"},))
@@ -31,3 +34,7 @@ class TimedProvider:
 
     def intervals(self) -> list[float]:
         return [b - a for a, b in zip(self.calls, self.calls[1:], strict=False)]
+
+    def cpu_intervals(self) -> list[float]:
+        """The calling thread's CPU seconds of each step (the machine's load not in it)."""
+        return [b - a for a, b in zip(self.cpu, self.cpu[1:], strict=False)]

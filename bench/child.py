@@ -3,9 +3,11 @@
 Why a child per contender: each one keeps its own interpreter, caches and connections for the
 whole workload (as a host process does), no contender's garbage or imports land in another's
 figures, and DBOS (a process-wide singleton) can run next to the others. The parent sends
-``batch`` lines and reads one result line each; a result line starts with ``@@`` so whatever
-a library prints on stdout is ignored (docs/adr/0027-benchmark-method.md, amendment of issue
-23).
+``batch`` lines and reads one result line each: the batch's wall-clock samples and the
+process CPU time it used per unit (``time.process_time``: what a step costs the CPU whatever
+the machine's load, since a descheduled process accrues none). A result line starts with
+``@@`` so whatever a library prints on stdout is ignored
+(docs/adr/0027-benchmark-method.md, amendment of issue 23).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,13 @@ def serve(kind: str, params: dict[str, Any]) -> None:
         for line in sys.stdin:
             if line.strip() != "batch":
                 break
-            print(MARK + json.dumps(contender.batch()), flush=True)
+            cpu = time.process_time()
+            samples = contender.batch()
+            units = getattr(contender, "units", None) or len(samples)
+            used = (time.process_time() - cpu) / units
+            steps = getattr(contender, "cpu_steps", [])
+            result = {"wall": samples, "cpu": used, "cpu_steps": steps}
+            print(MARK + json.dumps(result), flush=True)
     finally:
         contender.close()
 
@@ -48,6 +57,10 @@ class Child:
             cwd=ROOT,
         )
         self.ready = False
+        #: the process CPU seconds per unit of the last batch
+        self.last_cpu = 0.0
+        #: the CPU time of each step of the last batch, when the contender times steps
+        self.last_cpu_steps: list[float] = []
 
     def _read(self) -> str:
         assert self.proc.stdout is not None
@@ -64,7 +77,10 @@ class Child:
         assert self.proc.stdin is not None
         self.proc.stdin.write("batch\n")
         self.proc.stdin.flush()
-        return [float(x) for x in json.loads(self._read())]
+        result = json.loads(self._read())
+        self.last_cpu = float(result["cpu"])
+        self.last_cpu_steps = [float(x) for x in result["cpu_steps"]]
+        return [float(x) for x in result["wall"]]
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -21,6 +21,9 @@ from bench.floor import RawFloor, Row
 
 
 class Contender(Protocol):
+    """``batch()`` returns wall-clock samples; a contender whose batch is one sample for
+    many steps says how many in ``units`` (the child divides the batch's CPU time by it)."""
+
     def batch(self) -> list[float]: ...
 
     def close(self) -> None: ...
@@ -37,13 +40,19 @@ def load_commits(path: Path) -> list[list[Row]]:
     return [[(o, int(v), t, base64.b64decode(s)) for o, v, t, s in rows] for rows in data]
 
 
-def per_step(count: int, step: Callable[[int], object]) -> list[float]:
-    """Seconds of each of ``count`` calls of ``step(n)``."""
+def per_step(
+    count: int, step: Callable[[int], object], cpu: list[float] | None = None
+) -> list[float]:
+    """Wall seconds of each of ``count`` calls of ``step(n)``; with ``cpu``, the calling
+    thread's CPU seconds of each call are appended to it (``time.thread_time``)."""
     out: list[float] = []
     for n in range(count):
+        begun = time.thread_time()
         start = time.perf_counter()
         step(n)
         out.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpu.append(time.thread_time() - begun)
     return out
 
 
@@ -51,7 +60,9 @@ class MakaSteps:
     """maka_es tool steps through ``ToolRuntime.execute`` (T1 -> tool -> T2), the way a host
     writes them. ``run_id`` None: a fresh run per batch, with ``prefill`` untimed steps first
     (a short run of about ``3 * prefill`` events); else steps continue that existing run from
-    step ``first`` (a long run of a fixture)."""
+    step ``first`` (a long run of a fixture). ``cpu_steps`` holds the last batch's CPU time
+    of each step (the calling thread's: a snapshot written off the command path is not in it,
+    one written inside the command is)."""
 
     def __init__(
         self,
@@ -64,7 +75,12 @@ class MakaSteps:
         from bench.stores import open_app
 
         self.app = open_app(Path(path))
-        self.batch_size, self.run_id, self.next, self.prefill = batch, run_id, first, prefill
+        self.batch_size, self.run_id, self.next, self.prefill = (
+            batch,
+            run_id,
+            first,
+            prefill,
+        )
         self.runs = itertools.count()
 
     def batch(self) -> list[float]:
@@ -78,8 +94,11 @@ class MakaSteps:
             run, first = spine(self.run_id), self.next
             self.next += self.batch_size
         runtime = self.app.tool_runtime
+        self.cpu_steps: list[float] = []
         return per_step(
-            self.batch_size, lambda n: runtime.execute(run.run_id, tool_call(run, first + n))
+            self.batch_size,
+            lambda n: runtime.execute(run.run_id, tool_call(run, first + n)),
+            self.cpu_steps,
         )
 
     def close(self) -> None:
@@ -116,7 +135,8 @@ class Journal:
 
         run = spine(f"run-{next(self.runs)}")
         return per_step(
-            self.batch_size, lambda n: self.journal.execute(run.run_id, tool_call(run, n + 1))
+            self.batch_size,
+            lambda n: self.journal.execute(run.run_id, tool_call(run, n + 1)),
         )
 
     def close(self) -> None:
@@ -130,6 +150,7 @@ class LangGraph:
         from bench.peers_langgraph import LangGraphPeer
 
         self.peer = LangGraphPeer(Path(path), batch, minimal=minimal)
+        self.units = batch
 
     def batch(self) -> list[float]:
         return [self.peer.steps()]
@@ -145,6 +166,7 @@ class Dbos:
         from bench.peers_dbos import DbosPeer
 
         self.peer = DbosPeer(Path(path), batch)
+        self.units = batch
 
     def batch(self) -> list[float]:
         return [self.peer.steps()]
@@ -163,7 +185,10 @@ class AgentTurns:
         from maka_es import HostConfig
 
         host = HostConfig(
-            backend_kind="fake", llm_connection_slug="bench", model_id="m", permission_mode="ask"
+            backend_kind="fake",
+            llm_connection_slug="bench",
+            model_id="m",
+            permission_mode="ask",
         )
         self.app = open_app(Path(path), host_config=host)
         self.steps = steps
@@ -188,6 +213,7 @@ class AgentTurns:
         )
         if result.status != "completed" or result.tool_calls != self.steps:
             raise RuntimeError(f"the bench turn did not run its tool steps: {result}")
+        self.cpu_steps = provider.cpu_intervals()
         return provider.intervals()
 
     def close(self) -> None:
@@ -200,7 +226,11 @@ class Reopen:
     Each batch copies the store again, so no batch finds a snapshot an earlier one wrote."""
 
     def __init__(
-        self, source: str, scratch: str, run_id: str, event: dict[str, Any] | None = None
+        self,
+        source: str,
+        scratch: str,
+        run_id: str,
+        event: dict[str, Any] | None = None,
     ) -> None:
         self.source, self.scratch = Path(source), Path(scratch)
         self.run_id, self.event = run_id, event
@@ -250,7 +280,8 @@ class MakaPostgres(MakaSteps):
         run = start_run(self.app, f"pg-{self.tag}-{next(self.runs)}")
         runtime = self.app.tool_runtime
         return per_step(
-            self.batch_size, lambda n: runtime.execute(run.run_id, tool_call(run, n + 1))
+            self.batch_size,
+            lambda n: runtime.execute(run.run_id, tool_call(run, n + 1)),
         )
 
 

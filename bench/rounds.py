@@ -99,6 +99,10 @@ class Round:
 
     samples: dict[str, list[float]] = field(default_factory=dict)
     fsyncs: list[float] = field(default_factory=list)
+    #: process CPU seconds per unit of each contender's batch, when its child reported it
+    cpu: dict[str, float] = field(default_factory=dict)
+    #: CPU seconds of each step of each contender's batch, when its child timed steps
+    cpu_steps: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def regime(self) -> str:
@@ -115,10 +119,14 @@ def run_rounds(
     *,
     budget_s: float | None = None,
     probe: Path | None = None,
+    cpu: Mapping[str, Callable[[], float]] | None = None,
+    cpu_steps: Mapping[str, Callable[[], list[float]]] | None = None,
 ) -> list[Round]:
     """``reps`` rounds, one batch of each contender per round in rotated order; past
     ``budget_s`` no further round starts (at least one runs). With ``probe`` (a folder on the
-    measured disk) raw fsyncs are timed before and after every batch."""
+    measured disk) raw fsyncs are timed before and after every batch; ``cpu`` gives, per
+    contender, the CPU time per unit of the batch just run (a child's ``last_cpu``), and
+    ``cpu_steps`` the CPU time of each of its steps (``last_cpu_steps``)."""
     names = list(batches)
     rounds: list[Round] = []
     start = time.perf_counter()
@@ -131,6 +139,10 @@ def run_rounds(
             if probe is not None:
                 current.fsyncs += fsync_seconds(probe)
             current.samples[name] = batches[name]()
+            if cpu is not None and name in cpu:
+                current.cpu[name] = cpu[name]()
+            if cpu_steps is not None and name in cpu_steps:
+                current.cpu_steps[name] = cpu_steps[name]()
             if probe is not None:
                 current.fsyncs += fsync_seconds(probe)
         rounds.append(current)
@@ -153,6 +165,15 @@ def within(rounds: Sequence[Round], numerator: str, denominator: str) -> list[fl
 
 def costs(rounds: Sequence[Round], name: str) -> list[float]:
     return [r.cost(name) for r in rounds]
+
+
+def cpu_within(rounds: Sequence[Round], numerator: str, denominator: str) -> list[float]:
+    """Per-round ratios of two contenders' CPU time per unit."""
+    return [r.cpu[numerator] / r.cpu[denominator] for r in rounds]
+
+
+def cpu_costs(rounds: Sequence[Round], name: str) -> list[float]:
+    return [r.cpu[name] for r in rounds]
 
 
 def probes(rounds: Sequence[Round]) -> list[float]:

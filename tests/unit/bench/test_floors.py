@@ -85,3 +85,12 @@ def test_the_agent_windows_pick_the_steps_taken_at_each_run_length() -> None:
     near_50 = window(samples, 50)
     assert near_50 == [float(k) for k in range(12, 22)]  # 1 + 3k within 15 of 50
     assert all(abs(1 + 3 * k - 500) <= 15 for k in map(int, window(samples, 500)))
+
+
+def test_a_maka_es_child_reports_its_cpu_time_per_step(tmp_path: Path) -> None:
+    with Child("maka", path=str(tmp_path / "maka.sqlite"), batch=3) as child:
+        wall = child.batch()
+        assert len(wall) == 3
+        assert len(child.last_cpu_steps) == 3
+        assert all(cpu > 0 for cpu in child.last_cpu_steps)
+        assert child.last_cpu > 0

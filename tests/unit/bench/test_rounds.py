@@ -15,6 +15,7 @@ from bench.rounds import (
     Dist,
     Round,
     by_regime,
+    cpu_within,
     fsync_seconds,
     percentile,
     regime_label,
@@ -107,3 +108,16 @@ def test_a_raw_fsync_probe_times_real_fsyncs(tmp_path: Path) -> None:
     assert len(seconds) == 2
     assert all(s > 0 for s in seconds)
     assert (tmp_path / ".fsync-probe").stat().st_size == 4096
+
+
+def test_rounds_record_each_contenders_cpu_time_and_cpu_ratios_stay_in_the_round() -> None:
+    cpu = {"A": iter([2.0, 4.0]), "B": iter([1.0, 1.0])}
+    rounds = run_rounds(
+        {"A": lambda: [1.0], "B": lambda: [1.0]},
+        2,
+        cpu={n: lambda n=n: next(cpu[n]) for n in "AB"},  # type: ignore[misc]
+        cpu_steps={"A": lambda: [0.5, 0.5]},
+    )
+    assert [r.cpu for r in rounds] == [{"A": 2.0, "B": 1.0}, {"B": 1.0, "A": 4.0}]
+    assert cpu_within(rounds, "A", "B") == [2.0, 4.0]
+    assert all(r.cpu_steps == {"A": [0.5, 0.5]} for r in rounds)
