@@ -7,9 +7,10 @@ different background load. Each contender here is one long-lived child process
 ratio is taken inside a round (docs/adr/0027-benchmark-method.md, amendment of issue 23).
 
 Why fsync regimes: the disk of the bench machine switches between fast (~0.4 ms) and slow
-(~4 ms) fsyncs within seconds. A few raw fsyncs are timed before and after each batch; a
-round is labelled by the regime all its probes fall in (``mixed`` when they disagree), and
-disk rows are reported per regime, so a ratio is never taken across a switch unseen.
+(~4 ms) fsyncs within seconds. A few raw fsyncs are timed before and after each batch; the
+batch ran in the regime of their median, a round in the regime all its batches ran in
+(``mixed`` when they differ), and disk rows are reported per regime, so a ratio is never
+taken across a switch unseen.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ def regime_of(fsyncs: Sequence[float]) -> str:
         return "tmpfs"
     fast = [s < FAST_BELOW for s in fsyncs]
     return "fast" if all(fast) else "slow" if not any(fast) else "mixed"
+
+
+def batch_regime(fsyncs: Sequence[float]) -> str:
+    """The regime one batch ran in: the median of the probes around it, so one slow fsync
+    among fast ones does not relabel the batch (the disk switches for seconds at a time)."""
+    return "fast" if statistics.median(fsyncs) < FAST_BELOW else "slow"
 
 
 def regime_label(fsyncs: Sequence[float]) -> str:
@@ -103,10 +110,17 @@ class Round:
     cpu: dict[str, float] = field(default_factory=dict)
     #: CPU seconds of each step of each contender's batch, when its child timed steps
     cpu_steps: dict[str, list[float]] = field(default_factory=dict)
+    #: the regime of each batch: the median of the probes before and after it
+    batch_regimes: list[str] = field(default_factory=list)
 
     @property
     def regime(self) -> str:
-        return regime_of(self.fsyncs)
+        """The regime every batch of the round ran in (``mixed`` when they differ); a round
+        with no per-batch regimes is judged on all its probes."""
+        if not self.batch_regimes:
+            return regime_of(self.fsyncs)
+        first = self.batch_regimes[0]
+        return first if all(r == first for r in self.batch_regimes) else "mixed"
 
     def cost(self, name: str) -> float:
         """The contender's mean cost per unit in this round."""
@@ -136,15 +150,16 @@ def run_rounds(
         shift = rep % len(names)
         current = Round()
         for name in names[shift:] + names[:shift]:
-            if probe is not None:
-                current.fsyncs += fsync_seconds(probe)
+            before = fsync_seconds(probe) if probe is not None else []
             current.samples[name] = batches[name]()
             if cpu is not None and name in cpu:
                 current.cpu[name] = cpu[name]()
             if cpu_steps is not None and name in cpu_steps:
                 current.cpu_steps[name] = cpu_steps[name]()
             if probe is not None:
-                current.fsyncs += fsync_seconds(probe)
+                around = before + fsync_seconds(probe)
+                current.fsyncs += around
+                current.batch_regimes.append(batch_regime(around))
         rounds.append(current)
     return rounds
 

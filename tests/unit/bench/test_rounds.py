@@ -14,6 +14,7 @@ from bench.rounds import (
     PROBES,
     Dist,
     Round,
+    batch_regime,
     by_regime,
     cpu_within,
     fsync_seconds,
@@ -64,6 +65,14 @@ def test_a_batch_is_labelled_by_the_regime_all_its_probes_fall_in(
     assert Round(fsyncs=fsyncs).regime == regime
 
 
+def test_a_batch_runs_in_the_regime_of_its_probes_median_and_a_round_in_its_batches() -> None:
+    assert batch_regime([0.0004, 0.0004, 0.009, 0.0005]) == "fast"  # one slow fsync: still fast
+    assert batch_regime([0.004, 0.0004, 0.005]) == "slow"
+    assert Round(fsyncs=[0.0004, 0.009], batch_regimes=["fast", "fast"]).regime == "fast"
+    assert Round(fsyncs=[0.0004, 0.004], batch_regimes=["fast", "slow"]).regime == "mixed"
+    assert Round(fsyncs=[0.004], batch_regimes=["slow"]).regime == "slow"
+
+
 def test_the_label_names_the_regime_and_its_median_fsync() -> None:
     assert regime_label([0.0004, 0.0004, 0.0005]) == "fast fsync ~0.4 ms"
     assert regime_label([0.004, 0.0042, 0.0038]) == "slow fsync ~4 ms"
@@ -82,6 +91,7 @@ def test_rounds_rotate_the_order_and_probe_the_disk_around_every_batch(tmp_path:
     assert order == list("ABCBCACAB")
     assert len(rounds) == 3
     assert all(len(r.fsyncs) == 3 * 2 * PROBES for r in rounds)  # before and after each batch
+    assert all(len(r.batch_regimes) == 3 for r in rounds)
     assert all(s > 0 for r in rounds for s in r.fsyncs)
     assert rounds[0].cost("A") == 2.0  # the batch's mean per unit
     assert run_rounds({"A": lambda: [1.0]}, 2)[0].fsyncs == []  # tmpfs: no probe
