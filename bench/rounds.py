@@ -61,9 +61,10 @@ def batch_regime(fsyncs: Sequence[float]) -> str:
     return "fast" if statistics.median(fsyncs) < FAST_BELOW else "slow"
 
 
-def regime_label(fsyncs: Sequence[float]) -> str:
-    """The row label of a regime with its median fsync, e.g. ``fast fsync ~0.4 ms``."""
-    regime = regime_of(fsyncs)
+def regime_label(fsyncs: Sequence[float], regime: str | None = None) -> str:
+    """The row label of a regime with its median fsync, e.g. ``fast fsync ~0.4 ms``;
+    ``regime`` is the rounds' own (``by_regime``'s key), else judged on all the probes."""
+    regime = regime or regime_of(fsyncs)
     if regime == "tmpfs":
         return "tmpfs (fsync nearly free)"
     return f"{regime} fsync ~{statistics.median(fsyncs) * 1e3:.2g} ms"

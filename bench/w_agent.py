@@ -131,7 +131,7 @@ def run(cfg: Config) -> list[Figure]:
         for child in children.values():
             child.close()
     figures = [cpu_flatness(rounds, cfg)]
-    for group in by_regime(rounds).values():
-        where = f"disk, {regime_label(probes(group))}, {len(group)} of {len(rounds)} rounds"
+    for regime, group in by_regime(rounds).items():
+        where = f"disk, {regime_label(probes(group), regime)}, {len(group)} of {len(rounds)} rounds"
         figures += rows_for(group, where, cfg)
     return figures

@@ -207,6 +207,6 @@ def run(cfg: Config) -> list[Figure]:
     disk = cfg.workdir / "step-disk"
     rounds = measure(disk, cfg, cfg.reps * 2, disk=True)
     for regime, group in by_regime(rounds).items():
-        where = f"disk, {regime_label(probes(group))}, {len(group)} of {len(rounds)} rounds"
+        where = f"disk, {regime_label(probes(group), regime)}, {len(group)} of {len(rounds)} rounds"
         figures += rows_for(group, where, False, regime == "fast", _profile(disk, cfg))
     return figures

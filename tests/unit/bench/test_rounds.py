@@ -78,6 +78,8 @@ def test_the_label_names_the_regime_and_its_median_fsync() -> None:
     assert regime_label([0.004, 0.0042, 0.0038]) == "slow fsync ~4 ms"
     assert regime_label([0.0004, 0.004, 0.004]).startswith("mixed fsync ~")
     assert regime_label([]).startswith("tmpfs")
+    # a group's own regime (the batches' medians) names it, whatever one probe said
+    assert regime_label([0.0004, 0.0004, 0.009], "fast") == "fast fsync ~0.4 ms"
 
 
 def test_rounds_rotate_the_order_and_probe_the_disk_around_every_batch(tmp_path: Path) -> None:
