@@ -31,6 +31,7 @@ WORKLOADS: dict[str, str] = {
     "plan": "bench.w_plan",
     "recovery": "bench.w_recovery",
     "history": "bench.w_history",
+    "agent": "bench.w_agent",
     "postgres": "bench.w_postgres",
 }
 #: Workloads that may produce no rows (skipped with a printed reason).
@@ -44,10 +45,11 @@ SIZES: dict[str, dict[str, Any]] = {
         "step_batch": 20,
         "history_sizes": (100, 100_000),
         "plan_sizes": (1_000, 10_000, 100_000, 1_000_000),
-        "recovery_runs": 10_000,
+        "recovery_runs": 1_000,
         "recovery_events_per_run": 100,
         "long_run_events": 30_000,
         "resume_steps": 100,
+        "warm_steps": 200,
     },
     "quick": {
         "reps": 3,
@@ -61,6 +63,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "recovery_events_per_run": 20,
         "long_run_events": 1_000,
         "resume_steps": 50,
+        "warm_steps": 50,
     },
     "tiny": {
         "reps": 2,
@@ -74,6 +77,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "recovery_events_per_run": 10,
         "long_run_events": 100,
         "resume_steps": 5,
+        "warm_steps": 10,
     },
 }
 

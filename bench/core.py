@@ -87,6 +87,8 @@ class Config:
     recovery_events_per_run: int
     long_run_events: int
     resume_steps: int
+    #: warm tool steps per round on each long run (each step one sample: p50, p99, max)
+    warm_steps: int
     #: seconds a workload may spend before it stops adding repetitions or sizes
     budget_s: float = 600.0
     #: seconds one pass of one size may be projected to take before that size is not run

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -116,3 +117,51 @@ def in_child(func: Callable[..., T], *args: Any) -> T:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         return pool.submit(func, *args).result()
+
+
+SHORT_RUN = "short"
+SHORT_EVENTS = 100
+LIVE_RUN = "live"
+IMPORTED_RUN = "imported"
+LIVE_STORE = "live.sqlite"
+IMPORTED_STORE = "imported.sqlite"
+
+
+def live_steps(size: int) -> int:
+    """Tool steps that write a live run of about ``size`` events (the user message, then
+    three events per step: the call, its dispatch fact, the bound response)."""
+    return max(1, (size - 1) // 3)
+
+
+def write_history_stores(folder: Path, size: int, scratch: Path) -> None:
+    """Two stores of one ``size``-event run each: ``live.sqlite`` (beside a short live run
+    of ``SHORT_EVENTS``) written one tool step at a time through ``ToolRuntime.execute`` (the
+    way hosts write: its snapshot lags wherever the library's cadence left it), and
+    ``imported.sqlite`` written by one ``import_run`` (its snapshot covers every event).
+    Built under ``scratch`` (tmpfs: no fsync wait), then moved."""
+    from bench.stores import open_app, start_run, tool_steps
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    for name in (LIVE_STORE, IMPORTED_STORE):
+        for stale in scratch.glob(f"{name}*"):
+            stale.unlink()
+    app = open_app(scratch / LIVE_STORE)
+    tool_steps(app, start_run(app, SHORT_RUN), 1, live_steps(SHORT_EVENTS))
+    tool_steps(app, start_run(app, LIVE_RUN), 1, live_steps(size))
+    app.close()
+    app = open_app(scratch / IMPORTED_STORE)
+    import_run(app, IMPORTED_RUN, size)
+    app.close()
+    for item in scratch.iterdir():
+        if item.name.startswith((LIVE_STORE, IMPORTED_STORE)):
+            shutil.move(str(item), folder / item.name)
+
+
+def history_stores(cache: Path, size: int, scratch: Path) -> Path:
+    """The cached folder holding both stores of ``size`` events (written if missing)."""
+    folder, built_s = cached(
+        cache, "history", {"size": size}, lambda into: write_history_stores(into, size, scratch)
+    )
+    if built_s is not None:
+        print(f"fixture: live and imported {size:,}-event runs written in {built_s:.1f} s")
+    return folder

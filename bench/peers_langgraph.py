@@ -1,5 +1,8 @@
 """LangGraph: a StateGraph with an agent node and a tool node, checkpointed by ``SqliteSaver``
 with ``durability="sync"`` (every superstep's checkpoint is committed before the next runs).
+Two shapes: the agent with ``langgraph.prebuilt.ToolNode`` (messages, ``tools_condition``: how
+LangGraph's own docs build a tool-using agent), and the minimal graph (two plain nodes over
+a small dict state: the least a LangGraph host can checkpoint per tool step).
 
 Why this shape is the like-for-like peer: the agent node's checkpoint holds the tool call (as
 maka_es's T1 holds the call) and the tool node's holds the result (as T2 does), so a tool step
@@ -54,6 +57,35 @@ def graph_for(saver: SqliteSaver, steps: int) -> Any:
     return builder.compile(checkpointer=saver)
 
 
+class MinimalState(TypedDict):
+    steps: int
+    call: dict[str, Any]
+    result: dict[str, Any]
+
+
+def minimal_graph_for(saver: SqliteSaver, steps: int) -> Any:
+    """call -> tool -> call ... with plain nodes: the call's checkpoint holds the call (as T1
+    does), the tool's holds the result (as T2 does)."""
+
+    def call(state: MinimalState) -> dict[str, Any]:
+        n = state.get("steps", 0) + 1
+        return {"steps": n, "call": {"name": "echo", "args": {"text": f"step {n}"}}}
+
+    def run_tool(state: MinimalState) -> dict[str, Any]:
+        return {"result": {"kind": "text", "text": state["call"]["args"]["text"]}}
+
+    def more(state: MinimalState) -> str:
+        return "call" if state["steps"] < steps else END
+
+    builder = StateGraph(MinimalState)
+    builder.add_node("call", call)
+    builder.add_node("tool", run_tool)
+    builder.add_edge(START, "call")
+    builder.add_edge("call", "tool")
+    builder.add_conditional_edges("tool", more, {"call": "call", END: END})
+    return builder.compile(checkpointer=saver)
+
+
 def open_saver(path: Path) -> tuple[sqlite3.Connection, SqliteSaver]:
     conn = sqlite3.connect(path, check_same_thread=False)
     conn.execute("PRAGMA synchronous=FULL")
@@ -65,15 +97,18 @@ def open_saver(path: Path) -> tuple[sqlite3.Connection, SqliteSaver]:
 class LangGraphPeer:
     """One saver and compiled graph; :meth:`steps` runs one batch on a fresh thread."""
 
-    def __init__(self, path: Path, batch: int) -> None:
+    def __init__(self, path: Path, batch: int, *, minimal: bool = False) -> None:
         self.conn, self.saver = open_saver(path)
         self.batch = batch
-        self.graph = graph_for(self.saver, batch)
+        self.minimal = minimal
+        self.graph = (minimal_graph_for if minimal else graph_for)(self.saver, batch)
         self.threads = itertools.count()
 
     def run_thread(self, thread_id: str) -> None:
         config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 4 * self.batch + 8}
-        start = {"messages": [("user", "go")], "steps": 0}
+        start: dict[str, Any] = (
+            {"steps": 0} if self.minimal else {"messages": [("user", "go")], "steps": 0}
+        )
         self.graph.invoke(start, config, durability="sync")
 
     def steps(self) -> float:

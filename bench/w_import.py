@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from bench.core import Config, Figure, Stats, Target, interleave, ratios, timed
 
-GROUP = "6. import time"
+GROUP = "import time (issue 12)"
 IMPORTS = {
     "python": "pass",
     "maka_es": "import maka_es",

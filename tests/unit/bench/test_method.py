@@ -91,11 +91,13 @@ def test_every_size_names_every_config_field_and_only_postgres_may_be_empty() ->
         "recovery_events_per_run",
         "long_run_events",
         "resume_steps",
+        "warm_steps",
     }
     assert {name: set(sizes) for name, sizes in SIZES.items()} == dict.fromkeys(SIZES, fields)
     assert SIZES["full"]["plan_sizes"] == (1_000, 10_000, 100_000, 1_000_000)
     assert SIZES["full"]["history_sizes"] == (100, 100_000)
-    assert (SIZES["full"]["recovery_runs"], SIZES["full"]["long_run_events"]) == (10_000, 30_000)
+    # issue 23, target 6: cold startup recovery of 1,000 runs / 100k events
+    assert (SIZES["full"]["recovery_runs"], SIZES["full"]["long_run_events"]) == (1_000, 30_000)
     assert set(OPTIONAL) == {"postgres"}
     assert set(WORKLOADS) >= OPTIONAL
 
