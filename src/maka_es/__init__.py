@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         ContinuationPlan,
         build_continuation_plan,
     )
-    from maka_es.continuation.planner import PlannerSettings
+    from maka_es.continuation.service import PlannerSettings
     from maka_es.continuation.turns import TurnResult
     from maka_es.errors import MakaError
     from maka_es.ledger.model.host_config import HostConfig
@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "ContinuationInputs": "maka_es.continuation.model.plan",
     "ContinuationPlan": "maka_es.continuation.model.plan",
     "build_continuation_plan": "maka_es.continuation.model.plan",
-    "PlannerSettings": "maka_es.continuation.planner",
+    "PlannerSettings": "maka_es.continuation.service",
     "Provider": "maka_es.providers.protocol",
     "ProviderRequest": "maka_es.providers.protocol",
     "ProviderTurn": "maka_es.providers.protocol",

@@ -51,7 +51,7 @@ from maka_es.app_api import EventInput
 from maka_es.continuation.claims import Claims, ContinuationClaim
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.model.plan import ContinuationPlan
-from maka_es.continuation.planner import PlannerSettings
+from maka_es.continuation.service import PlannerSettings
 from maka_es.continuation.turns import TurnResult
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.model.facts import StartKind, StoredFact

@@ -87,8 +87,7 @@ from maka_es.adapters.workspace import LocalHostInspector, workspace_identity_of
 from maka_es.app_api import EventInput, RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.host import HostInspector
-from maka_es.continuation.planner import FEATURE_FLAG
-from maka_es.continuation.service import Continuations
+from maka_es.continuation.service import FEATURE_FLAG, Continuations
 from maka_es.continuation.turns import Turns
 from maka_es.errors import StorePathError
 from maka_es.ledger.host_leases import DEFAULT_HOST_ID, DEFAULT_LEASE_MS, HostLeases

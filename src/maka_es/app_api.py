@@ -17,8 +17,7 @@ from typing import Any
 
 from maka_es.continuation.executor import ContinuationOutcome
 from maka_es.continuation.model.plan import ContinuationPlan
-from maka_es.continuation.planner import PlannerSettings
-from maka_es.continuation.service import Continuations
+from maka_es.continuation.service import Continuations, PlannerSettings
 from maka_es.continuation.turns import TurnResult, Turns
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.model.host_config import HostConfig

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, Field, StrictStr, TypeAdapter, ValidationError
 
-from maka_es.wire.values import ValueModel
+from maka_es.wire.events import ValueModel
 
 __all__ = [
     "ATTEST_SPAN",

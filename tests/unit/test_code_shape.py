@@ -29,7 +29,7 @@ RESHAPED_MODULES = (
     "wire/codec.py",
     "wire/events.py",
     "resume/plan.py",
-    "resume/diagnostics.py",
+    "resume/plan.py",
     "resume/failpoint_catalog.py",
     "adapters/jsonl.py",
     "recovery/model/status_store.py",

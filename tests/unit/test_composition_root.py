@@ -25,8 +25,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.app_api import RuntimeApi
 from maka_es.continuation.claims import Claims
 from maka_es.continuation.executor import ContinuationExecutor, Revalidation
-from maka_es.continuation.planner import ContinuationPlanner
-from maka_es.continuation.service import Continuations
+from maka_es.continuation.service import ContinuationPlanner, Continuations
 from maka_es.errors import WritePathRefusedError
 from maka_es.ledger.model.facts import StoredFact, run_stream_id
 from maka_es.ledger.service import Ledger, ToolCommands

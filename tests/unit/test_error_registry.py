@@ -140,7 +140,7 @@ def test_every_public_exception_class_of_the_library_is_defined_in_errors() -> N
         ("maka_es.providers.export", "ProviderExportError"),
         ("maka_es.providers.export", "ExportReason"),
         ("maka_es.continuation.executor", "ContinuationRevalidationError"),
-        ("maka_es.continuation.planner", "LineagePark"),
+        ("maka_es.continuation.service", "LineagePark"),
         ("maka_es.tooljournal.runtime", "OutcomeUnknownError"),
         ("maka_es.tooljournal.runtime", "ToolAlreadyDispatchedError"),
         ("maka_es.wire.codec", "CodecInputError"),

@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from maka_es import telemetry
-from maka_es.continuation.session_history import session_history
+from maka_es.continuation.lineage import session_history
 from maka_es.errors import InvalidProviderOutputError, MakaError
 from maka_es.ledger.service import Ledger
 from maka_es.providers.formats import ToolSpec
 from maka_es.providers.protocol import Provider, ProviderRequest, ProviderTurn
-from maka_es.resume.replay import GrowingReplay, provider_replay_subset
+from maka_es.resume.plan import GrowingReplay, provider_replay_subset
 from maka_es.telemetry import MODEL_CALL_SPAN, RUN_ID, STEP
 from maka_es.tooljournal.runtime import ToolRuntime
 from maka_es.wire.codec import operation_id_for

@@ -30,7 +30,7 @@ from pydantic import Field, StrictBool, StrictStr, field_validator
 # to ``ContinuationInputs`` as is.
 from maka_es.continuation.model.plan import WorkspaceCheckpoint
 from maka_es.wire.codec import js_sort_key
-from maka_es.wire.values import ValueModel
+from maka_es.wire.events import ValueModel
 
 __all__ = [
     "BackgroundOperationRegistry",

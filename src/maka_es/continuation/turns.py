@@ -33,7 +33,7 @@ from maka_es.continuation.agent_loop import (
     commit_terminal,
     read_history,
 )
-from maka_es.continuation.session_history import checked_history_turns
+from maka_es.continuation.lineage import checked_history_turns
 from maka_es.errors import InvalidPlanRequestError, TurnRefusedError
 from maka_es.ledger.service import CLOCK_FIELDS, HostSessions, Ledger, RunStarts
 from maka_es.providers.protocol import Provider, ProviderRequest

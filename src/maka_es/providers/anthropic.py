@@ -35,7 +35,7 @@ from maka_es.providers.formats import (
     tool_specs,
 )
 from maka_es.tooljournal.model.tools import Tool
-from maka_es.wire.values import RuntimeEventInput
+from maka_es.wire.events import RuntimeEventInput
 
 __all__ = ["anthropic_messages_request", "anthropic_messages_response"]
 

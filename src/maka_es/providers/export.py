@@ -43,7 +43,7 @@ from typing import Any, Literal
 from maka_es.errors import ExportReason, ProviderExportError
 from maka_es.providers.replay_items import provider_replay_item
 from maka_es.wire.codec import canonical_json
-from maka_es.wire.values import RuntimeEventInput, decode_events
+from maka_es.wire.events import RuntimeEventInput, decode_events
 
 __all__ = [
     "ExportReason",

@@ -31,7 +31,7 @@ from maka_es.providers.formats import (
     tool_specs,
 )
 from maka_es.tooljournal.model.tools import Tool
-from maka_es.wire.values import RuntimeEventInput
+from maka_es.wire.events import RuntimeEventInput
 
 __all__ = ["openai_chat_request", "openai_chat_response"]
 

@@ -43,7 +43,7 @@ from maka_es.providers.formats import (
 )
 from maka_es.tooljournal.model.tools import Tool
 from maka_es.wire.codec import canonical_json
-from maka_es.wire.values import RuntimeEventInput
+from maka_es.wire.events import RuntimeEventInput
 
 __all__ = ["openai_responses_input", "openai_responses_request", "openai_responses_response"]
 

@@ -35,10 +35,11 @@ from maka_es.providers.formats import ToolSpec
 from maka_es.wire.events import (
     FunctionCallContent,
     RuntimeEvent,
+    RuntimeEventInput,
     TextContent,
     ThinkingContent,
+    decode_events,
 )
-from maka_es.wire.values import RuntimeEventInput, decode_events
 
 __all__ = [
     "InvalidProviderOutputError",

@@ -51,9 +51,8 @@ from maka_es.continuation.claims import (
     source_boundary,
 )
 from maka_es.continuation.executor import ContinuationExecutor, ContinuationOutcome
-from maka_es.continuation.lineage import read_lineage
+from maka_es.continuation.lineage import checked_history_turns, read_lineage
 from maka_es.continuation.model.replay import CompositeReplay, build_composite_replay
-from maka_es.continuation.session_history import checked_history_turns
 from maka_es.errors import LineagePark, MakaError, RunEndRefusedError, RunForkRefusedError
 from maka_es.ledger.model.facts import RunForked, fork_stream_id
 from maka_es.ledger.model.ownership import decide_take_over

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from maka_es.continuation.executor import ContinuationOutcome
+from maka_es.continuation.lineage import checked_history_turns
 from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.service import Continuations
-from maka_es.continuation.session_history import checked_history_turns
 from maka_es.continuation.turns import FINISHED, answer_of
 from maka_es.ledger.service import Ledger
 from maka_es.providers.protocol import Provider

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, ValueModel
 from maka_es.wire.facts import terminal_fact, unbound_response
-from maka_es.wire.values import ValueModel
 
 __all__ = [
     "FAILPOINT_PREFIXES",

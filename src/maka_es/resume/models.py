@@ -22,8 +22,7 @@ from maka_es.tooljournal.model.resolver import (
     ToolDecision,
 )
 from maka_es.tooljournal.model.scanner import ResolverIssue, ResolverIssueCode, ToolBoundaryProtocol
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
+from maka_es.wire.events import RuntimeEvent, RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "DecisionReason",

@@ -8,21 +8,36 @@ world; replaying the run as if it had not would risk running it twice. The plan 
 says ``safe_replay`` when every visible operation is settled, no hidden nested operation is
 pending, and the resolver found no corruption. It runs nothing and mutates nothing: same input,
 deep-equal plan. The diagnostics that explain a ``blocked`` plan, and the rejection reasons they
-imply, are built in ``maka_es.resume.diagnostics``.
+imply, are built in ``maka_es.resume.plan``.
+
+Provider replay subset of a committed prefix (docs/reference/phase0.md#replay-subset).
+
+Why a subset and not the whole ledger: the provider must never see half of a tool exchange. A
+call without a committed, same-named result is exactly the interrupted suffix whose side effects
+are unknown; replaying it would invite the model to act on (or repeat) it. Events without content
+(terminal, permission, dispatch and recovery facts, continuation starts) stay: they are canonical
+facts that the model-history projection ignores, and dropping them would make the replay list
+disagree with the ledger about where the run ended.
+
+The diagnostics of a ResumePlan, in their fixed emission order, and the reasons they imply.
+
+Why a module of its own: the plan (``maka_es.resume.plan``) decides *whether* a prefix may be
+replayed; this module says *why not*, in words a host can act on. The order of the diagnostics
+is part of the contract (docs/reference/phase0.md#diagnostics), so each numbered step of that
+table is one function here and :func:`resume_diagnostics` runs them in table order. Which codes
+make a prefix unsafe is docs/reference/phase0.md#rejection-reasons. Pure, like the plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import get_args
 
-from maka_es.resume.diagnostics import (
-    HiddenPendingCall,
-    attestation_diagnostics,
-    rejection_reasons,
-    resume_diagnostics,
-)
 from maka_es.resume.models import (
     DecisionStatus,
+    Diagnostic,
+    DiagnosticCode,
+    DiagnosticOnlyCode,
     Resolution,
     ResumeDisposition,
     ResumePlan,
@@ -32,19 +47,348 @@ from maka_es.resume.models import (
     ToolOperationStatus,
     decode_events,
 )
-from maka_es.resume.replay import provider_replay_subset
 from maka_es.tooljournal.model.attestation import OperatorAttestation
 from maka_es.tooljournal.model.resolver import resolve_tool_operations
-from maka_es.wire.events import FunctionCallContent, RuntimeEvent
+from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
 
 __all__ = [
+    "GrowingReplay",
+    "HiddenPendingCall",
     "RESUME_DIRECTIVE",
+    "attestation_diagnostics",
     "build_resume_plan",
+    "paired_call_ids",
     "plan_over_resolution",
     "project_tool_operations",
+    "provider_replay_subset",
+    "rejection_reasons",
+    "resume_diagnostics",
     "resume_verdict",
     "tracked_resume_verdict",
 ]
+
+
+def paired_call_ids(events: Sequence[RuntimeEvent]) -> frozenset[str]:
+    """Provider call ids with an earlier non-partial call and a later same-named response.
+
+    Pairing keys on the bare provider id (not the invocation), as the provider sees it; the
+    latest earlier call with that id is the one a response is matched against.
+    """
+    calls: dict[str, FunctionCallContent] = {}
+    paired: set[str] = set()
+    for event in events:
+        if event.partial:
+            continue
+        content = event.content
+        if isinstance(content, FunctionCallContent):
+            calls[content.id] = content
+        elif isinstance(content, FunctionResponseContent):
+            earlier = calls.get(content.id)
+            if earlier is not None and earlier.name == content.name:
+                paired.add(content.id)
+    return frozenset(paired)
+
+
+def provider_replay_subset(events: Sequence[RuntimeEventInput]) -> list[RuntimeEvent]:
+    """The legal provider-replay subset of ``events``, in ledger order.
+
+    Drops partial and hidden events, and calls/responses whose id is not paired; keeps every
+    content-less fact and every other content event (text, thinking, error).
+    """
+    decoded = decode_events(events)
+    paired = paired_call_ids(decoded)
+    subset: list[RuntimeEvent] = []
+    for event in decoded:
+        if event.partial or event.model_visibility == "hidden":
+            continue
+        content = event.content
+        if isinstance(content, FunctionCallContent | FunctionResponseContent):
+            if content.id in paired:
+                subset.append(event)
+        else:
+            subset.append(event)
+    return subset
+
+
+class GrowingReplay:
+    """``provider_replay_subset`` of a ledger that only grows, extended by its new events.
+
+    Why: the agent loop asks for its run's replay before every provider call; projecting every
+    event again made a turn quadratic in its steps (issue 23, target 4). Pairing only ever adds
+    ids, so the subset of the whole is the subset of the prefix plus the tail's, unless the
+    tail pairs an id an earlier visible call or response carries: then that earlier event joins
+    and the subset is projected again from every event held (the plain function, ADR 0046).
+    """
+
+    def __init__(self) -> None:
+        self._events: list[RuntimeEvent] = []
+        self._calls: dict[str, FunctionCallContent] = {}  # the latest non-partial call per id
+        self._paired: set[str] = set()
+        self._held_ids: set[str] = set()  # ids of visible, complete calls and responses held
+        self._subset: list[RuntimeEvent] = []
+        self._subset_call_ids: set[str] = set()
+
+    @property
+    def count(self) -> int:
+        """How many events of the ledger are held (the next read starts after them)."""
+        return len(self._events)
+
+    @property
+    def subset(self) -> tuple[RuntimeEvent, ...]:
+        """``provider_replay_subset`` of every event held."""
+        return tuple(self._subset)
+
+    @property
+    def call_ids(self) -> frozenset[str]:
+        """The ids of the function calls in :attr:`subset`."""
+        return frozenset(self._subset_call_ids)
+
+    def extend(self, events: Sequence[RuntimeEvent]) -> None:
+        """Hold ``events``, the ledger's events after the ones held, in ledger order."""
+        newly_paired = [call_id for call_id in self._pair(events) if call_id in self._held_ids]
+        self._events.extend(events)
+        for event in events:
+            content = event.content
+            visible = not event.partial and event.model_visibility != "hidden"
+            if visible and isinstance(content, FunctionCallContent | FunctionResponseContent):
+                self._held_ids.add(content.id)
+        if newly_paired:
+            self._subset = provider_replay_subset(self._events)
+            self._subset_call_ids = set()
+            self._note_calls(self._subset)
+            return
+        tail = self._visible(events)
+        self._subset.extend(tail)
+        self._note_calls(tail)
+
+    def _pair(self, events: Sequence[RuntimeEvent]) -> list[str]:
+        """``paired_call_ids``' fold over ``events``; the ids it pairs for the first time."""
+        newly: list[str] = []
+        for event in events:
+            if event.partial:
+                continue
+            content = event.content
+            if isinstance(content, FunctionCallContent):
+                self._calls[content.id] = content
+            elif isinstance(content, FunctionResponseContent):
+                earlier = self._calls.get(content.id)
+                paired = earlier is not None and earlier.name == content.name
+                if paired and content.id not in self._paired:
+                    self._paired.add(content.id)
+                    newly.append(content.id)
+        return newly
+
+    def _visible(self, events: Sequence[RuntimeEvent]) -> list[RuntimeEvent]:
+        """``provider_replay_subset``'s filter, with the pairs of every event held."""
+        kept: list[RuntimeEvent] = []
+        for event in events:
+            if event.partial or event.model_visibility == "hidden":
+                continue
+            content = event.content
+            if isinstance(content, FunctionCallContent | FunctionResponseContent):
+                if content.id in self._paired:
+                    kept.append(event)
+            else:
+                kept.append(event)
+        return kept
+
+    def _note_calls(self, events: Sequence[RuntimeEvent]) -> None:
+        for event in events:
+            if event.function_call is not None:
+                self._subset_call_ids.add(event.function_call.id)
+
+
+#: ``(callEventId, toolCallId, toolName)`` of a hidden nested call with an indeterminate outcome.
+HiddenPendingCall = tuple[str, str, str | None]
+
+#: Resolver issues that keep their own diagnostic code; every other one is tool_ledger_corruption.
+_SELF_NAMED_ISSUES = frozenset(
+    {"protocol_marker_invalid", "duplicate_event_id", "semantic_lane_conflict"}
+)
+
+#: Diagnostics that make a prefix unsafe to replay (all map to ``dangling_tool_state``): every
+#: diagnostic-only code but the cwd note, which never blocks a replay.
+_DANGLING_CODES = frozenset(get_args(DiagnosticOnlyCode)) - {
+    "workspace_location_changed",
+    "operator_attested",
+}
+
+_OPERATION_DIAGNOSTICS: dict[str, tuple[DiagnosticCode, str]] = {
+    "indeterminate": ("pending_tool_result", "tool call has no committed result; outcome unknown"),
+    "not_dispatched": (
+        "tool_not_dispatched",
+        "tool call never crossed the durable dispatch boundary",
+    ),
+    "corruption": ("tool_recovery_corruption", "tool operation facts contradict each other"),
+    "parked": ("tool_recovery_parked", "tool recovery ended in a parked decision"),
+}
+
+_ISSUE_MESSAGES: dict[str, str] = {
+    "protocol_marker_invalid": "tool-boundary protocol marker is only valid on the first event",
+    "duplicate_event_id": "an immutable event id occurs more than once",
+    "semantic_lane_conflict": "event does not fit exactly one tool-fact lane",
+}
+
+
+def resume_diagnostics(
+    events: Sequence[RuntimeEvent],
+    operations: Sequence[ToolOperation],
+    resolution: Resolution,
+    hidden_pending: Sequence[HiddenPendingCall],
+    expected_high_water: int | None,
+) -> list[Diagnostic]:
+    """All diagnostics in the emission order of docs/reference/phase0.md#diagnostics."""
+    return [
+        *_high_water_mismatch(len(events), expected_high_water),
+        *_unsettled_operations(operations),
+        *_resolver_issues(resolution),
+        *_call_less_corruption(resolution),
+        *_hidden_pending_calls(hidden_pending),
+        *_unmatched_results(events, operations),
+    ]
+
+
+def rejection_reasons(diagnostics: Sequence[Diagnostic]) -> tuple[ResumeRejectionReason, ...]:
+    """The distinct rejection reasons the diagnostics imply, in first-appearance order."""
+    reasons: dict[ResumeRejectionReason, None] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code == "runtime_offset_mismatch":
+            reasons.setdefault("runtime_offset_mismatch")
+        elif diagnostic.code in _DANGLING_CODES:
+            reasons.setdefault("dangling_tool_state")
+    return tuple(reasons)
+
+
+def _high_water_mismatch(actual: int, expected: int | None) -> Iterator[Diagnostic]:
+    """Step 1: the caller expected another high-water (e.g. a checkpoint's)."""
+    if expected is not None and expected != actual:
+        yield Diagnostic(
+            code="runtime_offset_mismatch",
+            message="committed high-water differs from the expected high-water",
+            detail={
+                "expectedRuntimeEventHighWater": expected,
+                "actualRuntimeEventHighWater": actual,
+            },
+        )
+
+
+def _unsettled_operations(operations: Sequence[ToolOperation]) -> Iterator[Diagnostic]:
+    """Step 2: every model-facing operation that did not settle, in scanner order."""
+    for operation in operations:
+        if operation.status in _OPERATION_DIAGNOSTICS:
+            code, message = _OPERATION_DIAGNOSTICS[operation.status]
+            yield Diagnostic(
+                code=code,
+                message=message,
+                event_id=operation.call_runtime_event_id,
+                tool_call_id=operation.tool_call_id,
+                tool_name=operation.tool_name,
+            )
+
+
+def _resolver_issues(resolution: Resolution) -> Iterator[Diagnostic]:
+    """Step 3: every resolver issue; three keep their own code, the rest are corruption."""
+    for issue in resolution.issues:
+        if issue.code in _SELF_NAMED_ISSUES:
+            yield Diagnostic(
+                code=issue.code,
+                message=_ISSUE_MESSAGES[issue.code],
+                event_id=issue.event_id,
+            )
+        else:
+            yield Diagnostic(
+                code="tool_ledger_corruption",
+                message=f"immutable tool ledger is corrupt: {issue.code}",
+                event_id=issue.event_id,
+                detail={"issueCode": issue.code},
+            )
+
+
+def _call_less_corruption(resolution: Resolution) -> Iterator[Diagnostic]:
+    """Step 4: corrupt decisions without a call, except an orphan response (step 6 reports it
+    as an unmatched result, and it must not be reported twice)."""
+    for decision in resolution.decisions:
+        if (
+            decision.status != "corruption"
+            or decision.call_runtime_event_id is not None
+            or decision.reason == "orphan_response"
+        ):
+            continue
+        yield Diagnostic(
+            code="tool_recovery_corruption",
+            message=f"tool fact has no function call: {decision.reason}",
+            event_id=decision.dispatch_runtime_event_id or decision.response_runtime_event_id,
+            tool_call_id=decision.tool_call_id,
+            tool_name=decision.tool_name,
+        )
+
+
+def _hidden_pending_calls(hidden_pending: Sequence[HiddenPendingCall]) -> Iterator[Diagnostic]:
+    """Step 5: hidden nested calls with no outcome are still possible side effects."""
+    for call_event_id, tool_call_id, tool_name in hidden_pending:
+        yield Diagnostic(
+            code="pending_tool_result",
+            message="hidden nested tool call has no committed result; outcome unknown",
+            event_id=call_event_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+        )
+
+
+def _unmatched_results(
+    events: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
+) -> Iterator[Diagnostic]:
+    """Step 6: committed visible results with no matching call, or naming another tool."""
+    by_call_id = {operation.tool_call_id: operation for operation in operations}
+    for event in events:
+        response = event.content
+        if (
+            not isinstance(response, FunctionResponseContent)
+            or event.partial
+            or event.model_visibility == "hidden"
+        ):
+            continue
+        matched = by_call_id.get(response.id)
+        if matched is None:
+            yield Diagnostic(
+                code="unmatched_tool_result",
+                message="tool result has no earlier matching tool call",
+                event_id=event.id,
+                tool_call_id=response.id,
+                tool_name=response.name,
+            )
+        elif matched.tool_name != response.name:
+            yield Diagnostic(
+                code="tool_name_mismatch",
+                message="tool result names a different tool than its call",
+                event_id=event.id,
+                tool_call_id=response.id,
+                tool_name=response.name,
+                detail={"callToolName": matched.tool_name, "responseToolName": response.name},
+            )
+
+
+def attestation_diagnostics(
+    operations: Sequence[ToolOperation], attestations: Sequence[OperatorAttestation]
+) -> Iterator[Diagnostic]:
+    """``operator_attested`` for every operation settled by an operator's attestation (ADR
+    0022), after the table's diagnostics: provenance, never a reason to block. Only attestations
+    whose response is in the planned prefix are reported."""
+    by_response = {a.response_event_id: a for a in attestations}
+    for operation in operations:
+        attestation = by_response.get(operation.response_runtime_event_id or "")
+        if attestation is None:
+            continue
+        outcome = "applied" if attestation.applied else "not applied"
+        yield Diagnostic(
+            code="operator_attested",
+            message=f"outcome attested as {outcome} by an operator",
+            event_id=attestation.response_event_id,
+            tool_call_id=operation.tool_call_id,
+            tool_name=operation.tool_name,
+            detail=attestation.to_detail(),
+        )
+
 
 #: Instruction handed to the model whenever a tool outcome is unknown (exact text,
 #: docs/reference/phase0.md#directive).

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from maka_es.aio import AsyncRuntimeApplication
-from maka_es.continuation.session_history import session_history
+from maka_es.continuation.lineage import session_history
 from maka_es.errors import InvalidPlanRequestError, SessionHistoryError
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn, ScriptedProvider
 from maka_es.testing.probes import store_snapshot

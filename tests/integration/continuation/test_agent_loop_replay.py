@@ -17,7 +17,7 @@ import pytest
 from maka_es import HostConfig, RuntimeApplication
 from maka_es.ledger.service import Ledger
 from maka_es.providers.protocol import ProviderRequest, ProviderTurn
-from maka_es.resume.replay import provider_replay_subset
+from maka_es.resume.plan import provider_replay_subset
 from maka_es.testing.builders import event_ids
 from maka_es.tooljournal.runtime import Tool, ToolContext
 from maka_es.wire.codec import canonical_json

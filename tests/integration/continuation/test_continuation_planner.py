@@ -16,7 +16,7 @@ from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.model.boundary import build_segment, manifest_digest
 from maka_es.continuation.model.plan import ContinuationPlan
 from maka_es.continuation.model.replay import build_composite_replay
-from maka_es.continuation.planner import PlannerSettings
+from maka_es.continuation.service import PlannerSettings
 from maka_es.errors import InvalidPlanRequestError
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import store_snapshot

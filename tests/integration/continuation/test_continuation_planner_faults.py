@@ -22,7 +22,7 @@ from maka_es.app import RuntimeApplication
 from maka_es.continuation.claims import RunReader
 from maka_es.continuation.host import HostObservation, StaticHostInspector
 from maka_es.continuation.model.plan import ContinuationPlan
-from maka_es.continuation.planner import ContinuationPlanner
+from maka_es.continuation.service import ContinuationPlanner
 from maka_es.errors import RunNotFoundError, StoreUnavailableError
 from maka_es.ledger.ports import is_store_fault, store_fault_class
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header

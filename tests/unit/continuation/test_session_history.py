@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from maka_es.continuation.session_history import checked_history_turns, session_history
+from maka_es.continuation.lineage import checked_history_turns, session_history
 from maka_es.errors import InvalidPlanRequestError, SessionHistoryError
 from maka_es.providers.export import to_openai_chat_messages
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header

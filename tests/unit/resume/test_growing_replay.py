@@ -14,7 +14,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from maka_es.resume.replay import GrowingReplay, provider_replay_subset
+from maka_es.resume.plan import GrowingReplay, provider_replay_subset
 from maka_es.testing.builders import Events, Spine, event_ids
 from maka_es.wire.events import RuntimeEvent
 

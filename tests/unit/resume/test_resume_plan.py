@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from maka_es.resume.plan import RESUME_DIRECTIVE, build_resume_plan, project_tool_operations
-from maka_es.resume.replay import provider_replay_subset
+from maka_es.resume.plan import (
+    RESUME_DIRECTIVE,
+    build_resume_plan,
+    project_tool_operations,
+    provider_replay_subset,
+)
 from maka_es.testing.builders import Events, Spine, event_ids
 from maka_es.wire.events import TOOL_BOUNDARY_PROTOCOL_V1 as T1
 from maka_es.wire.events import RuntimeEvent

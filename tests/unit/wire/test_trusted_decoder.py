@@ -27,8 +27,7 @@ from maka_es.testing.builders import Events
 from maka_es.testing.strategies import json_values, runtime_event_dicts
 from maka_es.wire.base import _SHARED_SET_IDS, TRUSTED_STORED
 from maka_es.wire.codec import canonical_json
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.trusted import trusted_event
+from maka_es.wire.events import RuntimeEvent, trusted_event
 
 KIT = Events.wire()
 

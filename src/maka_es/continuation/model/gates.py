@@ -25,13 +25,12 @@ from pydantic import Field, JsonValue, StrictBool, StrictStr
 from maka_es.continuation.model.replay import CompositeReplay, provider_item_role
 from maka_es.resume.models import Diagnostic, DiagnosticCode, ResumePlan, ResumeRejectionReason
 from maka_es.wire.codec import js_sort_key
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, RuntimeEventInput, ValueModel, decode_events
 from maka_es.wire.run_header import (
     RunHeader,
     header_matches_terminal,
     run_status_for_terminal_event,
 )
-from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "ContinuationInputs",

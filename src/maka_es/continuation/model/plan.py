@@ -83,8 +83,7 @@ from maka_es.continuation.model.replay import (
 )
 from maka_es.resume.models import Diagnostic, ResumeRejectionReason
 from maka_es.resume.plan import build_resume_plan
-from maka_es.wire.events import RuntimeEvent
-from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
+from maka_es.wire.events import RuntimeEvent, RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "REPLAY_PARK_REASONS",

@@ -56,10 +56,12 @@ from maka_es.wire.events import (
     FunctionCallContent,
     FunctionResponseContent,
     RuntimeEvent,
+    RuntimeEventInput,
     TextContent,
     ThinkingContent,
+    ValueModel,
+    decode_events,
 )
-from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "CompositeReplay",

@@ -46,9 +46,8 @@ from pydantic.dataclasses import dataclass
 from maka_es.errors import InvalidRunHeaderError, InvalidRuntimeEventError
 from maka_es.wire.base import TRUSTED_STORED, loads_js
 from maka_es.wire.codec import canonical_json, has_lone_surrogate
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, trusted_event
 from maka_es.wire.run_header import RunHeader
-from maka_es.wire.trusted import trusted_event
 
 #: Milliseconds since the epoch. The library stamps integers (as the reference's ``Date.now()``);
 #: ``float`` stays readable for facts an older version or another writer stored.

@@ -35,9 +35,8 @@ from maka_es.tooljournal.model.scanner import (
     ToolBoundaryProtocol,
     ToolScanner,
 )
-from maka_es.wire.events import RuntimeEvent
+from maka_es.wire.events import RuntimeEvent, RuntimeEventInput, ValueModel, decode_events
 from maka_es.wire.facts import PARKED_REASON_FOR_OBSERVATION, ParkedReason
-from maka_es.wire.values import RuntimeEventInput, ValueModel, decode_events
 
 __all__ = [
     "OPERATION_ISSUE_PRIORITY",

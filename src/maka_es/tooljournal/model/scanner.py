@@ -35,9 +35,9 @@ from maka_es.wire.events import (
     FunctionResponseContent,
     LaneClassification,
     RuntimeEvent,
+    ValueModel,
     classify_lane,
 )
-from maka_es.wire.values import ValueModel
 
 __all__ = [
     "EventRef",
