@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from maka_es.adapters import run_loader
@@ -68,12 +70,20 @@ def full_folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return folds
 
 
-def _write(store: str, steps: int = 4) -> None:
-    """A current status table, then one completed run and the interrupted :data:`RUNS`."""
+def _write(
+    store: str,
+    steps: int = 4,
+    runs: dict[str, ToolRecoveryMode | None] = RUNS,
+    *,
+    current: bool = True,
+) -> None:
+    """A status table brought current (unless not ``current``), then ``runs`` interrupted
+    runs (their recovery mode; ``None``: no call left open) of ``steps`` settled steps."""
     app = RuntimeApplication.open(store, clock=FixedClock(), tools=[echo([])])
     app.open_session("s1", "/workspace")
-    app.recover()
-    for run_id, mode in RUNS.items():
+    if current:
+        app.recover()
+    for run_id, mode in runs.items():
         app.ledger.create_run(run_header(Spine(invocation_id=f"i-{run_id}", run_id=run_id)))
         kit = Events.wire(Spine(invocation_id=f"i-{run_id}", run_id=run_id))
         app.ledger.append_events(run_id, [kit.user("go", event_id=f"u-{run_id}", marker=True)])
@@ -91,7 +101,7 @@ def _write(store: str, steps: int = 4) -> None:
     app.close()
 
 
-def _recover(store: str, *, plain: bool) -> tuple[Any, ...]:
+def _recover(store: str, *, plain: bool, run_ids: Iterable[str] = RUNS) -> tuple[Any, ...]:
     """What a fresh application's recovery decides and leaves behind."""
     runs: list[str] = []
     env = {FAST_PATHS_ENV: "n"} if plain else None
@@ -99,8 +109,8 @@ def _recover(store: str, *, plain: bool) -> tuple[Any, ...]:
     try:
         report = app.recover()
         rows = app.recovery_status.all()
-        ledgers = {run_id: app.ledger.read_run_payloads(run_id) for run_id in RUNS}
-        headers = {run_id: app.get_run_header(run_id) for run_id in RUNS}
+        ledgers = {run_id: app.ledger.read_run_payloads(run_id) for run_id in run_ids}
+        headers = {run_id: app.get_run_header(run_id) for run_id in run_ids}
         return report, rows, runs, ledgers, headers
     finally:
         app.close()
@@ -146,3 +156,32 @@ def test_recovery_decides_as_the_plain_loader(tmp_path: Path) -> None:
         "bare-1": "failed",
     }
     assert all(not row.needs_attention for row in rows if not row.run_id.startswith("await"))
+
+
+MODES: list[ToolRecoveryMode | None] = [None, "never_auto_retry", "idempotent", "outcome_unknown"]
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    modes=st.lists(st.sampled_from(MODES), min_size=1, max_size=4),
+    steps=st.integers(min_value=0, max_value=3),
+    current=st.booleans(),
+)
+def test_generated_stores_recover_as_with_the_plain_loader(
+    tmp_path_factory: pytest.TempPathFactory,
+    modes: list[ToolRecoveryMode | None],
+    steps: int,
+    current: bool,
+) -> None:
+    """Interrupted runs of generated modes and lengths, the status table current or never
+    brought up to date: the fast side's recovery equals the plain loader's on a copy."""
+    folder = tmp_path_factory.mktemp("generated")
+    store, reference = str(folder / "maka.sqlite"), str(folder / "reference.sqlite")
+    runs = {f"g-{n}": mode for n, mode in enumerate(modes)}
+    _write(store, steps, runs, current=current)
+    shutil.copy(store, reference)
+    recovered = _recover(store, plain=False, run_ids=runs)
+    assert recovered == _recover(reference, plain=True, run_ids=runs)
+    assert {r.run_id for r in recovered[0].repairs} == set(runs)
