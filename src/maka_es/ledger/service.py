@@ -51,7 +51,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from maka_es import failpoints
 from maka_es.errors import (
@@ -88,6 +88,8 @@ from maka_es.tooljournal.model.operation import ToolOperationState
 from maka_es.tooljournal.model.resolver import Resolution
 from maka_es.wire.events import RuntimeEvent, as_runtime_event
 from maka_es.wire.run_header import RunHeader, terminal_header_patch
+
+T = TypeVar("T")
 
 #: Called after a successful append with the newly committed events (host hook).
 OnCommitted = Callable[[str, Sequence[RuntimeEvent]], None]
@@ -172,6 +174,14 @@ class Ledger:
         """The Run aggregate (a read: its deciders return facts, they never save). Inside a
         command, the commands' cached state; outside one, the calling thread's own."""
         return self._store.load_run(run_id)
+
+    def read_run(self, run_id: str, view: Callable[[Run], T]) -> T:
+        """``view`` of the Run on a state no command changes while it runs: the commands'
+        cached state while no command runs, else this thread's own (the store's ``read_run``).
+        Why next to :meth:`load_run`: a reader that looks at a run several times (startup
+        recovery) shares the one cached Run the commands and the recovery read model fold,
+        instead of folding it once more into its own thread's cache."""
+        return self._store.read_run(run_id, view)
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -116,6 +116,7 @@ from maka_es.continuation.claims import (
 )
 from maka_es.errors import MakaError
 from maka_es.ledger.host_leases import HostLeases
+from maka_es.ledger.model.ownership import RunOwner
 from maka_es.ledger.model.run import Run
 from maka_es.ledger.ports import is_store_fault
 from maka_es.ledger.service import Ledger
@@ -235,8 +236,14 @@ def awaits_only_the_operator(run: Run) -> bool:
 
 
 def unsettled_operations(ledger: Ledger, run_id: str) -> list[ToolOperationState]:
-    """Operations of ``run_id`` with T1 and neither T2 nor a recovery decision."""
-    return [op for op in ledger.load_run(run_id).tool_operations if op.is_unsettled]
+    """Operations of ``run_id`` with T1 and neither T2 nor a recovery decision (read on the
+    commands' cached Run while no command runs, so recovery folds a run once, see
+    :meth:`Ledger.read_run`)."""
+    return ledger.read_run(run_id, _unsettled)
+
+
+def _unsettled(run: Run) -> list[ToolOperationState]:
+    return [op for op in run.tool_operations if op.is_unsettled]
 
 
 def settle_run_tools(
@@ -281,10 +288,14 @@ def _call_events(ledger: Ledger, run_id: str) -> dict[str, RuntimeEvent]:
     wins, as in a map of every event."""
     wanted = {op.call_event_id for op in unsettled_operations(ledger, run_id)}
     wanted.discard(None)
-    found: dict[str, RuntimeEvent] = {}
     if not wanted:
-        return found
-    for event in ledger.load_run(run_id).events_newest_first():
+        return {}
+    return ledger.read_run(run_id, lambda run: _newest_with_ids(run, wanted))
+
+
+def _newest_with_ids(run: Run, wanted: set[str | None]) -> dict[str, RuntimeEvent]:
+    found: dict[str, RuntimeEvent] = {}
+    for event in run.events_newest_first():
         if event.id in wanted:
             found[event.id] = event
             wanted.discard(event.id)
@@ -341,35 +352,38 @@ def sort_by_owner(
         sorting.kept.extend(run_ids)
         return sorting
     for run_id in run_ids:
-        run = ledger.load_run(run_id)
-        verdict = ownership.verdict(run)
+        verdict, owner, lags = ledger.read_run(
+            run_id, lambda run: (ownership.verdict(run), run.owner, header_lags(run))
+        )
         if verdict == "held":
-            owner = run.owner
             assert owner is not None
             detail = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
             sorting.repairs.append((run_id, "left_own_live_run", detail))
             continue
-        if verdict == "expired" and (header_lags(run) or would_end(run_id)):
-            previous = run.owner
+        if verdict == "expired" and (lags or would_end(run_id)):
+            previous = owner
             if ownership.take_over(run_id):
-                owner = ledger.load_run(run_id).owner
+                owner = ledger.read_run(run_id, _owner)
                 assert previous is not None
                 assert owner is not None
                 detail = {"previousHostId": previous.host_id, "epoch": owner.epoch}
                 sorting.repairs.append((run_id, "owner_taken_over", detail))
                 sorting.kept.append(run_id)
                 continue
-            run = ledger.load_run(run_id)  # another host took it over first, or deferred
+            owner = ledger.read_run(run_id, _owner)  # another host took it over first, or deferred
         elif verdict != "live":
             sorting.kept.append(run_id)
             continue
-        owner = run.owner
         assert owner is not None
         left: dict[str, Any] = {"ownerHostId": owner.host_id, "ownerEpoch": owner.epoch}
         if verdict == "expired" and ownership.store_waited_recently():
             left["deferred"] = "store_was_locked"
         sorting.repairs.append((run_id, "left_live_owner", left))
     return sorting
+
+
+def _owner(run: Run) -> RunOwner | None:
+    return run.owner
 
 
 # === the start-only rule ==========================================================================
@@ -408,6 +422,11 @@ def owner_is_gone(ownership: HostLeases | None, run: Run) -> bool:
     ones): the run is this host's previous incarnation's, or this recovery just took it over
     from an expired owner (both ``own``: a run recovery took over is no live turn)."""
     return ownership is not None and ownership.verdict(run) == "own"
+
+
+def _done(repair: Repair | None) -> Callable[[], Repair | None]:
+    """A repair decided with nothing to write."""
+    return lambda: repair
 
 
 # === startup recovery =============================================================================
@@ -532,7 +551,9 @@ class StartupRecovery:
         """Whether :meth:`_repair_run` would append a terminal to ``run_id`` once its owner is
         gone: no terminal event, not sealed by a claim; a bare continuation start only under
         its rule (the start-only rule above). Tools are settled first when this says yes."""
-        run = self.ledger.load_run(run_id)
+        return self.ledger.read_run(run_id, self._ends)
+
+    def _ends(self, run: Run) -> bool:
         if run.terminal_event is not None or run.sealed_by is not None:
             return False
         # a bare start is one event: a longer run's history is not read (ADR 0012)
@@ -546,8 +567,8 @@ class StartupRecovery:
         expired owner's run over (ADR 0021). A run awaiting only the operator gets no write;
         taken over by a sweeping host, it would fence every attestation and fork from another
         host id while that host lives. The operator's action takes it over itself."""
-        return self._would_end(run_id) and not awaits_only_the_operator(
-            self.ledger.load_run(run_id)
+        return self._would_end(run_id) and not self.ledger.read_run(
+            run_id, awaits_only_the_operator
         )
 
     # -- claims -----------------------------------------------------------------------------------
@@ -635,30 +656,37 @@ class StartupRecovery:
 
     def _repair_run(self, run_id: str) -> Repair | None:
         """Repair one run; its history is read only for a run with a terminal event or a
-        single event (an interrupted run's reason reads from its last event back, ADR 0012)."""
-        run = self.ledger.load_run(run_id)
+        single event (an interrupted run's reason reads from its last event back, ADR 0012).
+        Decided on a view of the Run (:meth:`Ledger.read_run`: the commands' cached Run the
+        earlier steps read, no fold of its own), written after the view."""
+        return self.ledger.read_run(run_id, self._repair_of)()
+
+    def _repair_of(self, run: Run) -> Callable[[], Repair | None]:
+        """What :meth:`_repair_run` writes for ``run``: every value is read from the Run here,
+        the returned step only writes."""
         header: RunHeader = run.header
         # the Run tracks its first terminal event: none tracked means none committed
         terminals = [] if run.terminal_event is None else [e for e in run.events if e.is_terminal]
         if len(terminals) > 1:
-            return Repair(run_id, "left_ambiguous", {"terminalEvents": len(terminals)})
+            return _done(Repair(run.run_id, "left_ambiguous", {"terminalEvents": len(terminals)}))
         if header.is_terminal:
             if not terminals:
-                return self._recover_missing_terminal(header)
+                return lambda: self._recover_missing_terminal(header)
             if header_matches_terminal(header, terminals[0]):
-                return None
-            return self._repair_header(header, terminals[0], MISSING_TERMINAL)
+                return _done(None)
+            return lambda: self._repair_header(header, terminals[0], MISSING_TERMINAL)
         if terminals:
-            return self._repair_header(header, terminals[0], APP_RESTARTED)
-        events = run.events if run.high_water == 1 else ()
+            return lambda: self._repair_header(header, terminals[0], APP_RESTARTED)
+        events = tuple(run.events) if run.high_water == 1 else ()
         if is_bare_continuation_start(header, events):
             start = events[0].actions.continuation_start if events[0].actions else None
             if start is None or start.provenance == "runtime_admission":
                 return self._repair_start_only(run)
             claim = self.claims.get_claim(start.claim_id)
             claimed_at = events[0].ts if claim is None else claim.claimed_at
-            return self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
-        return self._recover_terminal(header, run.events_newest_first())
+            return lambda: self._end_claim_repair(start.claim_id, claimed_at, header, events[0])
+        reason = recovery_reason_newest_first(header.status, run.events_newest_first())
+        return lambda: self._terminal_recovered(header, reason)
 
     def end_forked_source(self, run_id: str) -> bool:
         """End a run the operator forks while it awaits the operator (ADR 0022 amendment): the
@@ -673,35 +701,47 @@ class StartupRecovery:
             self._recover_terminal(run.header, run.events_newest_first())
         return True
 
-    def _repair_start_only(self, run: Run) -> Repair:
+    def _repair_start_only(self, run: Run) -> Callable[[], Repair | None]:
         """A continuation or fork that holds only its runtime-admission start: ended with the
         recovered terminal when its owner is gone (``start_only_ended``; the provider may have
         been called, so ``run_interrupted``, never "before provider dispatch"), else left
-        alone (``left_live_start``: the reference's rule; ADR 0035)."""
+        alone (``left_live_start``: the reference's rule; ADR 0035). Decided on ``run``; the
+        returned step writes."""
         if not (
             may_end_bare_start(run, end_start_only_continuations=self.end_start_only)
             and owner_is_gone(self.ledger.ownership, run)
         ):
-            return Repair(run.run_id, "left_live_start")
-        reason, last_type = self._append_recovered_terminal(run.header, iter(run.events))
-        detail: dict[str, Any] = {"recoveryReason": reason, "lastEventType": last_type}
-        start = start_fact(run)
-        if start is not None:
-            detail["claimId"] = start.claim_id
-        return Repair(run.run_id, "start_only_ended", detail)
+            return _done(Repair(run.run_id, "left_live_start"))
+        header, start = run.header, start_fact(run)
+        recorded = recovery_reason_newest_first(header.status, iter(tuple(run.events)))
+
+        def end() -> Repair:
+            reason, last_type = self._append_recovered_terminal(header, recorded)
+            detail: dict[str, Any] = {"recoveryReason": reason, "lastEventType": last_type}
+            if start is not None:
+                detail["claimId"] = start.claim_id
+            return Repair(header.run_id, "start_only_ended", detail)
+
+        return end
 
     def _recover_terminal(self, header: RunHeader, newest_first: Iterator[RuntimeEvent]) -> Repair:
         """No terminal fact: the recovered terminal (the tools settled what they could before,
         in :meth:`_settle_tools`; what stays indeterminate keeps Phase 0 ``blocked``)."""
-        reason, _ = self._append_recovered_terminal(header, newest_first)
+        recorded = recovery_reason_newest_first(header.status, newest_first)
+        return self._terminal_recovered(header, recorded)
+
+    def _terminal_recovered(self, header: RunHeader, recorded: tuple[str, str | None]) -> Repair:
+        """:meth:`_recover_terminal` with its reason read before (``recorded``)."""
+        reason, _ = self._append_recovered_terminal(header, recorded)
         return Repair(header.run_id, "terminal_recovered", {"recoveryReason": reason})
 
     def _append_recovered_terminal(
-        self, header: RunHeader, newest_first: Iterator[RuntimeEvent]
+        self, header: RunHeader, recorded: tuple[str, str | None]
     ) -> tuple[str, str | None]:
-        """End the run with the recovered terminal; ``(recoveryReason, lastEventType)`` it
-        recorded (docs/reference/continuation.md#recovered-terminal)."""
-        reason, last_type = recovery_reason_newest_first(header.status, newest_first)
+        """End the run with the recovered terminal; ``recorded`` is its ``(recoveryReason,
+        lastEventType)`` (``recovery_reason_newest_first`` of the run's events, read before;
+        docs/reference/continuation.md#recovered-terminal)."""
+        reason, last_type = recorded
         delta: dict[str, Any] = {"recovered": True, "recoveryReason": reason}
         if last_type is not None:
             delta["lastEventType"] = last_type
