@@ -22,7 +22,6 @@ import json
 import sys
 import zlib
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
@@ -561,9 +560,10 @@ class ToolScanner:
 # Why: the first command after reopening a 100k-event run spent most of its time parsing the
 # snapshot's 100k ids and building the id -> position map, although a plain append only asks
 # whether its new event's id is already committed. The snapshot stores, next to the ids, a
-# sorted array of their CRC-32 values (``id_index``); ``SnapshotPositions`` answers "not committed"
-# from it with a binary search, and builds the exact map on the first id whose CRC is in the
-# array (a duplicate, or a rare collision) or on any other use. A false "maybe" only costs the
+# sorted array of their CRC-32 values (``id_index``); ``SnapshotPositions`` answers "not
+# committed" from them (a set of every segment's values, ADR 0044), and builds the exact map on
+# the first id whose CRC is in the set (a duplicate, or a rare collision) or on any other use.
+# A false "maybe" only costs the
 # map; a committed id is always in the array, so no answer differs from the full map's. The
 # body holding both is verified by its digest before it is used (ADR 0032).
 
@@ -591,13 +591,15 @@ def load_id_index(text: bytes | str) -> array[int]:
     return words
 
 
-def merge_id_indexes(texts: Iterable[bytes | str]) -> array[int]:
-    """One sorted array of the CRC-32 values of several :func:`id_index` texts (the
-    snapshot segments', ADR 0044)."""
-    words = array("I")
+def merge_id_indexes(texts: Iterable[bytes | str]) -> frozenset[int]:
+    """The set of the CRC-32 values of several :func:`id_index` texts (the snapshot
+    segments', ADR 0044). A set, not one sorted array: a membership test is all
+    ``SnapshotPositions`` asks, and building the set costs about half of sorting the
+    concatenated arrays at 100k events (issue 23, target 2)."""
+    words: set[int] = set()
     for text in texts:
-        words.extend(load_id_index(text))
-    return array("I", sorted(words))
+        words.update(load_id_index(text))
+    return frozenset(words)
 
 
 class SnapshotIds(Sequence[str]):
@@ -663,9 +665,9 @@ class SnapshotPositions(dict[str, int]):
 
     __slots__ = ("_full", "_ids", "_index")
 
-    def __init__(self, ids: SnapshotIds, index: array[int]) -> None:
+    def __init__(self, ids: SnapshotIds, index: Iterable[int]) -> None:
         super().__init__()
-        self._ids, self._index, self._full = ids, index, False
+        self._ids, self._index, self._full = ids, frozenset(index), False
 
     @property
     def built(self) -> bool:
@@ -675,9 +677,7 @@ class SnapshotPositions(dict[str, int]):
     def _maybe_snapshot_id(self, key: object) -> bool:
         if self._full or not isinstance(key, str):
             return False
-        crc, index = _crc(key), self._index
-        at = bisect_left(index, crc)
-        return at < len(index) and index[at] == crc
+        return _crc(key) in self._index
 
     def _build(self) -> None:
         if self._full:
