@@ -606,9 +606,6 @@ class SegmentIdIndex:
             words.update(words_of)
         self.crcs = frozenset(words)
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.crcs)
-
     def holders(self, crc: int) -> Iterator[int]:
         """The segments whose array has ``crc``, the last first."""
         for at in range(len(self.segments) - 1, -1, -1):
@@ -730,10 +727,11 @@ class SnapshotPositions(dict[str, int]):
 
     __slots__ = ("_full", "_ids", "_index", "_segments")
 
-    def __init__(self, ids: SnapshotIds, index: Iterable[int]) -> None:
+    def __init__(self, ids: SnapshotIds, index: Iterable[int] | SegmentIdIndex) -> None:
         super().__init__()
-        self._ids, self._index, self._full = ids, frozenset(index), False
         self._segments = index if isinstance(index, SegmentIdIndex) else None
+        crcs = index.crcs if isinstance(index, SegmentIdIndex) else frozenset(index)
+        self._ids, self._index, self._full = ids, crcs, False
 
     @property
     def built(self) -> bool:
