@@ -16,6 +16,7 @@ from maka_es.tooljournal.model.scanner import (
     SnapshotPositions,
     id_index,
     load_id_index,
+    merge_id_indexes,
 )
 
 IDS = st.text(min_size=0, max_size=6)
@@ -37,6 +38,43 @@ def test_answers_equal_the_full_map(head: list[str], tail: list[str], asked: lis
         assert lazy.get(event_id) == full.get(event_id)
     assert dict(lazy.items()) == full
     assert len(lazy) == len(full)
+
+
+def _chain(segments: list[list[str]]) -> SnapshotPositions:
+    texts = [json.dumps(ids, separators=(",", ":")).encode() for ids in segments]
+    starts = [sum(map(len, segments[:at])) for at in range(len(segments))]
+    ids = SnapshotIds(texts, sum(map(len, segments)), starts)
+    return SnapshotPositions(ids, merge_id_indexes(id_index(ids) for ids in segments))
+
+
+@given(
+    st.lists(st.lists(IDS, max_size=8), min_size=1, max_size=6),
+    st.lists(IDS, max_size=10),
+    st.lists(IDS, max_size=10),
+)
+def test_a_chain_answers_equal_the_full_map(
+    segments: list[list[str]], tail: list[str], asked: list[str]
+) -> None:
+    """A chain's ids (ADR 0044), one text and one CRC array per segment: every answer is the
+    full map's (a later duplicate wins), before and after the map is built."""
+    head = [event_id for ids in segments for event_id in ids]
+    lazy, full = _chain(segments), dict(zip(head, range(len(head)), strict=True))
+    for position, event_id in enumerate(tail, start=len(head)):
+        assert (event_id in lazy) == (event_id in full)
+        lazy[event_id] = full[event_id] = position
+    for event_id in [*asked, *head, *tail]:
+        assert (event_id in lazy) == (event_id in full)
+        assert lazy.get(event_id) == full.get(event_id)
+    assert not lazy.built  # answered from the segments
+    assert dict(lazy.items()) == full
+    assert len(lazy) == len(full)
+
+
+def test_a_chain_answers_a_crc_collision_exactly() -> None:
+    lazy = _chain([["plumless"], ["x"]])
+    assert "buckeroo" not in lazy
+    assert lazy.get("plumless") == 0
+    assert not lazy.built
 
 
 def test_a_new_id_is_answered_without_building_the_map() -> None:
@@ -71,3 +109,26 @@ def test_ids_that_do_not_match_their_count_are_a_typed_error_when_read() -> None
         list(ids)
     with pytest.raises(StoreCorruptionError):
         SnapshotPositions(ids, load_id_index(id_index(["a"]))).get("a")
+
+
+def test_an_older_id_is_found_in_its_segment_without_the_map() -> None:
+    """A chain's ids (ADR 0044): each id's position is found in the last segment holding its
+    CRC, a later duplicate winning as in the full map; nothing builds the map."""
+    texts = [id_index(["a", "b"]), id_index(["c", "a"]), id_index(["d"])]
+    ids = SnapshotIds([b'["a","b"]', b'["c","a"]', b'["d"]'], 5, [0, 2, 4])
+    positions = SnapshotPositions(ids, merge_id_indexes(texts))
+    assert [positions.get(k) for k in "abcdx"] == [3, 1, 2, 4, None]
+    assert "b" in positions
+    assert "x" not in positions
+    assert not positions.built
+    assert not ids.parsed
+    assert dict(positions) == {"a": 3, "b": 1, "c": 2, "d": 4}
+
+
+def test_a_segment_whose_ids_do_not_match_its_range_is_corruption() -> None:
+    texts = [id_index(["a", "b"]), id_index(["c"])]
+    ids = SnapshotIds([b'["a","b"]', b'["c","e"]'], 3, [0, 2])
+    positions = SnapshotPositions(ids, merge_id_indexes(texts))
+    assert positions.get("a") == 0
+    with pytest.raises(StoreCorruptionError):
+        positions.get("c")

@@ -223,7 +223,11 @@ def restore_run(data: bytes, stream_id: UUID, parts: PartReader, one: OnePart | 
         body["version"],
         RunOwner.from_json(body["owner"]),
     )
-    ids = SnapshotIds([ids for _, ids, _ in summaries], body["highWater"])
+    ids = SnapshotIds(
+        [ids for _, ids, _ in summaries],
+        body["highWater"],
+        [values["from"] for values, _, _ in summaries],
+    )
     run._snapshot_ids = ids
     run._sealed_by = body["sealedBy"]
     for row in body["attestations"]:

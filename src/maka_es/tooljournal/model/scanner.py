@@ -22,7 +22,7 @@ import json
 import sys
 import zlib
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
@@ -50,6 +50,7 @@ __all__ = [
     "ToolScanner",
     "id_index",
     "load_id_index",
+    "SegmentIdIndex",
     "merge_id_indexes",
     "forget_event",
     "same_execution",
@@ -561,9 +562,10 @@ class ToolScanner:
 # Why: the first command after reopening a 100k-event run spent most of its time parsing the
 # snapshot's 100k ids and building the id -> position map, although a plain append only asks
 # whether its new event's id is already committed. The snapshot stores, next to the ids, a
-# sorted array of their CRC-32 values (``id_index``); ``SnapshotPositions`` answers "not committed"
-# from it with a binary search, and builds the exact map on the first id whose CRC is in the
-# array (a duplicate, or a rare collision) or on any other use. A false "maybe" only costs the
+# sorted array of their CRC-32 values (``id_index``); ``SnapshotPositions`` answers "not
+# committed" from them (a set of every segment's values, ADR 0044), and builds the exact map on
+# the first id whose CRC is in the set (a duplicate, or a rare collision) or on any other use.
+# A false "maybe" only costs the
 # map; a committed id is always in the array, so no answer differs from the full map's. The
 # body holding both is verified by its digest before it is used (ADR 0032).
 
@@ -591,13 +593,35 @@ def load_id_index(text: bytes | str) -> array[int]:
     return words
 
 
-def merge_id_indexes(texts: Iterable[bytes | str]) -> array[int]:
-    """One sorted array of the CRC-32 values of several :func:`id_index` texts (the
-    snapshot segments', ADR 0044)."""
-    words = array("I")
-    for text in texts:
-        words.extend(load_id_index(text))
-    return array("I", sorted(words))
+class SegmentIdIndex:
+    """The CRC-32 values of a chain's event ids (ADR 0044): their set (is an id maybe a
+    snapshot id) and each segment's own sorted array (which segments may hold it)."""
+
+    __slots__ = ("crcs", "segments")
+
+    def __init__(self, segments: Sequence[array[int]]) -> None:
+        self.segments = segments
+        words: set[int] = set()
+        for words_of in segments:
+            words.update(words_of)
+        self.crcs = frozenset(words)
+
+    def holders(self, crc: int) -> Iterator[int]:
+        """The segments whose array has ``crc``, the last first."""
+        for at in range(len(self.segments) - 1, -1, -1):
+            words = self.segments[at]
+            found = bisect_left(words, crc)
+            if found < len(words) and words[found] == crc:
+                yield at
+
+
+def merge_id_indexes(texts: Iterable[bytes | str]) -> SegmentIdIndex:
+    """The index of several :func:`id_index` texts (the snapshot segments', ADR 0044). A set
+    and the segments' arrays, not one sorted array: a membership test is what an append asks
+    (the set costs about half of sorting the concatenated arrays at 100k events), and an
+    exact retry's position is found in the one segment holding its id, without parsing and
+    mapping every id of the run (issue 23, target 2)."""
+    return SegmentIdIndex([load_id_index(text) for text in texts])
 
 
 class SnapshotIds(Sequence[str]):
@@ -605,12 +629,50 @@ class SnapshotIds(Sequence[str]):
     themselves parsed from the snapshot's JSON text (or texts, one per segment, concatenated;
     ADR 0044) on first use."""
 
-    __slots__ = ("_count", "_ids", "_text")
+    __slots__ = ("_count", "_ids", "_maps", "_parts", "_starts", "_text")
 
-    def __init__(self, text: bytes | Sequence[bytes], count: int) -> None:
+    def __init__(
+        self, text: bytes | Sequence[bytes], count: int, starts: Sequence[int] = (0,)
+    ) -> None:
         self._text = [text] if isinstance(text, bytes) else text
         self._count = count
         self._ids: list[str] | None = None
+        #: each text's first position (a segment's ``from``), and the texts read so far alone
+        self._starts = starts
+        self._parts: dict[int, list[str]] = {}
+        self._maps: dict[int, dict[str, int]] = {}
+
+    def _part(self, at: int) -> list[str]:
+        """The ids of text ``at`` alone; their number must match the segment's range."""
+        part = self._parts.get(at)
+        if part is None:
+            part = json.loads(self._text[at])
+            end = self._starts[at + 1] if at + 1 < len(self._starts) else self._count
+            if (
+                not isinstance(part, list)
+                or len(part) != end - self._starts[at]
+                or not all(isinstance(i, str) for i in part)
+            ):
+                raise StoreCorruptionError("a run snapshot's event ids do not match its count")
+            self._parts[at] = part
+        return part
+
+    def position_in(self, at: int, event_id: str) -> int | None:
+        """The last position of ``event_id`` among the ids of text ``at`` (``None``: not
+        there), parsing and mapping that text only."""
+        mapped = self._maps.get(at)
+        if mapped is None:
+            part, start = self._part(at), self._starts[at]
+            mapped = self._maps[at] = dict(zip(part, range(start, start + len(part)), strict=True))
+        return mapped.get(event_id)
+
+    def _one(self, index: int) -> str:
+        """The id at ``index`` (0-based, not negative), from its text alone until all are
+        parsed (an exact retry's check of one older event, issue 23, target 2)."""
+        if self._ids is not None or not 0 <= index < self._count:
+            return self._list()[index]
+        at = bisect_right(self._starts, index) - 1
+        return self._part(at)[index - self._starts[at]]
 
     @property
     def parsed(self) -> bool:
@@ -643,6 +705,8 @@ class SnapshotIds(Sequence[str]):
     @overload
     def __getitem__(self, index: slice) -> list[str]: ...
     def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, int) and index >= 0:
+            return self._one(index)
         return self._list()[index]
 
     def __iter__(self) -> Iterator[str]:
@@ -661,11 +725,13 @@ class SnapshotPositions(dict[str, int]):
     restore go in as usual) and answers a snapshot id's membership from the CRC index; builds the
     full map (snapshot ids first, later positions win) when an answer needs it."""
 
-    __slots__ = ("_full", "_ids", "_index")
+    __slots__ = ("_full", "_ids", "_index", "_segments")
 
-    def __init__(self, ids: SnapshotIds, index: array[int]) -> None:
+    def __init__(self, ids: SnapshotIds, index: Iterable[int] | SegmentIdIndex) -> None:
         super().__init__()
-        self._ids, self._index, self._full = ids, index, False
+        self._segments = index if isinstance(index, SegmentIdIndex) else None
+        crcs = index.crcs if isinstance(index, SegmentIdIndex) else frozenset(index)
+        self._ids, self._index, self._full = ids, crcs, False
 
     @property
     def built(self) -> bool:
@@ -675,9 +741,7 @@ class SnapshotPositions(dict[str, int]):
     def _maybe_snapshot_id(self, key: object) -> bool:
         if self._full or not isinstance(key, str):
             return False
-        crc, index = _crc(key), self._index
-        at = bisect_left(index, crc)
-        return at < len(index) and index[at] == crc
+        return _crc(key) in self._index
 
     def _build(self) -> None:
         if self._full:
@@ -688,23 +752,39 @@ class SnapshotPositions(dict[str, int]):
         dict.update(self, zip(self._ids, range(len(self._ids)), strict=True))
         dict.update(self, after)
 
-    def __contains__(self, key: object) -> bool:
+    def _position(self, key: object) -> int | None:
+        """``key``'s position, as the full map would answer it (``None``: not in it). An id
+        put after the restore is later than every snapshot id, so it wins; a snapshot id is
+        looked up in the segments holding its CRC (the last first, as later positions win)
+        without building the map, when the index has the segments' arrays."""
+        if not isinstance(key, str):
+            return None
         if dict.__contains__(self, key):
-            return True
+            return dict.__getitem__(self, key)
         if not self._maybe_snapshot_id(key):
-            return False
-        self._build()
-        return dict.__contains__(self, key)
+            return None
+        segments = self._segments
+        if segments is None:
+            self._build()
+            return dict.get(self, key)
+        for at in segments.holders(_crc(key)):
+            position = self._ids.position_in(at, key)
+            if position is not None:
+                return position
+        return None
+
+    def __contains__(self, key: object) -> bool:
+        return self._position(key) is not None
 
     def get(self, key: str, default: Any = None) -> Any:
-        if key in self:
-            return dict.__getitem__(self, key)
-        return default
+        position = self._position(key)
+        return default if position is None else position
 
     def __getitem__(self, key: str) -> int:
-        if key in self:
-            return dict.__getitem__(self, key)
-        raise KeyError(key)
+        position = self._position(key)
+        if position is None:
+            raise KeyError(key)
+        return position
 
     def __delitem__(self, key: str) -> None:
         """Undoing a prospective step's new id (``ToolScanner._put``) builds nothing: an id

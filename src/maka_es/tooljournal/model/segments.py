@@ -26,6 +26,7 @@ from maka_es.tooljournal.model.scanner import (
     EventRef,
     ResolverIssue,
     ScannedOperation,
+    SegmentIdIndex,
     SnapshotIds,
     SnapshotPositions,
     ToolBoundaryProtocol,
@@ -425,7 +426,7 @@ def restore_scan(
     segments: Sequence[Mapping[str, Any]],
     operations: tuple[SegmentTexts, SegmentText],
     event_ids: SnapshotIds,
-    crc_index: array[int],
+    crc_index: Iterable[int] | SegmentIdIndex,
 ) -> _S:
     """The scan state the segments describe (each one's values of :func:`dump_scan_segment`,
     in order; ``data``: the count and protocol) as a new ``kind`` (the resolver's state), over
