@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 # The suite runs on every core (pytest-xdist); PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= auto
+# Idle workers steal queued tests from busy ones, so one long test near the end does not leave
+# the other core idle (pytest-xdist >= 3.2); ignored with PYTEST_WORKERS=0.
+XDIST_DIST := $(if $(filter 0,$(PYTEST_WORKERS)),,--dist worksteal)
 # PostgreSQL (ADR 0028): with the binaries on PATH and no server configured
 # (MAKA_ES_TEST_PG_URL unset), `make test` starts a throwaway server under build/pg itself;
 # MAKA_ES_TEST_PG=off turns that off (the PostgreSQL tests are then skipped, loudly).
@@ -48,10 +51,10 @@ layers: $(STAMP) ## Capability layers, purity, no cycles, no test kit in the lib
 	$(BIN)/lint-imports
 
 test: $(STAMP) ## The whole suite on SQLite and PostgreSQL (Hypothesis profile "ci"; long runs excluded)
-	$(PG_WRAP) env HYPOTHESIS_PROFILE=ci $(BIN)/pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(PG_WRAP) env HYPOTHESIS_PROFILE=ci $(BIN)/pytest -n $(PYTEST_WORKERS) $(XDIST_DIST) -m "not slow" $(PYTEST_ARGS)
 
 test-deep: $(STAMP) ## Everything, with the "thorough" Hypothesis profile
-	$(PG_WRAP) env HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PG_WRAP) env HYPOTHESIS_PROFILE=thorough $(BIN)/pytest -n $(PYTEST_WORKERS) $(XDIST_DIST) $(PYTEST_ARGS)
 
 demo: $(STAMP) ## Kill the example agent (maka_es.example_agent) with SIGKILL inside its Write, recover, continue
 	$(BIN)/python -m maka_es.cli.demo
