@@ -117,35 +117,35 @@ def _run_stream_id(run_id: str) -> uuid.UUID:
 
 
 def session_stream_id(session_id: str) -> uuid.UUID:
-    name = checked_text(session_id, "sessionId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/session/{name}")
+    return _named_stream("session", session_id, "sessionId")
 
 
 def invocation_stream_id(invocation_id: str) -> uuid.UUID:
-    name = checked_text(invocation_id, "invocationId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/invocation/{name}")
+    return _named_stream("invocation", invocation_id, "invocationId")
 
 
 def claim_stream_id(claim_id: str) -> uuid.UUID:
-    name = checked_text(claim_id, "claimId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/claim/{name}")
+    return _named_stream("claim", claim_id, "claimId")
 
 
 def fork_stream_id(claim_id: str) -> uuid.UUID:
-    name = checked_text(claim_id, "claimId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/fork/{name}")
+    return _named_stream("fork", claim_id, "claimId")
 
 
 def host_stream_id(host_id: str) -> uuid.UUID:
-    name = checked_text(host_id, "hostId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/host/{name}")
+    return _named_stream("host", host_id, "hostId")
 
 
 def trace_stream_id(run_id: str) -> uuid.UUID:
     """The stream of a run's trace context (ADR 0043): apart from the run's own stream, so
     recording it never moves the run's version, its snapshots or its digests."""
-    name = checked_text(run_id, "runId")
-    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/trace/{name}")
+    return _named_stream("trace", run_id, "runId")
+
+
+def _named_stream(kind: str, name: str, field: str) -> uuid.UUID:
+    """The one spelling of a stream id: ``maka_es/<kind>/<name>`` under the namespace, the
+    name checked as wire text first (``invalid_runtime_event`` naming ``field``)."""
+    return uuid.uuid5(STREAM_NAMESPACE, f"maka_es/{kind}/{checked_text(name, field)}")
 
 
 class StoredFact(BaseModel):
