@@ -32,6 +32,7 @@ from maka_es.errors import (
     TurnRefusedError,
 )
 from maka_es.integrations.openai_agents import DurableRunner, journaled_tools
+from maka_es.testing.probes import store_snapshot
 from maka_es.tooljournal.runtime import AFTER_T1, BEFORE_T2
 from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
 
@@ -329,6 +330,7 @@ def test_what_cannot_be_journaled_is_refused_before_anything_runs(
     sqlite_app: RuntimeApplication, world: World
 ) -> None:
     agent, _ = build_agent(world, [])
+    before = store_snapshot(sqlite_app).rows
     with pytest.raises(OpenAIAgentsUnsupportedError) as missing:
         DurableRunner(sqlite_app, agent)
     assert missing.value.detail["reason"] == "tool_not_in_catalogue"
@@ -346,6 +348,7 @@ def test_what_cannot_be_journaled_is_refused_before_anything_runs(
     assert world.reads == []
     assert world.outbox == []
     assert not list(sqlite_app.ledger.all_run_ids())
+    assert store_snapshot(sqlite_app).rows == before  # every refusal wrote nothing
 
 
 async def invoke_outside_a_turn(agent: Agent[Any]) -> None:
