@@ -37,7 +37,7 @@ before it ends the run (ADR 0019, ADR 0020).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -127,7 +127,7 @@ class AgentLoop:
                     if replay is None
                     else first_ids | replay.call_ids
                 )
-                _refuse_reused_call_ids(turn, used)
+                refuse_reused_call_ids(turn.outputs, used)
                 calls = self._record(target, turn, request, progress)
             except Exception as exc:
                 return progress.end("failed", exc)
@@ -206,11 +206,13 @@ class AgentLoop:
         return None
 
 
-def _refuse_reused_call_ids(turn: ProviderTurn, used: frozenset[str]) -> None:
+def refuse_reused_call_ids(outputs: Sequence[Mapping[str, Any]], used: Set[str]) -> None:
     """A call id the conversation already ``used`` (the session history included, ADR 0038)
     would pair the new call with an old result (the exporters pair by bare id and refuse a
-    repeated one) and, inside this run, name an existing operation."""
-    for index, content in enumerate(turn.outputs):
+    repeated one) and, inside this run, name an existing operation: refused before the
+    outputs are recorded (``provider_output_invalid``). The framework integrations call it
+    on their responses too."""
+    for index, content in enumerate(outputs):
         if content["kind"] == "function_call" and content["id"] in used:
             raise InvalidProviderOutputError(
                 f"provider output {index} reuses tool call id {content['id']!r}, which an "

@@ -57,9 +57,9 @@ from openai.types.responses import ResponseCompletedEvent
 from pydantic import BaseModel, ConfigDict
 
 from maka_es.app import RuntimeApplication
+from maka_es.continuation.agent_loop import call_ids, refuse_reused_call_ids
 from maka_es.continuation.turns import TurnResult
 from maka_es.errors import (
-    InvalidProviderOutputError,
     OpenAIAgentsUnsupportedError,
     OperationInterrupted,
 )
@@ -140,15 +140,8 @@ def _record_response(turn: _Turn, response: ModelResponse) -> None:
     ``<runId>-out-<n>``, calls bound to their operation ids, as the agent loop records)."""
     output = [item.model_dump(mode="json", exclude_none=True) for item in response.output]
     step = openai_responses_response({"id": response.response_id, "output": output})
-    used = set(turn.calls) | {
-        e.function_call.id for e in turn.request.conversation if e.function_call is not None
-    }
-    for index, call in enumerate(step.tool_calls):
-        if call["id"] in used:  # it would pair with an earlier call's result (ADR 0038)
-            raise InvalidProviderOutputError(
-                f"model output reuses tool call id {call['id']!r} of an earlier call",
-                detail={"index": index, "field": "id", "toolCallId": call["id"]},
-            )
+    used = set(turn.calls) | call_ids(turn.request.conversation)
+    refuse_reused_call_ids(step.outputs, used)  # the agent loop's rule (ADR 0038)
     events: list[dict[str, Any]] = []
     for content in step.outputs:
         turn.outputs += 1
