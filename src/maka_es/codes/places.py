@@ -187,7 +187,6 @@ FIRES_IN: Final[Mapping[tuple[CodeKind, str], tuple[str, ...]]] = {
     ("error", "continuation_revalidation_failed"): (),
     ("error", "provider_output_invalid"): (
         "continuation/agent_loop.py",
-        "integrations/openai_agents.py",
         "providers/formats.py",
         "providers/protocol.py",
     ),
