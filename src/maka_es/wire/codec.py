@@ -339,11 +339,20 @@ def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:
         if depth >= PLAIN_DEPTH:
             return False
         for key, item in value.items():
-            if not _is_plain_key(key, item, drop_proto):
+            # the key rules, inline (a call per key was a third of this check): non-ASCII keys
+            # may sort differently in UTF-16 and digit-led keys may be array indexes, which
+            # JavaScript lists first; the args identity's quirks are the exact encoder's.
+            if type(key) is not str or not key.isascii() or (key and key[0] in _DIGITS):
                 return False
-            if not (type(item) is str and item.isascii()) and not _is_plain(
-                item, depth + 1, drop_proto
-            ):
+            if drop_proto and (key == "__proto__" or (key in _COLLATED and type(item) is list)):
+                return False
+            if type(item) is str:
+                if item.isascii() or not has_lone_surrogate(item):
+                    continue
+                return False
+            if item is None or item is True or item is False:
+                continue
+            if not _is_plain(item, depth + 1, drop_proto):
                 return False
         return True
     if type(value) is str:
@@ -364,15 +373,6 @@ def _is_plain(value: object, depth: int, drop_proto: bool) -> bool:
         # other magnitudes than Python: only finite, non-integral floats in plain notation.
         return math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
     return value is None or type(value) is bool
-
-
-def _is_plain_key(key: object, item: object, drop_proto: bool) -> bool:
-    """Non-ASCII keys may sort differently in UTF-16 and digit-led keys may be array indexes,
-    which JavaScript lists first: both are the exact encoder's business, as are the args
-    identity's quirks."""
-    if type(key) is not str or not key.isascii() or (key and key[0] in _DIGITS):
-        return False
-    return not drop_proto or not (key == "__proto__" or (key in _COLLATED and type(item) is list))
 
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
