@@ -526,12 +526,16 @@ class OwnCommitWatch:
             head = self._heads.get(stream_id)
         if head is None or connection is None:
             return None
-        try:
-            with datastore.get_connection(commit=False) as conn:
+        pool = datastore.pool  # checked out directly: the generator context manager that
+        try:  # ``get_connection`` wraps it in was a measurable share of a step (issue 23)
+            conn = pool.get_connection(is_writer=False)
+            try:
                 raw: sqlite3.Connection = conn._sqlite_conn
                 if raw is not connection:
                     return None
                 current = raw.execute("PRAGMA data_version;").fetchone()[0]
+            finally:
+                pool.put_connection(conn)
         except Exception:  # any doubt means "read the store", which types its own faults
             return None
         return head if current == data_version else None

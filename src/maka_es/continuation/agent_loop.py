@@ -14,7 +14,9 @@ way. Each step:
    and extended by the events committed since (``GrowingReplay``, ADR 0046), so a step costs
    the same early and late in a long run;
 2. the provider's turn is **recorded** in one save: its text, thinking and tool calls, as model
-   events ``<runId>-out-<n>`` (``n`` counts on over the whole run);
+   events ``<runId>-out-<n>`` (``n`` counts on over the whole run); a turn that is one tool
+   call alone is recorded by that call's T1, which commits the call with its dispatch in one
+   transaction (ADR 0047: a step is then two commits, as a plain tool step is);
 3. a turn without a tool call ends the loop (``completed``); otherwise **each call is
    executed** in the order the model gave them, through the application's ``ToolRuntime``: T1
    before the tool runs, T2 after (docs/reference/tool-journal.md#t1-t2).
@@ -187,9 +189,12 @@ class AgentLoop:
                 operation_id = operation_id_for(request.invocation_id, content["id"])
                 event["refs"] = tool_refs(content["id"], operation_id)
             events.append(event)
-        if events:
+        calls = [event for event in events if event["content"]["kind"] == "function_call"]
+        if events and not (len(events) == 1 and calls):
             self.ledger.append_events(target.run_id, events)
-        return [event for event in events if event["content"]["kind"] == "function_call"]
+        # a turn that is one call alone is recorded by its T1 (the call commits with its
+        # dispatch in one transaction, ADR 0047): one commit less per step, same ledger
+        return calls
 
     def _run_tools(self, run_id: str, calls: Sequence[dict[str, Any]]) -> Exception | None:
         """Each recorded call through T1, the tool, T2. An error the run can end on is

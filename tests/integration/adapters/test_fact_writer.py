@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from maka_es import failpoints
 from maka_es.adapters.fact_rows import SqliteFactWriter
+from maka_es.adapters.sqlite import FailpointSQLiteApplicationRecorder
 from maka_es.app import RuntimeApplication
 from maka_es.errors import ConcurrentWriteError, StoreUnavailableError
 from maka_es.testing.builders import LedgerBuilder, Spine, run_header
@@ -285,6 +286,27 @@ def test_a_read_only_store_is_store_unavailable(tmp_path: Path) -> None:
     with RuntimeApplication.open_sqlite(str(path), read_only=True, host_id="host-a") as app:
         error = _refused_and_unchanged(app, path, StoreUnavailableError, LedgerBuilder())
         assert _reason(error) == "read_only"
+
+
+def test_a_refused_checkout_is_typed_and_forgets_the_own_commits(
+    app: RuntimeApplication,
+) -> None:
+    """The writer checks its connection out of the pool itself (issue 23): a checkout the
+    closed pool refuses is ``store_unavailable`` (reason ``closed``), as it was through
+    ``typed_store_faults``, and the own-commit watch proves nothing any more."""
+    _ledger(app)
+    es = app._store._app
+    recorder = es.recorder
+    assert isinstance(recorder, FailpointSQLiteApplicationRecorder)
+    watch = recorder.own_commits
+    assert watch._heads  # the append above was noted
+    writer = SqliteFactWriter(recorder, es.mapper)
+    recorder.datastore.pool.close()
+    with pytest.raises(StoreUnavailableError) as info:
+        writer.write([])
+    assert _reason(info.value) == "closed"
+    assert watch._heads == {}
+    assert watch._connection is None
 
 
 def test_concurrent_threads_of_one_application_all_commit(app: RuntimeApplication) -> None:

@@ -304,3 +304,38 @@ def test_a_crash_between_two_calls_of_one_response_parks_with_a_fork_command(
         before = store_snapshot(app).rows
         assert app.resume("s1", ScriptedProvider([])).operator_commands == parked.operator_commands
         assert store_snapshot(app).rows == before  # naming the way out writes nothing
+
+
+def test_a_one_call_turn_commits_its_call_with_the_dispatch(store_url: str, cwd: Path) -> None:
+    """ADR 0047: a model turn that is one call alone is recorded by its T1, so a step is two
+    commits, and the process dying in any commit of the turn never leaves that call durable
+    without its dispatch (or the tool run without both): each crash point is tried in turn."""
+    crash = Crash()
+    for point in range(1, 5):
+
+        def dies(_: str, *, at: int = point, hits: list[int] = []) -> None:  # noqa: B006
+            hits.append(1)  # one list per crash point: the default is bound per definition
+            if len(hits) == at:
+                raise Killed
+
+        with open_app(store_url, cwd, crash) as app:
+            app.open_session(f"s{point}")
+            provider = ScriptedProvider(
+                [
+                    ProviderTurn((call(f"c{point}", "a"),)),
+                    ProviderTurn(({"kind": "text", "text": "1"},)),
+                ]
+            )
+            ran = len(crash.ran)
+            failpoints.arm(failpoints.INSIDE_SAVE_BEFORE_COMMIT, dies)
+            try:
+                with pytest.raises(Killed):
+                    app.run_turn(f"s{point}", PROMPT, provider, run_id=f"r{point}")
+            finally:
+                failpoints.disarm(failpoints.INSIDE_SAVE_BEFORE_COMMIT)
+        with open_app(store_url, cwd, crash) as app:
+            events = app.read_run_events(f"r{point}") if app.run_exists(f"r{point}") else []
+            called = [e for e in events if e.function_call is not None]
+            dispatched = [e for e in events if e.actions is not None and e.actions.tool_dispatch]
+            assert len(called) == len(dispatched) <= 1
+            assert len(crash.ran) - ran == len(dispatched)  # the tool ran iff T1 committed
