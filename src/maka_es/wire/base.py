@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
@@ -78,13 +79,44 @@ def loads_js(text: str | bytes | bytearray) -> Any:
     Each object is built by one C ``dict`` call; only one that lost a key to a duplicate goes
     through ``_unique_keys``, which refuses it with the same message (ADR 0034).
     """
-    return json.loads(
-        text,
-        parse_constant=_refuse_constant,
-        parse_float=_finite_float,
-        parse_int=_js_int,
-        object_pairs_hook=_unique_dict,
-    )
+    return _JS_DECODER.decode(json_text(text))
+
+
+def json_text(text: str | bytes | bytearray) -> str:
+    """The document as ``json.loads`` reads it: bytes decoded in their detected encoding
+    (surrogates passed through), a leading BOM refused, anything else a ``TypeError``."""
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return text
+    if not isinstance(text, bytes | bytearray):
+        raise TypeError(
+            f"the JSON object must be str, bytes or bytearray, not {text.__class__.__name__}"
+        )
+    return text.decode(json.detect_encoding(text), "surrogatepass")
+
+
+#: One decoder for every document: ``json.loads`` with hooks builds a new one per call, which
+#: was a tenth of a parse (issue 23). Decoding keeps no state between documents.
+_JS_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant,
+    parse_float=_finite_float,
+    parse_int=_js_int,
+    object_pairs_hook=_unique_dict,
+)
+
+#: Validation context of a model parsed by ``loads_js`` from text with no surrogate code point
+#: and no surrogate escape: every number is finite and every key a string (``loads_js``
+#: refuses the rest) and no string can hold a lone surrogate, so the strict-JSON walk of its
+#: payloads cannot fail and is skipped (ADR 0037, amended 2026-12-02). Compared by identity.
+PLAIN_JSON_TEXT: Any = {"maka_es": "plain-json-text"}
+#: A surrogate code point, or a backslash-u escape of one (a false alarm only costs the walk).
+_SURROGATE_RISK = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+
+
+def plain_json_text(text: str) -> bool:
+    """Whether no string parsed from ``text`` can hold a surrogate (see ``PLAIN_JSON_TEXT``)."""
+    return _SURROGATE_RISK.search(text) is None
 
 
 #: The shared ``fields_set`` of each shape seen (``_share_fields_set``), and their ids; bounded,
@@ -219,8 +251,9 @@ class WireModel(BaseModel):
         """
         if id(self.__pydantic_fields_set__) in _SHARED_SET_IDS:
             return self
-        if info.context is not TRUSTED_STORED:  # else canonical bytes whose digest matched
-            self._check_strict_json()
+        if info.context is not TRUSTED_STORED and info.context is not PLAIN_JSON_TEXT:
+            self._check_strict_json()  # else canonical bytes whose digest matched, or text
+            # that holds no surrogate, which loads_js parsed (nothing the walk could refuse)
         self._compact()
         _share_fields_set(self)
         return self
@@ -268,7 +301,8 @@ class WireModel(BaseModel):
     ) -> Self:
         """Validate a JSON document (strict JSON, JavaScript number semantics)."""
         try:
-            data = loads_js(json_data)
+            text = json_text(json_data)
+            data = _JS_DECODER.decode(text)
         except ValueError as exc:
             error_class: Any = cls.error_class
             try:
@@ -277,6 +311,8 @@ class WireModel(BaseModel):
                 ) from None
             except TypeError:
                 raise error_class(f"{cls.__name__}: not strict JSON: {exc}") from None
+        if context is None and plain_json_text(text):
+            context = PLAIN_JSON_TEXT
         return cls.model_validate(data, strict=strict, context=context, **kwargs)
 
     @classmethod
