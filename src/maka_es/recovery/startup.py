@@ -658,8 +658,18 @@ class StartupRecovery:
         """Repair one run; its history is read only for a run with a terminal event or a
         single event (an interrupted run's reason reads from its last event back, ADR 0012).
         Decided on a view of the Run (:meth:`Ledger.read_run`: the commands' cached Run the
-        earlier steps read, no fold of its own), written after the view."""
-        return self.ledger.read_run(run_id, self._repair_of)()
+        earlier steps read, no fold of its own), written after the view.
+
+        Another process (an operator's ``attest`` or ``end-run``, another host's sweep) may end
+        the run between the view and the write: the store refuses the second terminal, and this
+        sweep then has nothing left to do on the run (``None``), as ``end-run`` does; any other
+        refusal, and every store fault, still raises."""
+        try:
+            return self.ledger.read_run(run_id, self._repair_of)()
+        except MakaError as exc:
+            if is_store_fault(exc) or self.ledger.load_run(run_id).terminal_event is None:
+                raise
+            return None
 
     def _repair_of(self, run: Run) -> Callable[[], Repair | None]:
         """What :meth:`_repair_run` writes for ``run``: every value is read from the Run here,

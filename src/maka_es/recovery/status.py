@@ -47,10 +47,8 @@ last one to leave restores that; nested and concurrent pauses (threads) are coun
 
 from __future__ import annotations
 
-import gc
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, TypeVar
 from uuid import UUID
@@ -80,7 +78,7 @@ from maka_es.recovery.model.status_store import (
     RunRecoveryStatus,
     needs_attention_for,
 )
-from maka_es.resume.plan import tracked_resume_verdict
+from maka_es.resume.plan import cyclic_gc_paused, tracked_resume_verdict
 from maka_es.wire.run_header import header_matches_terminal
 
 __all__ = [
@@ -396,22 +394,5 @@ def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
     )
 
 
-_lock = threading.Lock()
-_state = {"depth": 0, "was_enabled": False}
-
-
-@contextmanager
-def paused_collector() -> Iterator[None]:
-    """No cyclic collection inside the block (the collector as it was after the last one)."""
-    with _lock:
-        if _state["depth"] == 0:
-            _state["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _state["depth"] += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _state["depth"] -= 1
-            if _state["depth"] == 0 and _state["was_enabled"]:
-                gc.enable()
+#: One pause of the cyclic collector for the library, shared with the plan (ADR 0037).
+paused_collector = cyclic_gc_paused

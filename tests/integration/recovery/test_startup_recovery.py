@@ -19,7 +19,7 @@ from maka_es.recovery.model.reason import (
     recovery_reason,
     reference_event_type,
 )
-from maka_es.recovery.startup import recovered_terminal_id
+from maka_es.recovery.startup import StartupRecovery, recovered_terminal_id
 from maka_es.testing.builders import Events, LedgerBuilder, Spine, run_header
 from maka_es.testing.probes import commit_unchecked, store_snapshot
 from maka_es.wire.events import RuntimeEvent
@@ -419,3 +419,40 @@ def test_a_read_model_written_before_the_rule_change_is_rebuilt(
         assert reopened.get_run_header("r1").failure_class == "missing_terminal_event"
     finally:
         reopened.close()
+
+
+def test_a_run_another_process_ends_between_the_view_and_the_write_is_left_to_it(
+    restart: Restart, app: RuntimeApplication, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two recoveries of one run (an operator's ``attest`` or ``end-run`` beside a sweeping
+    host): the one whose terminal lands second answers nothing for the run instead of failing
+    its whole sweep with ``event_id_conflict``, and the run keeps the first one's terminal."""
+    app.ledger.create_run(run_header(SPINE, status="running"))
+    app.ledger.append_events("r1", [_error(LedgerBuilder(SPINE))])
+    sweeping, other = restart(app), restart(app)
+    other.clock = lambda: NOW + 5  # the other process's terminal differs (its ts)
+    original = StartupRecovery._repair_of
+    raced: list[str] = []
+
+    def repair_of(self: StartupRecovery, run: Any) -> Any:
+        step = original(self, run)
+        if raced or self.ledger is not sweeping.ledger:
+            return step
+
+        def racing_step() -> Any:
+            raced.extend(r.kind for r in other.recover().repairs)
+            return step()
+
+        return racing_step
+
+    monkeypatch.setattr(StartupRecovery, "_repair_of", repair_of)
+    report = sweeping.recover()
+
+    assert raced == ["terminal_recovered"]
+    assert [r for r in report.repairs if r.kind == "terminal_recovered"] == []
+    terminals = [e for e in sweeping.read_run_events("r1") if e.is_terminal]
+    assert [(e.id, e.ts) for e in terminals] == [(recovered_terminal_id("r1"), NOW + 5)]
+    assert sweeping.get_run_header("r1").status == "failed"
+    before = store_snapshot(app).rows
+    assert restart(app).recover().repairs == ()
+    assert store_snapshot(app).rows == before
