@@ -51,7 +51,7 @@ from maka_es.resume.models import (
     decode_events,
 )
 from maka_es.tooljournal.model.attestation import OperatorAttestation
-from maka_es.tooljournal.model.resolver import resolve_tool_operations
+from maka_es.tooljournal.model.resolver import built_model, resolve_tool_operations
 from maka_es.wire.events import FunctionCallContent, FunctionResponseContent, RuntimeEvent
 
 __all__ = [
@@ -598,16 +598,9 @@ def trusted_resume_plan(
         "runtime_events": runtime_events,
         "replay_runtime_events": replay_runtime_events,
     }
-    plan = _new_object(ResumePlan)
-    _set_attr(plan, "__dict__", {name: fields[name] for name in _PLAN_FIELDS})
-    _set_attr(plan, "__pydantic_fields_set__", set(_PLAN_FIELDS))
-    _set_attr(plan, "__pydantic_extra__", None)
-    _set_attr(plan, "__pydantic_private__", None)
-    return plan
+    return built_model(ResumePlan, {name: fields[name] for name in _PLAN_FIELDS})
 
 
-_new_object = object.__new__
-_set_attr = object.__setattr__
 #: Every field of a plan, in declaration order: ``plan_over_resolution`` passes them all.
 _PLAN_FIELDS = tuple(ResumePlan.model_fields)
 

@@ -25,7 +25,9 @@ resolver's state to validate tool facts online (ADR 0017); the issues are the sc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
 
 from maka_es.tooljournal.model.bundle import ABSENT, BundleInterpretation, interpret_bundle
 from maka_es.tooljournal.model.scanner import (
@@ -336,10 +338,8 @@ def _decision(
     field set, no extra, no private (tests/unit/tooljournal/test_fold_fast_paths.py)."""
     response = operation.response_event
     call, dispatch = operation.call_event, operation.dispatch_event
-    decision = _new_decision(ToolDecision)
-    _set_attr(
-        decision,
-        "__dict__",
+    return built_model(
+        ToolDecision,
         {
             "tool_call_id": operation.tool_call_id,
             "tool_name": operation.tool_name or None,
@@ -353,16 +353,24 @@ def _decision(
             "response_is_error": None if response is None else response.is_error,
         },
     )
-    _set_attr(decision, "__pydantic_fields_set__", set(_DECISION_FIELDS))
-    _set_attr(decision, "__pydantic_extra__", None)
-    _set_attr(decision, "__pydantic_private__", None)
-    return decision
 
 
-_new_decision = object.__new__
+_new_object = object.__new__
 _set_attr = object.__setattr__
-#: Every field of a decision: a validated decision has them all set (``_decision`` passes all).
-_DECISION_FIELDS = frozenset(ToolDecision.model_fields)
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def built_model(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """An instance of ``cls`` from ``values`` already typed, every field given in declaration
+    order, built without validation: what validation builds (that ``__dict__``, every field
+    set, no extra, no private). Only for values the caller's own code typed (ADR 0034, ADR
+    0037 amendment of 2026-12-02); outside input is always validated."""
+    instance = _new_object(cls)
+    _set_attr(instance, "__dict__", values)
+    _set_attr(instance, "__pydantic_fields_set__", set(values))
+    _set_attr(instance, "__pydantic_extra__", None)
+    _set_attr(instance, "__pydantic_private__", None)
+    return instance
 
 
 def resolve_tool_operations(events: Sequence[RuntimeEventInput]) -> Resolution:
