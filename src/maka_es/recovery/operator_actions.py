@@ -67,9 +67,8 @@ from maka_es.recovery.startup import (
     is_bare_continuation_start,
     start_fact,
 )
-from maka_es.recovery.status import paused_collector
 from maka_es.resume.models import ResumePlan
-from maka_es.resume.plan import plan_over_resolution
+from maka_es.resume.plan import cyclic_gc_paused, plan_over_resolution
 from maka_es.telemetry import (
     ATTEST_SPAN,
     CLAIM_ID,
@@ -217,7 +216,7 @@ class OperatorActions:
         diagnostics. Why here: the events and the attestations are read from ONE load of the
         run, so a plan never names an attestation whose response it does not hold. The
         collector is paused while the run's events are read and planned (ADR 0045)."""
-        with paused_collector():
+        with cyclic_gc_paused():
             run = self._ledger.load_run(run_id)
             return plan_over_resolution(
                 run.events, run.resolution(), expected_high_water, run.attestations

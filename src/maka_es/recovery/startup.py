@@ -114,7 +114,7 @@ from maka_es.continuation.claims import (
     continuation_start_event,
     is_continuation_start,
 )
-from maka_es.errors import MakaError
+from maka_es.errors import MakaError, StoreRefusal
 from maka_es.ledger.host_leases import HostLeases
 from maka_es.ledger.model.ownership import RunOwner
 from maka_es.ledger.model.run import Run
@@ -666,8 +666,8 @@ class StartupRecovery:
         refusal, and every store fault, still raises."""
         try:
             return self.ledger.read_run(run_id, self._repair_of)()
-        except MakaError as exc:
-            if is_store_fault(exc) or self.ledger.load_run(run_id).terminal_event is None:
+        except StoreRefusal:  # the store's verdict on a write (a fault is no verdict)
+            if self.ledger.load_run(run_id).terminal_event is None:
                 raise
             return None
 

@@ -33,7 +33,8 @@ recomputes it again, and incremental maintenance equals a rebuild from scratch b
 batch overwrite rows a newer batch already wrote; the loser simply continues from the winner's
 position.
 
-``paused_collector`` pauses the cyclic garbage collector while a bulk read builds many objects
+``cyclic_gc_paused`` (the plan's, ``resume/plan.py``) pauses the cyclic garbage collector while
+a bulk read builds many objects
 (ADR 0045). Why: reading a long run builds a few objects per event, all kept alive, none in a cycle.
 CPython's collector runs a pass every 700 net allocations and a full pass whenever the
 long-lived objects grew by a quarter, each scanning what is already held, so a 100k-event read
@@ -87,7 +88,6 @@ __all__ = [
     "RecoveryStatusProjector",
     "RecoveryStatusStore",
     "RunRecoveryStatus",
-    "paused_collector",
 ]
 
 
@@ -188,7 +188,7 @@ class RecoveryStatusProjector:
                 end = self.source.max_notification_id()
                 if end <= start:
                     return processed
-                with paused_collector():  # a bulk read of facts (ADR 0045)
+                with cyclic_gc_paused():  # a bulk read of facts (ADR 0045)
                     batch = self._scan(start, end)
                     if batch.count == 0:
                         return processed
@@ -392,7 +392,3 @@ def status_of_run(run: Run, claim_id: str | None) -> RunRecoveryStatus:
             header.status, terminal is not None, matches, claim_state
         ),
     )
-
-
-#: One pause of the cyclic collector for the library, shared with the plan (ADR 0037).
-paused_collector = cyclic_gc_paused

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from maka_es.recovery.status import paused_collector
+from maka_es.resume.plan import cyclic_gc_paused
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +25,9 @@ def _collector_as_it_was() -> Iterator[None]:
 
 def test_the_collector_is_off_inside_and_on_after() -> None:
     gc.enable()
-    with paused_collector():
+    with cyclic_gc_paused():
         assert not gc.isenabled()
-        with paused_collector():
+        with cyclic_gc_paused():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the outer pause still holds
     assert gc.isenabled()
@@ -35,14 +35,14 @@ def test_the_collector_is_off_inside_and_on_after() -> None:
 
 def test_an_exception_inside_restores_the_collector() -> None:
     gc.enable()
-    with pytest.raises(RuntimeError), paused_collector():
+    with pytest.raises(RuntimeError), cyclic_gc_paused():
         raise RuntimeError("boom")
     assert gc.isenabled()
 
 
 def test_a_collector_the_host_turned_off_stays_off() -> None:
     gc.disable()
-    with paused_collector():
+    with cyclic_gc_paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
 
@@ -52,14 +52,14 @@ def test_overlapping_pauses_in_threads_restore_it_once_the_last_ends() -> None:
     inside, release = threading.Event(), threading.Event()
 
     def other() -> None:
-        with paused_collector():
+        with cyclic_gc_paused():
             inside.set()
             release.wait(10)
 
     thread = threading.Thread(target=other)
     thread.start()
     assert inside.wait(10)
-    with paused_collector():
+    with cyclic_gc_paused():
         assert not gc.isenabled()
     assert not gc.isenabled()  # the other thread's pause still holds
     release.set()
