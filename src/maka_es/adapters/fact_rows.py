@@ -53,7 +53,7 @@ from pydantic import BaseModel, ValidationError
 
 from maka_es import failpoints
 from maka_es.adapters.sqlite import (
-    STORE_FAULTS,
+    SQLITE_FAULTS,
     DurableSQLiteDatastore,
     FailpointSQLiteApplicationRecorder,
     store_fault,
@@ -349,7 +349,7 @@ class SqliteFactWriter:
         except (MakaError, IntegrityError):
             own_commits.failed()
             raise
-        except STORE_FAULTS as exc:
+        except SQLITE_FAULTS as exc:
             own_commits.failed()
             raise store_fault(exc, path=pool.db_path, read_only=pool.read_only) from exc
         except BaseException:

@@ -300,12 +300,14 @@ def typed_store_faults(path: str | None, *, read_only: bool = False) -> Iterator
         yield
     except (MakaError, IntegrityError):
         raise
-    except STORE_FAULTS as exc:
+    except SQLITE_FAULTS as exc:
         raise store_fault(exc, path=path, read_only=read_only) from exc
 
 
-#: What :func:`typed_store_faults` types (a writer that inlines it for speed names the same).
-STORE_FAULTS: Final = (sqlite3.Error, PersistenceError, ConnectionPoolClosedError)
+#: The SQLite-side faults :func:`typed_store_faults` types (a writer that inlines it for speed
+#: names the same); not `ledger.ports.STORE_FAULTS`, the set that means "the store could not
+#: be read" to the layers above.
+SQLITE_FAULTS: Final = (sqlite3.Error, PersistenceError, ConnectionPoolClosedError)
 
 
 # === the durable datastore, its recorder and the factory ==========================================
